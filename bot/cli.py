@@ -1,0 +1,179 @@
+"""`candor`: the command line. Thin: parse arguments, call the core, print.
+
+Exit status: 0 success; 1 an error (printed as one line on stderr); 3 the ingest finished but
+some files were skipped (each named with its reason).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rag.config import Settings, load_settings
+from rag.errors import CandorError, ConfigError
+from rag.ingest.pipeline import IngestReport
+from rag.runtime import Candor, open_candor
+from rag.types import AccessScope
+
+EXIT_SKIPPED = 3
+
+app = typer.Typer(
+    name="candor",
+    help="Candor: answers from your own documents, with citations, or an honest 'I don't know'.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+T = TypeVar("T")
+
+KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: CANDOR_KB or 'default').")]
+AccessOption = Annotated[
+    list[str] | None,
+    typer.Option("--access", help="Access group; repeat for several. Without it only public documents are read."),
+]
+
+
+def _run(work: Callable[[Candor], Awaitable[T]], *, check_embedder: bool = True) -> T:
+    settings = _settings()
+
+    async def main() -> T:
+        async with open_candor(settings, check_embedder=check_embedder) as candor:
+            return await work(candor)
+
+    try:
+        return asyncio.run(main())
+    except CandorError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(1) from exc
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def _settings() -> Settings:
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        err.print(f"error: {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    return settings
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Files or folders (Markdown, text, HTML, PDF).")] = None,
+    kb: KbOption = None,
+    access: AccessOption = None,
+    prune: Annotated[bool, typer.Option(help="Remove documents whose files are gone.")] = False,
+    reembed: Annotated[bool, typer.Option(help="Re-embed everything with the configured embedder.")] = False,
+    max_authority: Annotated[
+        int | None, typer.Option(min=0, help="Cap on front-matter authority for this knowledge base.")
+    ] = None,
+) -> None:
+    """Add or update documents in a knowledge base."""
+    if not paths and not reembed:
+        err.print("error: give at least one file or folder (or --reembed)")
+        raise typer.Exit(2)
+
+    async def work(candor: Candor) -> IngestReport | int:
+        if reembed:
+            count = await candor.reembed()
+            if not paths:
+                return count
+        name = kb or candor.settings.default_kb
+        knowledge_base = await candor.knowledge_base(name, create=True)
+        assert knowledge_base is not None
+        if max_authority is not None and max_authority != knowledge_base.max_authority:
+            knowledge_base = await candor.store.set_max_authority(knowledge_base, max_authority)
+        with _progress() as progress:
+            task = progress.add_task("ingesting", total=None) if progress else None
+
+            def advance(path: Path) -> None:
+                if progress is not None and task is not None:
+                    progress.update(task, advance=1, description=path.name[:40])
+
+            return await candor.ingestor().ingest(
+                paths or [], kb=knowledge_base, access=access or [], prune=prune, on_file=advance
+            )
+
+    result = _run(work, check_embedder=not reembed)
+    if isinstance(result, int):
+        out.print(f"re-embedded {result} texts")
+        return
+    for path, reason in result.skipped:
+        err.print(f"skipped {path}: {reason}", highlight=False)
+    out.print(
+        f"{result.added} added, {result.updated} updated, {result.unchanged} unchanged, "
+        f"{len(result.skipped)} skipped, {result.pruned} pruned; {result.chunks} chunks, "
+        f"{result.sentences} sentences; {result.embedded} texts embedded, {result.reused} reused",
+        highlight=False,
+    )
+    if not result.ok:
+        raise typer.Exit(EXIT_SKIPPED)
+
+
+class _NoProgress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _progress() -> Progress | _NoProgress:
+    if not out.is_terminal:
+        return _NoProgress()
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=out,
+        transient=True,
+    )
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    kb: KbOption = None,
+    k: Annotated[int, typer.Option("-k", min=1, max=100, help="How many passages.")] = 5,
+    access: AccessOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list, best first.")] = False,
+) -> None:
+    """Show the passages hybrid search ranks highest for QUERY."""
+
+    async def work(candor: Candor) -> list[dict[str, object]]:
+        scope = AccessScope(frozenset(access or []), None if kb is None else frozenset([kb]))
+        passages = await candor.retriever.run(query, scope, k=k)
+        return [p.as_json() for p in passages]
+
+    results = _run(work)
+    if as_json:
+        sys.stdout.write(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
+        return
+    if not results:
+        out.print("no passages found")
+    for rank, item in enumerate(results, 1):
+        heading = f" > {item['heading']}" if item["heading"] else ""
+        out.print(f"[bold]{rank}. {item['title']}{heading}[/bold]  score {item['score']:.3f}", highlight=False)
+        out.print(f"   {item['document']}" + (f"  ({item['effective_date']})" if item["effective_date"] else ""),
+                  style="dim", highlight=False)
+        text = str(item["text"])
+        out.print("   " + (text[:400] + "…" if len(text) > 400 else text).replace("\n", "\n   "), highlight=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

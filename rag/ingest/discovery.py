@@ -1,0 +1,63 @@
+"""Finding the files an ingest run reads, without ever leaving the paths it was given."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.errors import IngestError, OutsideRoot, UnreadableFile, UnsupportedFile
+from rag.ingest.loaders import SUPPORTED_SUFFIXES
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A file to ingest (`error` is None) or one to report as skipped."""
+
+    path: Path
+    error: IngestError | None = None
+
+
+def discover(paths: list[Path]) -> Iterator[Found]:
+    """Every supported file under `paths`, in a stable order.
+
+    A file named directly must be supported (else it is reported); inside folders, files of
+    other types are passed over quietly, as are hidden files and folders. Symbolic links are
+    followed only when their target stays inside the folder being walked.
+    """
+    seen: set[Path] = set()
+    for given in paths:
+        path = Path(os.path.abspath(given))
+        if not path.exists() and not path.is_symlink():
+            yield Found(path, UnreadableFile(path, "no such file or folder"))
+        elif path.is_dir():
+            yield from _walk(path, seen)
+        elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            yield Found(path, UnsupportedFile(path, f"unknown type {path.suffix or '(no extension)'}"))
+        elif path not in seen:
+            seen.add(path)
+            yield Found(path)
+
+
+def _walk(root: Path, seen: set[Path]) -> Iterator[Found]:
+    real_root = root.resolve()
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = Path(folder) / name
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES or path in seen:
+                continue
+            seen.add(path)
+            if path.is_symlink():
+                try:
+                    target = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    yield Found(path, UnreadableFile(path, "broken symbolic link"))
+                    continue
+                if not target.is_relative_to(real_root):
+                    yield Found(path, OutsideRoot(path, f"link to {target}"))
+                    continue
+            yield Found(path)

@@ -1,0 +1,365 @@
+"""Turn the bytes of a Markdown, text, HTML or PDF file into a `ParsedDocument`.
+
+The caller reads the file; `load_document` picks a parser from the suffix, and every failure
+leaves as an `IngestError` subclass naming the path, with the parser's own error chained.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import pypdf
+import yaml
+from bs4 import BeautifulSoup
+from bs4.element import NavigableString, Tag
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from rag.errors import CorruptFile, EmptyFile, IngestError, UnreadableFile, UnsupportedFile
+from rag.ingest.blocks import Block, BlockKind, ParsedDocument
+
+__all__ = ["SUPPORTED_SUFFIXES", "load_document"]
+
+_MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+_SNIFF_BYTES = 8192
+_MAX_CONTROL_RATIO = 0.02
+_SHORT_LINE = 80
+_LIST_MARKER = re.compile(r"^(\s*)(?:[-*+•▪◦–]|\d{1,3}[.)]|\([a-z0-9]{1,3}\))\s+(\S.*)$")
+_UNDERLINE = re.compile(r"^(={3,}|-{3,})$")
+_RULE = re.compile(r"^([-*_=])(\s*\1){2,}$")
+_PAGE_NUMBER = re.compile(r"^(page\s+)?\d{1,4}(\s*(of|/)\s*\d{1,4})?$", re.IGNORECASE)
+_INVISIBLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\u00ad\u200b\ufeff]")
+_HTML_DROP = ("script", "style", "nav", "footer", "header", "noscript", "template", "svg", "head")
+_HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_HTML_INLINE = frozenset(
+    {"a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em", "font", "i"}
+    | {"img", "ins", "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strike", "strong"}
+    | {"sub", "sup", "time", "tt", "u", "var", "wbr"}
+)
+
+
+def load_document(path: Path, data: bytes) -> ParsedDocument:
+    """Parse `data`, the content of `path`, into blocks; the suffix decides the format."""
+    parser = _PARSERS.get(path.suffix.lower())
+    if parser is None:
+        raise UnsupportedFile(path, f"unknown extension {path.suffix!r}")
+    try:
+        document = parser(path, data)
+    except IngestError:
+        raise
+    except Exception as exc:  # a parser bug or a rejected input: either way this file is corrupt
+        raise CorruptFile(path, f"{type(exc).__name__}: {exc}") from exc
+    if not any(block.kind != "heading" for block in document.blocks):
+        raise EmptyFile(path)
+    return document
+
+
+def _load_markdown(path: Path, data: bytes) -> ParsedDocument:
+    try:
+        front, body = frontmatter.parse(_decode_text(path, data))
+    except yaml.YAMLError as exc:
+        raise CorruptFile(path, "malformed YAML front matter") from exc
+    metadata = {str(key).lower(): value for key, value in front.items()}
+    blocks = _markdown_blocks(body)
+    title = metadata.get("title")
+    return ParsedDocument(blocks, _clean(str(title)) if title else _first_h1(blocks), metadata)
+
+
+def _markdown_blocks(body: str) -> list[Block]:
+    blocks: list[Block] = []
+    items: list[list[str]] = []  # text of each open list item, outermost first
+    header: list[str] = []
+    row: list[str] = []
+    in_head = False
+    target = ""  # where the next inline token goes: "heading", "cell" or "" (paragraph/item)
+    level = 0
+
+    def flush_item(depth: int) -> None:
+        _add(blocks, "list_item", " ".join(items[depth - 1]), depth)
+        items[depth - 1].clear()
+
+    for token in _MARKDOWN.parse(body):
+        kind = token.type
+        if kind == "heading_open":
+            target, level = "heading", int(token.tag[1:])
+        elif kind in ("th_open", "td_open"):
+            target = "cell"
+        elif kind in ("heading_close", "th_close", "td_close"):
+            target = ""
+        elif kind == "inline":
+            text = _inline_text(token.children or [])
+            if target == "heading":
+                _add(blocks, "heading", text, level)
+            elif target == "cell":
+                row.append(_clean(text))
+            elif items:
+                items[-1].append(text)
+            else:
+                _add(blocks, "paragraph", text)
+        elif kind in ("bullet_list_open", "ordered_list_open") and items:
+            flush_item(len(items))
+        elif kind == "list_item_open":
+            items.append([])
+        elif kind == "list_item_close":
+            flush_item(len(items))
+            items.pop()
+        elif kind in ("thead_open", "thead_close"):
+            in_head = kind == "thead_open"
+        elif kind == "tr_open":
+            row = []
+        elif kind == "tr_close" and in_head:
+            header = row
+        elif kind == "tr_close":
+            _add(blocks, "table_row", _row_text(header, row))
+        elif kind in ("fence", "code_block"):
+            _add(blocks, "code", token.content)
+        elif kind == "html_block":
+            _add(blocks, "paragraph", BeautifulSoup(token.content, "html.parser").get_text(" "))
+    return blocks
+
+
+def _inline_text(children: Iterable[Token]) -> str:
+    """Plain text of an inline run: emphasis and links keep their text, images their alt text."""
+    kept = ("text", "code_inline", "image", "softbreak", "hardbreak")
+    return "".join(
+        child.content if child.type in kept[:3] else " " for child in children if child.type in kept
+    )
+
+
+def _load_text(path: Path, data: bytes) -> ParsedDocument:
+    text = _decode_text(path, data)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    short = len(first) <= _SHORT_LINE and not _LIST_MARKER.match(first)
+    return ParsedDocument(_plain_blocks(text.splitlines(), wrapped=False), first if short else None)
+
+
+def _load_html(path: Path, data: bytes) -> ParsedDocument:
+    _reject_binary(path, data)
+    soup = BeautifulSoup(data, "html.parser")
+    metadata: dict[str, Any] = {}
+    for meta in soup.find_all("meta"):
+        name, content = meta.get("name") or meta.get("property"), meta.get("content")
+        if name and content is not None:
+            metadata[str(name).strip().lower()] = str(content).strip()
+    title = _clean(soup.title.get_text()) if soup.title else ""
+    for element in soup.find_all(list(_HTML_DROP)):
+        element.decompose()
+    for br in soup.find_all("br"):
+        br.replace_with("\n")
+    walker = _HtmlWalker()
+    walker.walk(soup)
+    walker.flush()
+    return ParsedDocument(walker.blocks, title or _first_h1(walker.blocks), metadata)
+
+
+class _HtmlWalker:
+    """Collects blocks from an HTML tree in reading order; loose text becomes paragraphs."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.loose: list[str] = []
+
+    def flush(self) -> None:
+        _add(self.blocks, "paragraph", "".join(self.loose))
+        self.loose.clear()
+
+    def walk(self, node: Tag, depth: int = 0) -> None:
+        for child in node.children:
+            if isinstance(child, Tag):
+                self.element(child, depth)
+            elif type(child) is NavigableString:  # not a comment, doctype or declaration
+                self.loose.append(str(child))
+
+    def element(self, tag: Tag, depth: int) -> None:
+        name = tag.name
+        if name in _HTML_INLINE:
+            self.loose.append(tag.get_text())
+            return
+        self.flush()
+        if name in _HTML_HEADINGS:
+            _add(self.blocks, "heading", tag.get_text(), _HTML_HEADINGS[name])
+        elif name == "p":
+            _add(self.blocks, "paragraph", tag.get_text())
+        elif name == "pre":
+            _add(self.blocks, "code", tag.get_text())
+        elif name == "li":
+            self.item(tag, max(depth, 1))
+        elif name in ("ul", "ol"):
+            self.walk(tag, depth + 1)
+        elif name == "table":
+            self.table(tag)
+        else:
+            self.walk(tag, depth)
+        self.flush()
+
+    def item(self, li: Tag, depth: int) -> None:
+        nested = [sub.extract() for sub in li.find_all(["ul", "ol"], recursive=False)]
+        _add(self.blocks, "list_item", li.get_text(), depth)
+        for sublist in nested:
+            self.walk(sublist, depth + 1)
+
+    def table(self, table: Tag) -> None:
+        if table.caption:
+            _add(self.blocks, "paragraph", table.caption.get_text())
+        header: list[str] = []
+        for tr in table.find_all("tr"):
+            cells = tr.find_all(["th", "td"], recursive=False)
+            texts = [_clean(cell.get_text()) for cell in cells]
+            if not header and cells and all(cell.name == "th" for cell in cells):
+                header = texts
+            else:
+                _add(self.blocks, "table_row", _row_text(header, texts))
+
+
+def _load_pdf(path: Path, data: bytes) -> ParsedDocument:
+    if b"%PDF-" not in data[:1024]:
+        raise CorruptFile(path, "no PDF header")
+    reader = pypdf.PdfReader(io.BytesIO(data))
+    if reader.is_encrypted and not reader.decrypt(""):
+        raise CorruptFile(path, "encrypted with a password")
+    info: Mapping[str, Any] = reader.metadata or {}
+    metadata = {str(key).lstrip("/").lower(): str(info[key]) for key in info}
+    blocks: list[Block] = []
+    for page in reader.pages:
+        page_blocks = _plain_blocks((page.extract_text() or "").splitlines(), wrapped=True)
+        if blocks and page_blocks and _continues(blocks[-1], page_blocks[0]):
+            joined = _join_lines([blocks[-1].text, page_blocks.pop(0).text])
+            blocks[-1] = Block("paragraph", joined)
+        blocks.extend(page_blocks)
+    title = _clean(str(metadata.get("title", "")))
+    return ParsedDocument(blocks, title or None, metadata)
+
+
+def _continues(last: Block, first: Block) -> bool:
+    """A paragraph cut by a page break: no final punctuation before, lower case after."""
+    both = last.kind == first.kind == "paragraph"
+    return both and not last.text.endswith((".", "!", "?", ":")) and first.text[:1].islower()
+
+
+def _plain_blocks(lines: list[str], *, wrapped: bool) -> list[Block]:
+    """Blocks from plain lines; `wrapped` (PDF) guesses paragraph ends when no blank lines exist."""
+    if wrapped:
+        lines = [line for line in lines if not _PAGE_NUMBER.match(line.strip())]
+    width = max((len(line.strip()) for line in lines), default=0)
+    guess_breaks = wrapped and all(line.strip() for line in lines)
+    blocks: list[Block] = []
+    pending: list[str] = []
+    shape: tuple[BlockKind, int] = ("paragraph", 0)
+
+    def start(kind: BlockKind = "paragraph", level: int = 0, *first: str) -> None:
+        nonlocal shape
+        _add(blocks, shape[0], _join_lines(pending), shape[1])
+        pending[:] = first
+        shape = (kind, level)
+
+    for index, raw in enumerate(lines):
+        line = raw.strip()
+        following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+        marker = _LIST_MARKER.match(raw)
+        if not line or _RULE.match(line):
+            start()
+        elif _UNDERLINE.match(following) and not marker and len(line) <= _SHORT_LINE:
+            start("heading", 1 if following[0] == "=" else 2, line)
+        elif marker:
+            start("list_item", 1 + len(marker.group(1).expandtabs(4)) // 2, marker.group(2))
+        elif _looks_like_heading(line):
+            start("heading", 2, line)
+            start()
+        else:
+            if shape[0] == "list_item" and not (wrapped or raw[:1].isspace()):
+                start()
+            pending.append(line)
+        if guess_breaks and line.endswith((".", "!", "?", ":")) and len(line) < 0.8 * width:
+            start()
+    start()
+    return blocks
+
+
+def _looks_like_heading(line: str) -> bool:
+    letters = sum(char.isalpha() for char in line)
+    return letters >= 2 and line.upper() == line and len(line) <= 60 and not line.endswith(".")
+
+
+def _join_lines(lines: list[str]) -> str:
+    text = ""
+    for line in lines:
+        if text.endswith("-") and text[-2:-1].isalpha() and line[:1].islower():
+            text += line  # a word broken at the line end keeps its hyphen
+        else:
+            text = f"{text} {line}" if text else line
+    return text
+
+
+def _reject_binary(path: Path, data: bytes) -> None:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        raise UnsupportedFile(path, "binary content")
+
+
+def _decode_text(path: Path, data: bytes) -> str:
+    """UTF-8 (or UTF-16 with a BOM); else cp1252/latin-1 when the result reads like text."""
+    _reject_binary(path, data)
+    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    for encoding in ("utf-16",) if utf16 else ("utf-8-sig", "cp1252", "latin-1"):
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        if encoding.startswith("utf") or _control_ratio(text) <= _MAX_CONTROL_RATIO:
+            return text
+    raise UnreadableFile(path, "not UTF-8 text")
+
+
+def _control_ratio(text: str) -> float:
+    controls = sum(unicodedata.category(char) == "Cc" and not char.isspace() for char in text)
+    return controls / max(len(text), 1)
+
+
+def _row_text(header: list[str], cells: list[str]) -> str:
+    """A table row that reads on its own: "Header1: cell1; Header2: cell2"."""
+    pairs = []
+    for index, cell in enumerate(cells):
+        name = header[index] if index < len(header) else ""
+        if cell:
+            pairs.append(f"{name}: {cell}" if name else cell)
+    return "; ".join(pairs)
+
+
+def _clean(text: str) -> str:
+    return " ".join(_INVISIBLE.sub("", text).split())
+
+
+def _add(blocks: list[Block], kind: BlockKind, text: str, level: int = 0) -> None:
+    """Append a block with normalised whitespace (code keeps its lines); empty text is dropped."""
+    if kind == "code":
+        lines = [line.rstrip() for line in _INVISIBLE.sub("", text).strip("\n").splitlines()]
+        text = "\n".join(lines).strip("\n")
+    else:
+        text = _clean(text)
+    if text.strip():
+        blocks.append(Block(kind, text, level))
+
+
+def _first_h1(blocks: list[Block]) -> str | None:
+    h1s = (block.text for block in blocks if block.kind == "heading" and block.level == 1)
+    return next(h1s, None)
+
+
+_PARSERS: dict[str, Callable[[Path, bytes], ParsedDocument]] = {
+    ".md": _load_markdown,
+    ".markdown": _load_markdown,
+    ".txt": _load_text,
+    ".text": _load_text,
+    ".html": _load_html,
+    ".htm": _load_html,
+    ".pdf": _load_pdf,
+}
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_PARSERS)

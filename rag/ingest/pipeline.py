@@ -1,0 +1,252 @@
+"""`Ingestor`: files → parsed blocks → chunks and sentences → vectors → one transaction per document.
+
+Re-ingesting costs almost nothing: a file whose bytes and ingest options are unchanged is not
+even parsed, and every text whose vector is already stored (same embedder, same input) reuses
+it, so a changed file only embeds the chunks that changed. Embedding runs on the embedder's
+worker thread while the previous batch is written, and a failing file is reported and skipped
+while the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+
+import numpy as np
+
+from rag.embeddings import Embedder
+from rag.errors import IngestError, UnreadableFile
+from rag.ingest.chunking import Chunker
+from rag.ingest.discovery import discover
+from rag.ingest.embedding_inputs import chunk_input, input_hash
+from rag.ingest.document_facts import DocumentFacts, document_facts
+from rag.ingest.loaders import load_document
+from rag.store.postgres import ChunkRow, DocumentRow, KnowledgeBase, PostgresStore, SentenceRow, StoredDocument
+
+log = logging.getLogger(__name__)
+
+_NO_VECTOR = np.zeros(0, dtype=np.float32)
+
+PIPELINE_VERSION = 1
+"""Bump when parsing or chunking changes in a way that should re-process unchanged files."""
+
+
+@dataclass(slots=True)
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    pruned: int = 0
+    chunks: int = 0
+    sentences: int = 0
+    embedded: int = 0
+    """Texts actually sent to the embedder (chunks and sentences)."""
+    reused: int = 0
+    """Texts whose stored vector was reused instead."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(path, reason) for every file that could not be ingested."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.skipped
+
+
+@dataclass(slots=True)
+class _Prepared:
+    path: Path
+    existing_id: int | None
+    row: DocumentRow
+    chunks: list[ChunkRow]
+    pending: dict[str, str]
+    """text_hash → embedding input, for texts that still need a vector."""
+
+
+class Ingestor:
+    """Ingest files into one knowledge base."""
+
+    def __init__(
+        self,
+        store: PostgresStore,
+        embedder: Embedder,
+        chunker: Chunker,
+        *,
+        embed_sentences: bool = True,
+        batch_texts: int = 256,
+        today: Callable[[], date] = date.today,
+    ) -> None:
+        if batch_texts < 1:
+            raise ValueError("batch_texts must be at least 1")
+        self.store = store
+        self.embedder = embedder
+        self.chunker = chunker
+        self.embed_sentences = embed_sentences
+        self.batch_texts = batch_texts
+        self.today = today
+
+    async def ingest(
+        self,
+        paths: Sequence[Path],
+        *,
+        kb: KnowledgeBase,
+        access: Sequence[str] = (),
+        prune: bool = False,
+        on_file: Callable[[Path], None] | None = None,
+    ) -> IngestReport:
+        report = IngestReport()
+        stored = await self.store.documents(kb)
+        options_hash = self._options_hash(kb, access)
+        found = list(discover(list(paths)))
+        batch: list[_Prepared] = []
+        pending_texts = 0
+        writer: asyncio.Task[None] | None = None
+
+        for item in found:
+            try:
+                if item.error is not None:
+                    raise item.error
+                prepared = await self._prepare(item.path, kb, access, options_hash, stored, report)
+            except IngestError as exc:
+                report.skipped.append((str(exc.path), _reason(exc)))
+                log.warning("skipped %s", exc)
+                prepared = None
+            if on_file is not None:
+                on_file(item.path)
+            if prepared is None:
+                continue
+            batch.append(prepared)
+            pending_texts += len(prepared.pending)
+            if pending_texts >= self.batch_texts:
+                writer = await self._flush(batch, writer, report)
+                batch, pending_texts = [], 0
+        writer = await self._flush(batch, writer, report)
+        if writer is not None:
+            await writer
+        if prune:
+            report.pruned = await self._prune(paths, stored)
+        return report
+
+    def _options_hash(self, kb: KnowledgeBase, access: Sequence[str]) -> str:
+        options = {
+            "pipeline": PIPELINE_VERSION,
+            "embedder": self.embedder.name,
+            "chunker": [self.chunker.max_tokens, self.chunker.overlap_sentences],
+            "sentences": self.embed_sentences,
+            "access": sorted(set(access)),
+            "max_authority": kb.max_authority,
+            "today": self.today().isoformat(),
+        }
+        return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()
+
+    async def _prepare(
+        self,
+        path: Path,
+        kb: KnowledgeBase,
+        access: Sequence[str],
+        options_hash: str,
+        stored: dict[str, StoredDocument],
+        report: IngestReport,
+    ) -> _Prepared | None:
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+            modified = datetime.fromtimestamp(path.stat().st_mtime).date()
+        except OSError as exc:
+            raise UnreadableFile(path, exc.strerror or str(exc)) from exc
+        content_hash = hashlib.sha256(data).hexdigest()
+        source = str(path)
+        previous = stored.get(source)
+        if previous is not None and (previous.content_hash, previous.options_hash) == (content_hash, options_hash):
+            report.unchanged += 1
+            return None
+        facts = await asyncio.to_thread(self._parse, path, data, kb, access, modified)
+        row = DocumentRow(
+            kb_id=kb.id, source=source, title=facts.title, format=facts.format, content_hash=content_hash,
+            options_hash=options_hash, url=facts.url, effective_date=facts.effective_date,
+            date_source=facts.date_source, date_flag=facts.date_flag, declared_date=facts.declared_date,
+            authority=facts.authority, declared_authority=facts.declared_authority,
+            access_groups=list(facts.access_groups), metadata=facts.metadata,
+        )
+        chunk_rows, pending = self._rows(facts)
+        return _Prepared(path, previous.id if previous else None, row, chunk_rows, pending)
+
+    def _parse(
+        self, path: Path, data: bytes, kb: KnowledgeBase, access: Sequence[str], modified: date
+    ) -> DocumentFacts:
+        parsed = load_document(path, data)
+        return document_facts(
+            path, parsed, self.chunker.chunk(parsed), cli_access=access, max_authority=kb.max_authority,
+            file_date=modified, today=self.today(),
+        )
+
+    def _hash(self, embedding_input: str) -> str:
+        return input_hash(self.embedder.name, embedding_input)
+
+    def _rows(self, facts: DocumentFacts) -> tuple[list[ChunkRow], dict[str, str]]:
+        pending: dict[str, str] = {}
+        rows: list[ChunkRow] = []
+        for draft in facts.chunks:
+            embedding_input = chunk_input(facts.title, draft.heading_path, draft.text)
+            chunk_hash = self._hash(embedding_input)
+            pending[chunk_hash] = embedding_input
+            sentence_rows = []
+            for position, sentence in enumerate(draft.sentences):
+                sentence_hash = self._hash(sentence)
+                if self.embed_sentences:
+                    pending[sentence_hash] = sentence
+                sentence_rows.append(SentenceRow(position, sentence, sentence_hash, None))
+            rows.append(ChunkRow(draft.position, list(draft.heading_path), draft.text, chunk_hash, _NO_VECTOR, sentence_rows))
+        return rows, pending
+
+    async def _flush(
+        self, batch: list[_Prepared], writer: asyncio.Task[None] | None, report: IngestReport
+    ) -> asyncio.Task[None] | None:
+        """Embed this batch (while the previous one is still being written), then start writing it."""
+        if not batch:
+            return writer
+        wanted: dict[str, str] = {}
+        for prepared in batch:
+            wanted.update(prepared.pending)
+        vectors = await self.store.known_embeddings(wanted)
+        report.reused += len(vectors)
+        missing = [h for h in wanted if h not in vectors]
+        if missing:
+            matrix = await self.embedder.embed([wanted[h] for h in missing])
+            vectors.update(zip(missing, matrix, strict=True))
+            report.embedded += len(missing)
+        for prepared in batch:
+            for chunk in prepared.chunks:
+                chunk.embedding = vectors[chunk.text_hash]
+                for sentence in chunk.sentences:
+                    sentence.embedding = vectors.get(sentence.text_hash) if self.embed_sentences else None
+        if writer is not None:
+            await writer
+        return asyncio.create_task(self._write(batch, report))
+
+    async def _write(self, batch: list[_Prepared], report: IngestReport) -> None:
+        for prepared in batch:
+            await self.store.write_document(prepared.row, prepared.chunks)
+            if prepared.existing_id is None:
+                report.added += 1
+            else:
+                report.updated += 1
+            report.chunks += len(prepared.chunks)
+            report.sentences += sum(len(c.sentences) for c in prepared.chunks)
+
+    async def _prune(self, paths: Sequence[Path], stored: dict[str, StoredDocument]) -> int:
+        roots = [Path(p).absolute() for p in paths]
+        gone = [
+            doc.id
+            for source, doc in stored.items()
+            if any(Path(source).is_relative_to(root) for root in roots) and not Path(source).exists()
+        ]
+        return await self.store.delete_documents(gone)
+
+
+def _reason(exc: IngestError) -> str:
+    return exc.reason + (f" ({exc.detail})" if exc.detail else "")
+

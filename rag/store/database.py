@@ -1,0 +1,76 @@
+"""Opening the database: embedded or external, migrated, with pgvector types registered."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pgvector.psycopg import register_vector_async
+from sqlalchemy import event, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from rag.config import Settings
+from rag.errors import DatabaseUnavailable, EmbeddingMismatch
+from rag.store.embedded import start_embedded
+from rag.store.migrate import upgrade_to_head
+
+log = logging.getLogger(__name__)
+
+
+def _async_url(url: str) -> str:
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url
+
+
+async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> tuple[AsyncEngine, EmbedderRecord]:
+    """Start or reach Postgres, apply migrations; return an async engine and the stored embedder.
+
+    A fresh database records the configured embedder; an existing one keeps what its vectors were
+    made with, and the caller compares (see `PostgresStore.check_embedder`).
+    """
+    if settings.database_url is not None:
+        url = _async_url(settings.database_url.get_secret_value())
+    else:
+        url = await asyncio.to_thread(start_embedded, settings.pgdata)
+    await asyncio.to_thread(upgrade_to_head, url, embedder=embedder, embedding_dimension=dimension)
+
+    engine = create_async_engine(url, pool_size=settings.db_pool_size, pool_pre_ping=True)
+    ef_search = int(settings.hnsw_ef_search)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        async def prepare(conn: Any) -> None:
+            await register_vector_async(conn)
+            await conn.execute(f"SET hnsw.ef_search = {ef_search}")
+            await conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
+            await conn.commit()
+
+        dbapi_connection.run_async(prepare)
+
+    try:
+        async with engine.connect() as conn:
+            row = (await conn.execute(text("SELECT value FROM candor_meta WHERE key = 'embedder'"))).one()
+    except SQLAlchemyError as exc:
+        await engine.dispose()
+        raise DatabaseUnavailable(f"cannot reach the database: {exc}") from exc
+    return engine, EmbedderRecord(name=str(row[0]["name"]), dimension=int(row[0]["dimension"]))
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderRecord:
+    """Which embedder made the vectors in this database."""
+
+    name: str
+    dimension: int
+
+    def check(self, name: str, dimension: int) -> None:
+        if self.name != name or self.dimension != dimension:
+            raise EmbeddingMismatch(
+                f"the knowledge base was embedded with {self.name} ({self.dimension} dimensions) but the "
+                f"configured embedder is {name} ({dimension}); run `candor ingest --reembed`"
+            )

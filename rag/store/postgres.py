@@ -1,0 +1,389 @@
+"""The Postgres store: knowledge bases, documents, chunks, sentences and hybrid candidates.
+
+SQLAlchemy Core for the ordinary statements; the driver connection (psycopg 3) for COPY and the
+hybrid query, which are the hot paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from rag.config import Settings
+from rag.errors import StoreError
+from rag.ingest.embedding_inputs import chunk_input, input_hash
+from rag.store.database import EmbedderRecord, open_engine
+from rag.store.schema import documents, knowledge_bases
+
+Vector = np.ndarray[Any, np.dtype[np.float32]]
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeBase:
+    id: int
+    name: str
+    max_authority: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    id: int
+    source: str
+    content_hash: str
+    options_hash: str
+
+
+@dataclass(slots=True)
+class DocumentRow:
+    """Everything stored about a document except its chunks."""
+
+    kb_id: int
+    source: str
+    title: str
+    format: str
+    content_hash: str
+    options_hash: str
+    url: str | None = None
+    effective_date: date | None = None
+    date_source: str | None = None
+    date_flag: str | None = None
+    declared_date: date | None = None
+    authority: int = 0
+    declared_authority: int | None = None
+    access_groups: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SentenceRow:
+    position: int
+    text: str
+    text_hash: str
+    embedding: Vector | None
+
+
+@dataclass(slots=True)
+class ChunkRow:
+    position: int
+    heading_path: list[str]
+    text: str
+    text_hash: str
+    embedding: Vector
+    sentences: list[SentenceRow] = field(default_factory=list)
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_path)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A chunk found by the dense or the full-text side, with both scores."""
+
+    chunk_id: int
+    document_id: int
+    source: str
+    title: str
+    url: str | None
+    heading: str
+    text: str
+    effective_date: date | None
+    authority: int
+    access_groups: tuple[str, ...]
+    knowledge_base: str
+    cosine: float
+    lexical: float
+    dense_rank: int | None
+    lexical_rank: int | None
+
+
+_DOCUMENT_COLUMNS = (
+    "kb_id, source, title, url, format, content_hash, options_hash, effective_date, date_source, "
+    "date_flag, declared_date, authority, declared_authority, access_groups, metadata"
+)
+
+_HYBRID_SQL = """
+WITH scope AS (
+    SELECT id FROM knowledge_bases WHERE %(kbs)s::text[] IS NULL OR name = ANY(%(kbs)s::text[])
+),
+dense AS (
+    SELECT c.id, row_number() OVER (ORDER BY c.distance) AS rnk
+    FROM (
+        SELECT id, embedding <=> %(vec)s AS distance FROM chunks
+        WHERE kb_id IN (SELECT id FROM scope)
+          AND (access_groups = '{}' OR access_groups && %(groups)s::text[])
+        ORDER BY embedding <=> %(vec)s
+        LIMIT %(n)s
+    ) c
+),
+lex AS (
+    SELECT c.id, row_number() OVER (ORDER BY c.rank DESC, c.id) AS rnk
+    FROM (
+        SELECT id, ts_rank_cd(tsv, websearch_to_tsquery('english', %(lexq)s), 32) AS rank FROM chunks
+        WHERE tsv @@ websearch_to_tsquery('english', %(lexq)s)
+          AND kb_id IN (SELECT id FROM scope)
+          AND (access_groups = '{}' OR access_groups && %(groups)s::text[])
+        ORDER BY rank DESC, id
+        LIMIT %(n)s
+    ) c
+),
+ids AS (SELECT id FROM dense UNION SELECT id FROM lex)
+SELECT c.id, c.document_id, d.source, d.title, d.url, c.heading, c.text, d.effective_date,
+       d.authority, c.access_groups, kb.name,
+       1 - (c.embedding <=> %(vec)s) AS cosine,
+       ts_rank_cd(c.tsv, websearch_to_tsquery('english', %(lexq)s), 32) AS lexical,
+       dense.rnk, lex.rnk
+FROM ids
+JOIN chunks c ON c.id = ids.id
+JOIN documents d ON d.id = c.document_id
+JOIN knowledge_bases kb ON kb.id = c.kb_id
+LEFT JOIN dense ON dense.id = c.id
+LEFT JOIN lex ON lex.id = c.id
+"""
+
+
+class PostgresStore:
+    """Candor's one database. Open with `await PostgresStore.open(settings, ...)`."""
+
+    def __init__(self, engine: AsyncEngine, embedder: EmbedderRecord) -> None:
+        self.engine = engine
+        self.embedder = embedder
+
+    @classmethod
+    async def open(cls, settings: Settings, *, embedder: str, dimension: int) -> PostgresStore:
+        engine, record = await open_engine(settings, embedder=embedder, dimension=dimension)
+        return cls(engine, record)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncConnection]:
+        try:
+            async with self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error: {exc}") from exc
+
+    async def _driver(self, conn: AsyncConnection) -> Any:
+        raw = await conn.get_raw_connection()
+        return raw.driver_connection
+
+    # --- knowledge bases -----------------------------------------------------------------
+
+    async def knowledge_base(self, name: str, *, create_with_max_authority: int | None = None) -> KnowledgeBase | None:
+        """The knowledge base called `name`; created when `create_with_max_authority` is given."""
+        async with self._transaction() as conn:
+            if create_with_max_authority is not None:
+                await conn.execute(
+                    insert(knowledge_bases)
+                    .values(name=name, max_authority=create_with_max_authority)
+                    .on_conflict_do_nothing(index_elements=["name"])
+                )
+            row = (await conn.execute(select(knowledge_bases).where(knowledge_bases.c.name == name))).first()
+        return None if row is None else KnowledgeBase(row.id, row.name, row.max_authority)
+
+    async def set_max_authority(self, kb: KnowledgeBase, value: int) -> KnowledgeBase:
+        async with self._transaction() as conn:
+            await conn.execute(
+                update(knowledge_bases).where(knowledge_bases.c.id == kb.id).values(max_authority=value)
+            )
+        return KnowledgeBase(kb.id, kb.name, value)
+
+    # --- documents -----------------------------------------------------------------------
+
+    async def documents(self, kb: KnowledgeBase) -> dict[str, StoredDocument]:
+        query = select(documents.c.id, documents.c.source, documents.c.content_hash, documents.c.options_hash)
+        async with self._transaction() as conn:
+            rows = (await conn.execute(query.where(documents.c.kb_id == kb.id))).all()
+        return {row.source: StoredDocument(row.id, row.source, row.content_hash, row.options_hash) for row in rows}
+
+    async def known_embeddings(self, hashes: Iterable[str]) -> dict[str, Vector]:
+        """Vectors already stored for these embedding inputs (so no text is embedded twice)."""
+        wanted = list(set(hashes))
+        if not wanted:
+            return {}
+        async with self._transaction() as conn:
+            driver = await self._driver(conn)
+            cursor = await driver.execute(
+                "SELECT DISTINCT ON (text_hash) text_hash, embedding FROM chunks WHERE text_hash = ANY(%s) "
+                "UNION ALL "
+                "SELECT DISTINCT ON (text_hash) text_hash, embedding FROM sentences "
+                "WHERE text_hash = ANY(%s) AND embedding IS NOT NULL",
+                (wanted, wanted),
+            )
+            rows = await cursor.fetchall()
+        return {row[0]: np.asarray(row[1], dtype=np.float32) for row in rows}
+
+    async def write_document(self, doc: DocumentRow, chunk_rows: Sequence[ChunkRow]) -> int:
+        """Insert or replace one document and all its chunks, in one transaction."""
+        async with self._transaction() as conn:
+            driver = await self._driver(conn)
+            cursor = await driver.execute(
+                f"INSERT INTO documents ({_DOCUMENT_COLUMNS}, chunk_count) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (kb_id, source) DO UPDATE SET "
+                + ", ".join(f"{col} = EXCLUDED.{col}" for col in _DOCUMENT_COLUMNS.split(", ")[1:])
+                + ", chunk_count = EXCLUDED.chunk_count, updated_at = now() RETURNING id",
+                (*_document_values(doc), len(chunk_rows)),
+            )
+            row = await cursor.fetchone()
+            document_id = int(row[0])
+            await driver.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
+            await self._copy_chunks(driver, document_id, doc, chunk_rows)
+        return document_id
+
+    async def _copy_chunks(self, driver: Any, document_id: int, doc: DocumentRow, chunk_rows: Sequence[ChunkRow]) -> None:
+        if not chunk_rows:
+            return
+        cursor = await driver.execute(
+            "SELECT nextval('chunks_id_seq') FROM generate_series(1, %s)", (len(chunk_rows),)
+        )
+        chunk_ids = [int(r[0]) for r in await cursor.fetchall()]
+        async with driver.cursor() as cur:
+            async with cur.copy(
+                "COPY chunks (id, document_id, kb_id, position, heading_path, heading, text, text_hash, "
+                "access_groups, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["int8", "int8", "int4", "int4", "text[]", "text", "text", "text", "text[]", "vector"])
+                for chunk_id, chunk in zip(chunk_ids, chunk_rows, strict=True):
+                    await copy.write_row(
+                        (chunk_id, document_id, doc.kb_id, chunk.position, chunk.heading_path, chunk.heading,
+                         chunk.text, chunk.text_hash, doc.access_groups, chunk.embedding)
+                    )
+            async with cur.copy(
+                "COPY sentences (chunk_id, position, text, text_hash, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["int8", "int4", "text", "text", "vector"])
+                for chunk_id, chunk in zip(chunk_ids, chunk_rows, strict=True):
+                    for sentence in chunk.sentences:
+                        await copy.write_row(
+                            (chunk_id, sentence.position, sentence.text, sentence.text_hash, sentence.embedding)
+                        )
+
+    async def update_document_options(self, document_id: int, doc: DocumentRow) -> None:
+        """Same content, other options (access groups, authority, dates): no re-embedding."""
+        async with self._transaction() as conn:
+            driver = await self._driver(conn)
+            columns = _DOCUMENT_COLUMNS.split(", ")
+            await driver.execute(
+                "UPDATE documents SET " + ", ".join(f"{col} = %s" for col in columns) + ", updated_at = now() "
+                "WHERE id = %s",
+                (*_document_values(doc), document_id),
+            )
+            await driver.execute(
+                "UPDATE chunks SET access_groups = %s WHERE document_id = %s", (doc.access_groups, document_id)
+            )
+
+    async def delete_documents(self, document_ids: Sequence[int]) -> int:
+        if not document_ids:
+            return 0
+        async with self._transaction() as conn:
+            result = await conn.execute(delete(documents).where(documents.c.id.in_(list(document_ids))))
+        return int(result.rowcount or 0)
+
+    async def counts(self, kb: KnowledgeBase | None = None) -> dict[str, int]:
+        where = "" if kb is None else f" WHERE kb_id = {int(kb.id)}"
+        async with self._transaction() as conn:
+            docs = (await conn.execute(text(f"SELECT count(*) FROM documents{where}"))).scalar_one()
+            chunk_count = (await conn.execute(text(f"SELECT count(*) FROM chunks{where}"))).scalar_one()
+            sentence_count = (
+                await conn.execute(
+                    text(f"SELECT count(*) FROM sentences s JOIN chunks c ON c.id = s.chunk_id{where.replace('kb_id', 'c.kb_id')}")
+                )
+            ).scalar_one()
+        return {"documents": int(docs), "chunks": int(chunk_count), "sentences": int(sentence_count)}
+
+    async def reembed(
+        self,
+        name: str,
+        dimension: int,
+        embed: Callable[[list[str]], Awaitable[Vector]],
+        *,
+        batch: int = 256,
+    ) -> int:
+        """Replace every vector with the given embedder's, changing the column size if needed.
+
+        One transaction: readers see the old vectors until the new ones are all in place.
+        """
+        done = 0
+        async with self._transaction() as conn:
+            driver = await self._driver(conn)
+            await driver.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+            for table in ("chunks", "sentences"):
+                await driver.execute(f"ALTER TABLE {table} ALTER COLUMN embedding DROP NOT NULL")
+                await driver.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimension)}) USING NULL")
+            cursor = await driver.execute(
+                "SELECT c.id, d.title, c.heading_path, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+            )
+            chunk_inputs = [(r[0], chunk_input(r[1], r[2], r[3])) for r in await cursor.fetchall()]
+            cursor = await driver.execute("SELECT id, text FROM sentences")
+            sentence_inputs = [(r[0], r[1]) for r in await cursor.fetchall()]
+            for table, inputs in (("chunks", chunk_inputs), ("sentences", sentence_inputs)):
+                for start in range(0, len(inputs), batch):
+                    part = inputs[start : start + batch]
+                    vectors = await embed([text_ for _, text_ in part])
+                    async with driver.cursor() as cur:
+                        await cur.executemany(
+                            f"UPDATE {table} SET embedding = %s, text_hash = %s WHERE id = %s",
+                            [(vec, input_hash(name, text_), row_id) for (row_id, text_), vec in zip(part, vectors, strict=True)],
+                        )
+                    done += len(part)
+            await driver.execute("ALTER TABLE chunks ALTER COLUMN embedding SET NOT NULL")
+            await driver.execute("CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)")
+            await driver.execute(
+                "UPDATE candor_meta SET value = %s WHERE key = 'embedder'",
+                (json.dumps({"name": name, "dimension": dimension}),),
+            )
+        self.embedder = EmbedderRecord(name, dimension)
+        return done
+
+    # --- retrieval -----------------------------------------------------------------------
+
+    async def hybrid_candidates(
+        self,
+        vector: Vector,
+        lexical_query: str,
+        *,
+        knowledge_bases: Sequence[str] | None,
+        groups: Sequence[str],
+        limit: int,
+    ) -> list[Candidate]:
+        """Top `limit` chunks by cosine and top `limit` by full-text rank, each with both scores."""
+        params = {
+            "vec": vector,
+            "lexq": lexical_query,
+            "kbs": None if knowledge_bases is None else list(knowledge_bases),
+            "groups": list(groups),
+            "n": limit,
+        }
+        async with self._transaction() as conn:
+            driver = await self._driver(conn)
+            cursor = await driver.execute(_HYBRID_SQL, params)
+            rows = await cursor.fetchall()
+        return [
+            Candidate(
+                chunk_id=r[0], document_id=r[1], source=r[2], title=r[3], url=r[4], heading=r[5], text=r[6],
+                effective_date=r[7], authority=r[8], access_groups=tuple(r[9]), knowledge_base=r[10],
+                cosine=float(r[11]), lexical=float(r[12]), dense_rank=r[13], lexical_rank=r[14],
+            )
+            for r in rows
+        ]
+
+
+def _document_values(doc: DocumentRow) -> tuple[Any, ...]:
+    return (
+        doc.kb_id, doc.source, doc.title, doc.url, doc.format, doc.content_hash, doc.options_hash,
+        doc.effective_date, doc.date_source, doc.date_flag, doc.declared_date, doc.authority,
+        doc.declared_authority, doc.access_groups, json.dumps(doc.metadata, default=str),
+    )

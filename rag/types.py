@@ -1,0 +1,62 @@
+"""The plain data that flows between Candor's stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+
+@dataclass(frozen=True, slots=True)
+class AccessScope:
+    """What one asker may read.
+
+    A document without access groups is public; a document with groups is visible only to a scope
+    holding at least one of them. `knowledge_bases=None` means every knowledge base.
+    """
+
+    groups: frozenset[str] = frozenset()
+    knowledge_bases: frozenset[str] | None = None
+
+    @classmethod
+    def public(cls, knowledge_bases: frozenset[str] | None = None) -> AccessScope:
+        return cls(frozenset(), knowledge_bases)
+
+    def can_read(self, document_groups: tuple[str, ...] | frozenset[str]) -> bool:
+        return not document_groups or bool(self.groups.intersection(document_groups))
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One retrieved chunk with the document facts later stages need (citations, conflicts)."""
+
+    chunk_id: int
+    document_id: int
+    document: str
+    """The path or URL as ingested."""
+    title: str
+    heading: str
+    text: str
+    score: float
+    """The fused score: good for ranking within one query, meaningless across queries."""
+    dense_score: float | None
+    """Cosine similarity of the query and the chunk; None when only full-text found it."""
+    lexical_score: float | None
+    url: str | None = None
+    effective_date: date | None = None
+    authority: int = 0
+    knowledge_base: str = ""
+    access_groups: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_json(self) -> dict[str, object]:
+        """The shape `candor search --json` prints."""
+        return {
+            "document": self.document,
+            "title": self.title,
+            "heading": self.heading,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "dense_score": None if self.dense_score is None else round(self.dense_score, 6),
+            "lexical_score": None if self.lexical_score is None else round(self.lexical_score, 6),
+            "effective_date": self.effective_date.isoformat() if self.effective_date else None,
+            "url": self.url,
+        }
