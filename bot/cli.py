@@ -136,7 +136,11 @@ def _progress() -> Progress | _NoProgress:
     if not out.is_terminal:
         return _NoProgress()
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=out,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=out,
         transient=True,
     )
 
@@ -165,8 +169,11 @@ def search(
     for rank, item in enumerate(results, 1):
         heading = f" > {item['heading']}" if item["heading"] else ""
         out.print(f"[bold]{rank}. {item['title']}{heading}[/bold]  score {item['score']:.3f}", highlight=False)
-        out.print(f"   {item['document']}" + (f"  ({item['effective_date']})" if item["effective_date"] else ""),
-                  style="dim", highlight=False)
+        out.print(
+            f"   {item['document']}" + (f"  ({item['effective_date']})" if item["effective_date"] else ""),
+            style="dim",
+            highlight=False,
+        )
         text = str(item["text"])
         out.print("   " + (text[:400] + "…" if len(text) > 400 else text).replace("\n", "\n   "), highlight=False)
 

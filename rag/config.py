@@ -38,9 +38,7 @@ def _env(name: str, *more: str) -> AliasChoices:
 class Settings(BaseSettings):
     """Every setting Candor has, typed. Field docs say which variable sets each one."""
 
-    model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
 
     # --- storage -------------------------------------------------------------------------
     home: Path = Field(default_factory=_default_home, validation_alias=_env("CANDOR_HOME"))
@@ -58,9 +56,7 @@ class Settings(BaseSettings):
     )
     """CANDOR_EMBEDDER_BACKEND: how sentence-transformers runs the model on the CPU."""
     embed_batch_size: int = Field(32, ge=1, le=1024, validation_alias=_env("CANDOR_EMBED_BATCH_SIZE"))
-    embedding_dimensions: int | None = Field(
-        None, ge=1, le=16000, validation_alias=_env("CANDOR_EMBEDDING_DIMENSIONS")
-    )
+    embedding_dimensions: int | None = Field(None, ge=1, le=16000, validation_alias=_env("CANDOR_EMBEDDING_DIMENSIONS"))
     """CANDOR_EMBEDDING_DIMENSIONS: requested size for OpenAI embeddings (their `dimensions`)."""
     sentence_embeddings: bool = Field(True, validation_alias=_env("CANDOR_SENTENCE_EMBEDDINGS"))
     """CANDOR_SENTENCE_EMBEDDINGS: also embed each sentence at ingest (the reranker and critic use them)."""

@@ -41,7 +41,8 @@ class Embedder(Protocol):
 def _normalise(matrix: Matrix) -> Matrix:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (matrix / norms).astype(np.float32, copy=False)
+    normalised: Matrix = (matrix / norms).astype(np.float32, copy=False)
+    return normalised
 
 
 class SentenceTransformerEmbedder:
@@ -66,7 +67,9 @@ class SentenceTransformerEmbedder:
         self.name = model if model == PACKAGED_MINILM else f"sentence-transformers:{model}"
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
         self._model: Any = None
-        self.dimension = self._load().get_sentence_embedding_dimension() or 0
+        model = self._load()
+        size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dimension = int(size() or 0)
         if self.dimension <= 0:
             raise EmbeddingError(f"{self.name}: model reports no embedding dimension")
 
@@ -100,7 +103,10 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: list[str]) -> Matrix:
         vectors = self._model.encode(
-            texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True,
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)

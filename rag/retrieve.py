@@ -14,19 +14,25 @@ from typing import Literal, Protocol
 
 from rag.embeddings import Embedder
 from rag.errors import RetrievalError
-from rag.store.postgres import Candidate
+from rag.store.postgres import Candidate, Vector
 from rag.types import AccessScope, Passage
 
 Fusion = Literal["rrf", "weighted"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 MAX_QUERY_CHARS = 4000
+PUBLIC = AccessScope()
 
 
 class CandidateSource(Protocol):
     async def hybrid_candidates(
-        self, vector: object, lexical_query: str, *, knowledge_bases: Sequence[str] | None,
-        groups: Sequence[str], limit: int,
+        self,
+        vector: Vector,
+        lexical_query: str,
+        *,
+        knowledge_bases: Sequence[str] | None,
+        groups: Sequence[str],
+        limit: int,
     ) -> list[Candidate]: ...
 
 
@@ -101,7 +107,7 @@ class HybridRetriever:
     async def run(
         self,
         query: str,
-        scope: AccessScope = AccessScope(),
+        scope: AccessScope = PUBLIC,
         *,
         k: int | None = None,
         fusion: Fusion | None = None,
@@ -133,8 +139,18 @@ class HybridRetriever:
 def _passage(scored: Scored) -> Passage:
     c = scored.candidate
     return Passage(
-        chunk_id=c.chunk_id, document_id=c.document_id, document=c.source, title=c.title, heading=c.heading,
-        text=c.text, score=scored.score, dense_score=c.cosine, lexical_score=c.lexical, url=c.url,
-        effective_date=c.effective_date, authority=c.authority, knowledge_base=c.knowledge_base,
+        chunk_id=c.chunk_id,
+        document_id=c.document_id,
+        document=c.source,
+        title=c.title,
+        heading=c.heading,
+        text=c.text,
+        score=scored.score,
+        dense_score=c.cosine,
+        lexical_score=c.lexical,
+        url=c.url,
+        effective_date=c.effective_date,
+        authority=c.authority,
+        knowledge_base=c.knowledge_base,
         access_groups=c.access_groups,
     )

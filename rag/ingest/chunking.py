@@ -3,9 +3,9 @@
 A chunk belongs to one heading path and never holds half a list item or half a table row:
 those move whole to the next chunk (one larger than `max_tokens` becomes a chunk of its own).
 Paragraphs too long for one chunk are cut at sentence boundaries, sentences too long at word
-boundaries. Each section is packed into as few chunks as greedy packing needs, with the limit
-then lowered as far as that count allows, so chunks come out even instead of ending on a tiny
-remainder.
+boundaries. Each section is packed into as few chunks as greedy packing needs, then evened out
+(the limit lowered as far as that count allows, units shifted forward from fuller chunks), so a
+section does not end on a tiny remainder chunk.
 """
 
 from __future__ import annotations
@@ -131,26 +131,23 @@ class _Packer:
 
     def units(self, block: Block) -> list[_Unit]:
         """A block as packable units; only paragraphs and code are ever cut."""
-        text = block.text.strip()
-        if not text:
+        text = block.text.strip("\n") if block.kind == "code" else block.text.strip()
+        if not text.strip():
             return []
         if block.kind == "list_item":
             indent = "  " * max(block.level - 1, 0)
             return [_Unit(block.kind, f"{indent}- {text}", (text,))]
         if block.kind == "table_row" or (block.kind == "code" and self.fits([text])):
-            return [_Unit(block.kind, text, (text,))]
+            return [_Unit(block.kind, text, (text.strip(),))]
         if block.kind == "code":
             lines = [piece for line in text.splitlines() for piece in self._words(line)]
-            groups = self._balance(lines, "\n")
-            return [_Unit("code", "\n".join(group), ("\n".join(group),)) for group in groups]
+            pieces = ["\n".join(group) for group in self._balance(lines, "\n")]
+            return [_Unit("code", piece, (piece.strip(),)) for piece in pieces if piece.strip()]
         sentences = split_sentences(text)
         if self.fits([text]):
             return [_Unit(block.kind, text, tuple(sentences))]
         pieces = [piece for sentence in sentences for piece in self._words(sentence)]
-        return [
-            _Unit(block.kind, " ".join(group), tuple(group))
-            for group in self._balance(pieces, " ")
-        ]
+        return [_Unit(block.kind, " ".join(group), tuple(group)) for group in self._balance(pieces, " ")]
 
     def pack(self, units: list[_Unit]) -> list[list[_Unit]]:
         """Units grouped into chunks: greedy, then evened out with the same number of chunks."""
@@ -162,10 +159,12 @@ class _Packer:
         starts = self._greedy(pieces, self.max_tokens, sep)
         return _split(pieces, self._evened(pieces, starts, sep))
 
-    def _evened(
-        self, pieces: list[str], starts: list[int], sep: str, units: list[_Unit] | None = None
-    ) -> list[int]:
-        """The lowest limit that still packs `pieces` into len(starts) groups, as group starts."""
+    def _evened(self, pieces: list[str], starts: list[int], sep: str, units: list[_Unit] | None = None) -> list[int]:
+        """Group starts for as many groups as `starts`, but as even as they can be.
+
+        First the lowest limit that greedy packing can meet with that many groups, then, from
+        the end, pieces move forward while the receiving group stays no larger than the giver.
+        """
         if len(starts) < 2:
             return starts
         low, high = 1, self.max_tokens
@@ -176,11 +175,21 @@ class _Packer:
             else:
                 low = middle + 1
         evened = self._greedy(pieces, low, sep, units)
-        return evened if len(evened) <= len(starts) else starts
+        if len(evened) > len(starts):
+            evened = list(starts)
+        ends = [*evened[1:], len(pieces)]
+        for group in range(len(evened) - 1, 0, -1):
+            while evened[group] - evened[group - 1] > 1:
+                start = evened[group] - 1
+                giver, taker = pieces[evened[group - 1] : start], pieces[start : ends[group]]
+                if units and _is_lead_in(units, start - 1):
+                    break
+                if not self.fits(taker, sep=sep) or self.count(sep.join(taker)) > self.count(sep.join(giver)):
+                    break
+                evened[group] = ends[group - 1] = start
+        return evened
 
-    def _greedy(
-        self, pieces: list[str], limit: int, sep: str, units: list[_Unit] | None = None
-    ) -> list[int]:
+    def _greedy(self, pieces: list[str], limit: int, sep: str, units: list[_Unit] | None = None) -> list[int]:
         """Start indexes of greedy groups of `pieces` under `limit` tokens.
 
         With `units`, a lead-in paragraph (ending with ":") that could open a chunk together
@@ -212,8 +221,8 @@ class _Packer:
 
 
 def _split(items: list[_T], starts: list[int]) -> list[list[_T]]:
-    """`items` cut before each index in `starts`."""
-    return [items[start:end] for start, end in zip(starts, [*starts[1:], len(items)], strict=True)]
+    """`items` cut before each index in `starts` (which begins with 0 unless `items` is empty)."""
+    return [items[start:end] for start, end in zip(starts, [*starts[1:], len(items)], strict=False)]
 
 
 def _is_lead_in(units: list[_Unit], index: int) -> bool:

@@ -82,9 +82,7 @@ _FLAGS = re.IGNORECASE | re.ASCII
 
 _EFFECTIVE_RE = re.compile(_EFFECTIVE_LABEL + _SEP + f"(?P<date>{_DATE})", _FLAGS)
 _LABELLED_RE = re.compile(_OTHER_LABEL + _SEP + f"(?P<date>{_DATE})", _FLAGS)
-_DATELINE_RE = re.compile(
-    r"[\s#*_>()\[\]|.,\-\u2013\u2014]*" + f"(?P<date>{_DATE})" + r"[\s*_()\[\]|.]*", _FLAGS
-)
+_DATELINE_RE = re.compile(r"[\s#*_>()\[\]|.,\-\u2013\u2014]*" + f"(?P<date>{_DATE})" + r"[\s*_()\[\]|.]*", _FLAGS)
 _VALUE_RE = re.compile(f"(?P<date>{_DATE})", _FLAGS)
 _ISO_DATETIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]", re.ASCII)
 _SPACES_RE = re.compile(r"[^\S\r\n]")  # any Unicode space but a line break

@@ -55,7 +55,7 @@ def load_document(path: Path, data: bytes) -> ParsedDocument:
     except IngestError:
         raise
     except Exception as exc:  # a parser bug or a rejected input: either way this file is corrupt
-        raise CorruptFile(path, f"{type(exc).__name__}: {exc}") from exc
+        raise CorruptFile(path, f"{type(exc).__name__}: {exc}"[:200]) from exc
     if not any(block.kind != "heading" for block in document.blocks):
         raise EmptyFile(path)
     return document
@@ -128,9 +128,7 @@ def _markdown_blocks(body: str) -> list[Block]:
 def _inline_text(children: Iterable[Token]) -> str:
     """Plain text of an inline run: emphasis and links keep their text, images their alt text."""
     kept = ("text", "code_inline", "image", "softbreak", "hardbreak")
-    return "".join(
-        child.content if child.type in kept[:3] else " " for child in children if child.type in kept
-    )
+    return "".join(child.content if child.type in kept[:3] else " " for child in children if child.type in kept)
 
 
 def _load_text(path: Path, data: bytes) -> ParsedDocument:

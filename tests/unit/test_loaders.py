@@ -1,0 +1,386 @@
+"""Loaders: bytes of each supported format in, blocks and metadata out, errors from one tree."""
+
+from __future__ import annotations
+
+import io
+from datetime import date
+from pathlib import Path
+
+import pypdf
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.errors import CorruptFile, EmptyFile, IngestError, UnreadableFile, UnsupportedFile
+from rag.ingest.blocks import Block
+from rag.ingest.loaders import SUPPORTED_SUFFIXES, load_document
+
+
+def make_pdf(pages: list[list[str]], info: dict[str, str] | None = None) -> bytes:
+    """A minimal valid PDF: one Helvetica text line per string, offsets in a correct xref table."""
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * index) for index in range(len(pages)))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % len(pages),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for index, lines in enumerate(pages):
+        operations = [b"BT /F1 12 Tf 14 TL 72 720 Td"]
+        for line in lines:
+            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            operations.append(b"(" + escaped.encode("latin-1") + b") Tj T*")
+        stream = b"\n".join([*operations, b"ET"])
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * index)
+        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    info_ref = b""
+    if info:
+        objects.append(b"<< " + b" ".join(b"/%s (%s)" % (k.encode(), v.encode()) for k, v in info.items()) + b" >>")
+        info_ref = b" /Info %d 0 R" % len(objects)
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\n" % (len(objects) + 1, info_ref)
+    out += b"startxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)
+
+
+def encrypted(pdf: bytes, user_password: str) -> bytes:
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(pdf)))
+    writer.encrypt(user_password=user_password, owner_password="owner", algorithm="RC4-128")
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def kinds_and_texts(blocks: list[Block]) -> list[tuple[str, str, int]]:
+    return [(block.kind, block.text, block.level) for block in blocks]
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+
+HANDBOOK_MD = b"""---
+Title: Leave Policy
+Effective_Date: 2026-01-01
+authority: HR
+---
+# Annual leave
+
+Staff get *25 days* of [paid leave](https://example.com/leave) per year;
+see `LEAVE-1` for details.
+
+## How to apply
+
+1. Fill in the **form**
+   - Attach the manager's approval
+2. Send it to HR
+
+| Plan  | Price  | Notes |
+|-------|--------|-------|
+| Basic | $12.50 |       |
+| Pro   | $20    | yearly |
+
+```python
+apply(days=3)
+    # indented
+```
+"""
+
+
+def test_markdown_front_matter_becomes_lower_cased_metadata_and_title() -> None:
+    doc = load_document(Path("leave.md"), HANDBOOK_MD)
+    assert doc.title == "Leave Policy"
+    assert doc.metadata == {"title": "Leave Policy", "effective_date": date(2026, 1, 1), "authority": "HR"}
+
+
+def test_markdown_body_becomes_structural_blocks() -> None:
+    doc = load_document(Path("leave.md"), HANDBOOK_MD)
+    assert kinds_and_texts(doc.blocks) == [
+        ("heading", "Annual leave", 1),
+        ("paragraph", "Staff get 25 days of paid leave per year; see LEAVE-1 for details.", 0),
+        ("heading", "How to apply", 2),
+        ("list_item", "Fill in the form", 1),
+        ("list_item", "Attach the manager's approval", 2),
+        ("list_item", "Send it to HR", 1),
+        ("table_row", "Plan: Basic; Price: $12.50", 0),
+        ("table_row", "Plan: Pro; Price: $20; Notes: yearly", 0),
+        ("code", "apply(days=3)\n    # indented", 0),
+    ]
+
+
+def test_markdown_title_falls_back_to_first_h1_then_none() -> None:
+    assert load_document(Path("a.md"), b"Intro.\n\n## Sub\n\ntext\n\n# Main\n").title == "Main"
+    assert load_document(Path("a.markdown"), b"Just a paragraph.").title is None
+
+
+def test_markdown_list_item_with_several_paragraphs_is_one_block() -> None:
+    doc = load_document(Path("a.md"), b"- first line\n  continues\n\n  second paragraph\n- next\n")
+    assert kinds_and_texts(doc.blocks) == [
+        ("list_item", "first line continues second paragraph", 1),
+        ("list_item", "next", 1),
+    ]
+
+
+def test_markdown_html_and_images_keep_their_text() -> None:
+    doc = load_document(Path("a.md"), b'<div class="note">Call <b>us</b></div>\n\n![the org chart](chart.png)\n')
+    assert [block.text for block in doc.blocks] == ["Call us", "the org chart"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [b"---\ntitle: [unclosed\n---\nBody text.\n", b"---\ntitle: a: b: c\n---\nBody.\n"],
+)
+def test_malformed_front_matter_is_corrupt(source: bytes) -> None:
+    with pytest.raises(CorruptFile) as caught:
+        load_document(Path("bad.md"), source)
+    assert caught.value.path == Path("bad.md")
+    assert isinstance(caught.value.__cause__, Exception)
+
+
+def test_markdown_with_headings_only_is_empty() -> None:
+    with pytest.raises(EmptyFile):
+        load_document(Path("a.md"), b"---\ntitle: T\n---\n# Only a heading\n\n## And another\n")
+
+
+# --- Plain text -------------------------------------------------------------------------------
+
+HANDBOOK_TXT = """Refund Policy
+=============
+
+Refunds are issued within
+14 days of the request.
+
+ELIGIBILITY
+Items must be unused.
+- receipts are required
+  for every item
+* gift cards are excluded
+1. ask the shop first
+
+Exceptions
+----------
+Sale items cannot be refunded.
+"""
+
+
+def test_text_paragraphs_lists_and_headings() -> None:
+    doc = load_document(Path("refunds.txt"), HANDBOOK_TXT.encode())
+    assert doc.title == "Refund Policy"
+    assert kinds_and_texts(doc.blocks) == [
+        ("heading", "Refund Policy", 1),
+        ("paragraph", "Refunds are issued within 14 days of the request.", 0),
+        ("heading", "ELIGIBILITY", 2),
+        ("paragraph", "Items must be unused.", 0),
+        ("list_item", "receipts are required for every item", 1),
+        ("list_item", "gift cards are excluded", 1),
+        ("list_item", "ask the shop first", 1),
+        ("heading", "Exceptions", 2),
+        ("paragraph", "Sale items cannot be refunded.", 0),
+    ]
+
+
+def test_text_title_only_when_first_line_is_short() -> None:
+    long_first = ("word " * 30).strip() + ".\nSecond line."
+    assert load_document(Path("a.text"), long_first.encode()).title is None
+
+
+def test_text_with_utf8_bom_and_crlf() -> None:
+    doc = load_document(Path("a.txt"), b"\xef\xbb\xbfCaf\xc3\xa9 hours\r\n\r\nOpen   daily.\r\n")
+    assert doc.title == "Café hours"
+    assert [block.text for block in doc.blocks] == ["Café hours", "Open daily."]
+
+
+def test_text_falls_back_to_cp1252_or_latin1() -> None:
+    doc = load_document(Path("a.txt"), "Café prices – 5 €\n\nNaïve façade.".encode("cp1252"))
+    assert [block.text for block in doc.blocks] == ["Café prices – 5 €", "Naïve façade."]
+    latin1 = "Ärger über Öl und Gebühren, die niemand versteht.\n".encode("latin-1")
+    doc = load_document(Path("b.txt"), latin1 + b"\x81")  # 0x81 is not cp1252: latin-1 it is
+    assert doc.blocks[0].text.startswith("Ärger über Öl")
+
+
+def test_text_utf16_with_bom_is_decoded() -> None:
+    doc = load_document(Path("a.txt"), "Hello from UTF-16.".encode("utf-16"))
+    assert [block.text for block in doc.blocks] == ["Hello from UTF-16."]
+
+
+def test_control_character_soup_is_unreadable() -> None:
+    with pytest.raises(UnreadableFile, match="not UTF-8 text"):
+        load_document(Path("a.txt"), bytes(range(1, 32)) * 20 + b"\xff\xfe")
+
+
+@pytest.mark.parametrize("name", ["a.txt", "a.md", "a.html"])
+def test_nul_bytes_mean_binary(name: str) -> None:
+    with pytest.raises(UnsupportedFile, match="binary"):
+        load_document(Path(name), b"PK\x03\x04\x00\x00\x08\x00" + b"x" * 100)
+
+
+@pytest.mark.parametrize("name", ["a.txt", "a.md", "a.html", "a.htm", "a.text", "a.markdown"])
+@pytest.mark.parametrize("data", [b"", b"  \n\n\t \n", b"\xef\xbb\xbf"])
+def test_empty_documents(name: str, data: bytes) -> None:
+    with pytest.raises(EmptyFile) as caught:
+        load_document(Path(name), data)
+    assert caught.value.path == Path(name)
+
+
+# --- HTML -------------------------------------------------------------------------------------
+
+HANDBOOK_HTML = b"""<!DOCTYPE html>
+<html><head>
+  <title>Expenses</title>
+  <meta name="Effective_Date" content="2026-03-01">
+  <meta name="authority" content="Finance">
+  <meta charset="utf-8">
+  <style>p { color: red }</style><script>track()</script>
+</head>
+<body>
+  <header>Site banner</header><nav><a href="/">Home</a></nav>
+  <div class="intro">Read this <em>first</em>.<br>Thanks!<!-- hidden --></div>
+  <h1>Expense claims</h1>
+  <p>Claims   are paid
+     monthly.</p>
+  <ul><li>Keep receipts<ul><li>Originals only</li></ul></li><li><p>Submit by the 5th</p></li></ul>
+  <table>
+    <tr><th>Item</th><th>Limit</th></tr>
+    <tr><td>Meals</td><td>$30</td></tr>
+    <tr><td>Hotel</td><td>$150</td></tr>
+  </table>
+  <pre>claim --month 3
+  --dry-run</pre>
+  <section>Loose text in a section.</section>
+  <footer>Copyright</footer>
+</body></html>
+"""
+
+
+def test_html_blocks_title_and_meta() -> None:
+    doc = load_document(Path("expenses.html"), HANDBOOK_HTML)
+    assert doc.title == "Expenses"
+    assert doc.metadata == {"effective_date": "2026-03-01", "authority": "Finance"}
+    assert kinds_and_texts(doc.blocks) == [
+        ("paragraph", "Read this first. Thanks!", 0),
+        ("heading", "Expense claims", 1),
+        ("paragraph", "Claims are paid monthly.", 0),
+        ("list_item", "Keep receipts", 1),
+        ("list_item", "Originals only", 2),
+        ("list_item", "Submit by the 5th", 1),
+        ("table_row", "Item: Meals; Limit: $30", 0),
+        ("table_row", "Item: Hotel; Limit: $150", 0),
+        ("code", "claim --month 3\n  --dry-run", 0),
+        ("paragraph", "Loose text in a section.", 0),
+    ]
+
+
+def test_html_title_falls_back_to_h1_and_text_outside_elements_is_kept() -> None:
+    doc = load_document(Path("a.htm"), b"<body><h1>Pricing</h1>Plain text after the heading.</body>")
+    assert doc.title == "Pricing"
+    assert doc.blocks[-1] == Block("paragraph", "Plain text after the heading.")
+
+
+def test_html_declared_charset_is_honoured() -> None:
+    page = '<meta charset="windows-1252"><p>Café – open</p>'.encode("cp1252")
+    assert load_document(Path("a.html"), page).blocks == [Block("paragraph", "Café – open")]
+
+
+def test_html_with_only_scripts_is_empty() -> None:
+    with pytest.raises(EmptyFile):
+        load_document(Path("a.html"), b"<html><script>var x = 1;</script><nav>Menu</nav></html>")
+
+
+# --- PDF --------------------------------------------------------------------------------------
+
+
+def test_pdf_text_is_extracted() -> None:
+    doc = load_document(Path("hello.pdf"), make_pdf([["Hello"]]))
+    assert doc.blocks == [Block("paragraph", "Hello")]
+    assert doc.title is None
+
+
+def test_pdf_lines_become_paragraphs_and_list_items_across_pages() -> None:
+    pages = [
+        [
+            "Refunds are issued within fourteen days of the request, always by the",
+            "original payment method.",
+            "Short closing line.",
+            "- receipts are required",
+            "- gift cards are excluded",
+            "1",
+        ],
+        ["Sale items cannot be refunded."],
+    ]
+    doc = load_document(Path("refunds.pdf"), make_pdf(pages, {"Title": "Refund Policy", "Author": "Support"}))
+    assert doc.title == "Refund Policy"
+    assert doc.metadata == {"title": "Refund Policy", "author": "Support"}
+    assert kinds_and_texts(doc.blocks) == [
+        ("paragraph", f"{pages[0][0]} {pages[0][1]}", 0),
+        ("paragraph", "Short closing line.", 0),
+        ("list_item", "receipts are required", 1),
+        ("list_item", "gift cards are excluded", 1),
+        ("paragraph", "Sale items cannot be refunded.", 0),
+    ]
+
+
+def test_pdf_paragraph_cut_by_a_page_break_is_joined() -> None:
+    pages = [["The warranty covers parts and"], ["labour for two years."]]
+    doc = load_document(Path("w.pdf"), make_pdf(pages))
+    assert doc.blocks == [Block("paragraph", "The warranty covers parts and labour for two years.")]
+
+
+def test_pdf_encrypted_with_empty_password_opens() -> None:
+    doc = load_document(Path("open.pdf"), encrypted(make_pdf([["Hello"]]), ""))
+    assert [block.text for block in doc.blocks] == ["Hello"]
+
+
+def test_pdf_encrypted_with_a_password_is_corrupt() -> None:
+    with pytest.raises(CorruptFile, match="encrypted"):
+        load_document(Path("locked.pdf"), encrypted(make_pdf([["Hello"]]), "secret"))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"%PDF-1.4\nthis is not a pdf body", make_pdf([["Hello"]])[:150], b"plain text, not a PDF", b""],
+)
+def test_corrupt_pdf_bytes(data: bytes) -> None:
+    with pytest.raises(CorruptFile) as caught:
+        load_document(Path("broken.pdf"), data)
+    assert caught.value.path == Path("broken.pdf")
+
+
+def test_pdf_without_text_is_empty() -> None:
+    with pytest.raises(EmptyFile):
+        load_document(Path("scan.pdf"), make_pdf([[]]))
+
+
+# --- Dispatch ---------------------------------------------------------------------------------
+
+
+def test_supported_suffixes() -> None:
+    assert frozenset({".md", ".markdown", ".txt", ".text", ".html", ".htm", ".pdf"}) == SUPPORTED_SUFFIXES
+
+
+@pytest.mark.parametrize("name", ["a.docx", "a.png", "Makefile", "a.md.bak"])
+def test_unknown_suffix_is_unsupported(name: str) -> None:
+    with pytest.raises(UnsupportedFile):
+        load_document(Path(name), b"text")
+
+
+def test_suffix_case_does_not_matter() -> None:
+    assert load_document(Path("README.MD"), b"# T\n\nBody.").title == "T"
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.binary(max_size=400), suffix=st.sampled_from(sorted(SUPPORTED_SUFFIXES)))
+def test_any_bytes_give_blocks_or_an_ingest_error(data: bytes, suffix: str) -> None:
+    try:
+        doc = load_document(Path("f" + suffix), data)
+    except IngestError:
+        return
+    assert doc.blocks
+    assert all(block.text.strip() for block in doc.blocks)
+    assert all("  " not in block.text for block in doc.blocks if block.kind != "code")
