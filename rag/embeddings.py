@@ -67,9 +67,9 @@ class SentenceTransformerEmbedder:
         self.name = model if model == PACKAGED_MINILM else f"sentence-transformers:{model}"
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
         self._model: Any = None
-        model = self._load()
-        size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        self.dimension = int(size() or 0)
+        loaded = self._load()
+        size = getattr(loaded, "get_embedding_dimension", None) or loaded.get_sentence_embedding_dimension
+        self.dimension: int = int(size() or 0)
         if self.dimension <= 0:
             raise EmbeddingError(f"{self.name}: model reports no embedding dimension")
 

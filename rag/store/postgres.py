@@ -305,7 +305,8 @@ class PostgresStore:
         query = text(
             "SELECT (SELECT count(*) FROM documents WHERE CAST(:kb AS integer) IS NULL OR kb_id = :kb), "
             "(SELECT count(*) FROM chunks WHERE CAST(:kb AS integer) IS NULL OR kb_id = :kb), "
-            "(SELECT count(*) FROM sentences s JOIN chunks c ON c.id = s.chunk_id WHERE CAST(:kb AS integer) IS NULL OR c.kb_id = :kb)"
+            "(SELECT count(*) FROM sentences s JOIN chunks c ON c.id = s.chunk_id "
+            "WHERE CAST(:kb AS integer) IS NULL OR c.kb_id = :kb)"
         )
         async with self._transaction() as conn:
             row = (await conn.execute(query, {"kb": None if kb is None else kb.id})).one()
