@@ -70,7 +70,7 @@ class Settings(BaseSettings):
 
     # --- retrieval -----------------------------------------------------------------------
     fusion: Literal["rrf", "weighted"] = Field("weighted", validation_alias=_env("CANDOR_FUSION"))
-    dense_weight: float = Field(0.7, ge=0.0, le=1.0, validation_alias=_env("CANDOR_DENSE_WEIGHT"))
+    dense_weight: float = Field(0.5, ge=0.0, le=1.0, validation_alias=_env("CANDOR_DENSE_WEIGHT"))
     """CANDOR_DENSE_WEIGHT: share of the dense score in weighted fusion (the rest is lexical)."""
     rrf_k: int = Field(60, ge=1, validation_alias=_env("CANDOR_RRF_K"))
     candidates: int = Field(40, ge=1, le=1000, validation_alias=_env("CANDOR_CANDIDATES"))

@@ -47,7 +47,8 @@ def load_onnx_model(model_path: str, *, quantized: bool, cache_dir: Path | None)
             log.info("exporting embedder to ONNX", extra={"model": model_path, "target": str(target)})
             shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("onnx"))
             model = SentenceTransformer(str(target), device="cpu", backend="onnx")
-            model.save_pretrained(str(target))
+            if not (target / "onnx" / "model.onnx").exists():
+                model.save_pretrained(str(target))
             if quantized:
                 from sentence_transformers import export_dynamic_quantized_onnx_model
 

@@ -1,0 +1,196 @@
+"""The `Embedder` contract (STYLE.md 5), run against every implementation.
+
+`EmbedderContract` holds the tests; each `Test...` subclass provides an `embedder` fixture and the
+name and dimension it expects. The OpenAI subclass talks to a fake server over real HTTP through
+the real `openai` client, and adds what only a remote embedder can do wrong: retries, short or
+broken responses, an endpoint that is down or hangs.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pytest
+
+from rag.config import PACKAGED_MINILM
+from rag.embeddings import Embedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from rag.errors import EmbeddingError
+from tests.contract.conftest import FAKE_DIMENSION
+from tests.fakes.openai_server import FakeOpenAI, Malformation, bag_of_words_vector
+
+LEAVE = "How many days of annual leave do employees get?"
+LEAVE_AGAIN = "How many days of annual leave does each employee get per year?"
+NITROGEN = "Liquid nitrogen boils at minus 196 degrees Celsius."
+WIFI = "Reset the office wifi router by holding its button for ten seconds."
+TEN_TEXTS = [f"Item {n}: the {word} report is due on day {n}." for n, word in enumerate(
+    ["sales", "travel", "security", "payroll", "hiring", "budget", "audit", "pricing", "support", "roadmap"]
+)]
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+class EmbedderContract:
+    """What every `Embedder` promises. Subclasses set the expectations and the `embedder` fixture."""
+
+    expected_name: str
+    expected_dimension: int
+    batch_size = 4
+    """Subclasses build their embedder with this batch size, so `TEN_TEXTS` spans three batches."""
+
+    @pytest.fixture
+    def embedder(self) -> Embedder:
+        raise NotImplementedError("a contract subclass provides the embedder")
+
+    def test_satisfies_the_protocol_with_name_and_dimension(self, embedder: Embedder) -> None:
+        assert isinstance(embedder, Embedder)
+        assert embedder.name == self.expected_name
+        assert embedder.dimension == self.expected_dimension
+
+    async def test_no_texts_give_an_empty_matrix_of_the_right_width(self, embedder: Embedder) -> None:
+        matrix = await embedder.embed([])
+        assert matrix.shape == (0, self.expected_dimension)
+        assert matrix.dtype == np.float32
+
+    async def test_one_float32_unit_row_per_text(self, embedder: Embedder) -> None:
+        matrix = await embedder.embed([LEAVE, NITROGEN, WIFI])
+        assert isinstance(matrix, np.ndarray)
+        assert matrix.shape == (3, self.expected_dimension)
+        assert matrix.dtype == np.float32
+        assert np.isfinite(matrix).all()
+        np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), [1.0, 1.0, 1.0], atol=1e-5)
+
+    async def test_rows_follow_input_order(self, embedder: Embedder) -> None:
+        forward = await embedder.embed([LEAVE, NITROGEN, WIFI])
+        backward = await embedder.embed([WIFI, NITROGEN, LEAVE])
+        assert not np.allclose(forward[0], forward[1], atol=1e-3)  # the order is observable
+        np.testing.assert_allclose(forward, backward[::-1], atol=1e-5)
+
+    async def test_rows_keep_order_across_batches(self, embedder: Embedder) -> None:
+        together = await embedder.embed(TEN_TEXTS)
+        assert together.shape == (10, self.expected_dimension)
+        for row, text in zip(together, TEN_TEXTS, strict=True):
+            alone = await embedder.embed([text])
+            np.testing.assert_allclose(row, alone[0], atol=1e-5, err_msg=text)
+
+    async def test_same_text_same_vector(self, embedder: Embedder) -> None:
+        first = await embedder.embed([LEAVE])
+        again = await embedder.embed([LEAVE])
+        twice = await embedder.embed([LEAVE, NITROGEN, LEAVE])
+        np.testing.assert_allclose(first, again, atol=1e-6)
+        np.testing.assert_allclose(twice[0], twice[2], atol=1e-6)
+        np.testing.assert_allclose(twice[0], first[0], atol=1e-5)
+
+    async def test_similar_texts_are_closer_than_unrelated_ones(self, embedder: Embedder) -> None:
+        leave, leave_again, nitrogen, wifi = await embedder.embed([LEAVE, LEAVE_AGAIN, NITROGEN, WIFI])
+        similar = _cosine(leave, leave_again)
+        assert similar > _cosine(leave, nitrogen) + 0.2
+        assert similar > _cosine(leave, wifi) + 0.2
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(PACKAGED_MINILM, backend="torch", batch_size=EmbedderContract.batch_size)
+
+
+class TestSentenceTransformerEmbedder(EmbedderContract):
+    expected_name = PACKAGED_MINILM
+    expected_dimension = 384
+
+    @pytest.fixture
+    def embedder(self, minilm: SentenceTransformerEmbedder) -> Embedder:
+        return minilm
+
+
+def _openai(base_url: str, **options: float) -> OpenAIEmbedder:
+    settings: dict[str, float] = {"timeout": 5.0, "max_retries": 2} | options
+    return OpenAIEmbedder(
+        "test-embed",
+        api_key="sk-test",
+        base_url=base_url,
+        dimensions=FAKE_DIMENSION,
+        batch_size=EmbedderContract.batch_size,
+        timeout=settings["timeout"],
+        max_retries=int(settings["max_retries"]),
+    )
+
+
+class TestOpenAIEmbedder(EmbedderContract):
+    expected_name = f"openai:test-embed@{FAKE_DIMENSION}"
+    expected_dimension = FAKE_DIMENSION
+
+    @pytest.fixture
+    async def embedder(self, fake_openai: FakeOpenAI) -> AsyncIterator[Embedder]:
+        made = _openai(fake_openai.base_url)
+        yield made
+        await made._client.close()
+
+    # --- what only a remote embedder can get wrong ---------------------------------------
+
+    async def test_vectors_are_the_servers_and_requests_are_batched(
+        self, embedder: Embedder, fake_openai: FakeOpenAI
+    ) -> None:
+        matrix = await embedder.embed(TEN_TEXTS)
+        expected = np.asarray([bag_of_words_vector(t, FAKE_DIMENSION) for t in TEN_TEXTS], dtype=np.float32)
+        np.testing.assert_allclose(matrix, expected, atol=1e-6)
+        assert [r.input for r in fake_openai.requests] == [TEN_TEXTS[0:4], TEN_TEXTS[4:8], TEN_TEXTS[8:10]]
+        assert {r.model for r in fake_openai.requests} == {"test-embed"}
+        assert {r.dimensions for r in fake_openai.requests} == {FAKE_DIMENSION}
+        assert {r.authorization for r in fake_openai.requests} == {"Bearer sk-test"}
+
+    async def test_no_texts_make_no_request(self, embedder: Embedder, fake_openai: FakeOpenAI) -> None:
+        await embedder.embed([])
+        assert fake_openai.requests == []
+
+    async def test_a_server_error_is_retried(self, embedder: Embedder, fake_openai: FakeOpenAI) -> None:
+        fake_openai.fail(times=1, status=500)
+        matrix = await embedder.embed([LEAVE, NITROGEN])
+        assert fake_openai.statuses == [500, 200]
+        np.testing.assert_allclose(matrix[1], bag_of_words_vector(NITROGEN, FAKE_DIMENSION), atol=1e-6)
+
+    async def test_a_rate_limit_waits_for_retry_after(self, embedder: Embedder, fake_openai: FakeOpenAI) -> None:
+        fake_openai.rate_limit(retry_after=1.5)
+        matrix = await embedder.embed([LEAVE])
+        assert matrix.shape == (1, FAKE_DIMENSION)
+        assert fake_openai.statuses == [429, 200]
+        waited = fake_openai.requests[1].at - fake_openai.requests[0].at
+        assert waited >= 1.4, f"retried after {waited:.2f}s, Retry-After said 1.5s"
+
+    async def test_errors_past_the_retry_budget_raise_embedding_error(self, fake_openai: FakeOpenAI) -> None:
+        embedder = _openai(fake_openai.base_url, max_retries=1)
+        fake_openai.fail(times=5, status=500)
+        with pytest.raises(EmbeddingError, match="openai:test-embed"):
+            await embedder.embed([LEAVE])
+        assert fake_openai.statuses == [500, 500]
+
+    @pytest.mark.parametrize("kind", ["missing_vector", "extra_vector", "no_data", "ragged", "bad_json"])
+    async def test_a_malformed_response_raises_embedding_error(
+        self, embedder: Embedder, fake_openai: FakeOpenAI, kind: Malformation
+    ) -> None:
+        fake_openai.malformed(kind)
+        with pytest.raises(EmbeddingError):
+            await embedder.embed([LEAVE, NITROGEN, WIFI])
+        assert fake_openai.statuses == [200]
+
+    async def test_a_dead_endpoint_raises_embedding_error_quickly(self) -> None:
+        with socket.socket() as probe:  # a port that was free a moment ago, and is closed now
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        embedder = _openai(f"http://127.0.0.1:{port}/v1", timeout=2.0, max_retries=1)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingError, match="request failed"):
+            await embedder.embed([LEAVE])
+        assert time.monotonic() - started < 5.0
+
+    async def test_a_hung_endpoint_times_out_as_embedding_error(self, fake_openai: FakeOpenAI) -> None:
+        embedder = _openai(fake_openai.base_url, timeout=0.5, max_retries=0)
+        fake_openai.delay = 3.0
+        started = time.monotonic()
+        with pytest.raises(EmbeddingError, match="request failed"):
+            await embedder.embed([LEAVE])
+        assert time.monotonic() - started < 2.5
+        assert len(fake_openai.requests) == 1

