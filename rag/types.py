@@ -39,7 +39,7 @@ class Passage:
     score: float
     """The fused score: good for ranking within one query, meaningless across queries."""
     dense_score: float | None
-    """Cosine similarity of the query and the chunk; None when only full-text found it."""
+    """Cosine similarity of the query and the chunk (computed for every candidate, whichever side found it)."""
     lexical_score: float | None
     url: str | None = None
     effective_date: date | None = None

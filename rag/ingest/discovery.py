@@ -19,6 +19,11 @@ class Found:
     error: IngestError | None = None
 
 
+def absolute(path: Path | str) -> Path:
+    """The absolute, normalised form sources are stored under (`..` resolved, symlinks kept)."""
+    return Path(os.path.abspath(path))
+
+
 def discover(paths: list[Path]) -> Iterator[Found]:
     """Every supported file under `paths`, in a stable order.
 
@@ -27,37 +32,42 @@ def discover(paths: list[Path]) -> Iterator[Found]:
     followed only when their target stays inside the folder being walked.
     """
     seen: set[Path] = set()
+    """Resolved paths already yielded: a file reached twice (a link to it, a folder given twice) is read once."""
     for given in paths:
-        path = Path(os.path.abspath(given))
+        path = absolute(given)
         if not path.exists() and not path.is_symlink():
             yield Found(path, UnreadableFile(path, "no such file or folder"))
         elif path.is_dir():
             yield from _walk(path, seen)
         elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
             yield Found(path, UnsupportedFile(path, f"unknown type {path.suffix or '(no extension)'}"))
-        elif path not in seen:
-            seen.add(path)
+        elif path.resolve() not in seen:
+            seen.add(path.resolve())
             yield Found(path)
 
 
 def _walk(root: Path, seen: set[Path]) -> Iterator[Found]:
     real_root = root.resolve()
-    for folder, dirs, files in os.walk(root, followlinks=False):
+    files: list[Path] = []
+    links: list[Path] = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if name.startswith("."):
-                continue
+        for name in sorted(names):
             path = Path(folder) / name
-            if path.suffix.lower() not in SUPPORTED_SUFFIXES or path in seen:
-                continue
-            seen.add(path)
-            if path.is_symlink():
-                try:
-                    target = path.resolve(strict=True)
-                except (OSError, RuntimeError):
-                    yield Found(path, UnreadableFile(path, "broken symbolic link"))
-                    continue
-                if not target.is_relative_to(real_root):
-                    yield Found(path, OutsideRoot(path, f"link to {target}"))
-                    continue
+            if not name.startswith(".") and path.suffix.lower() in SUPPORTED_SUFFIXES:
+                (links if path.is_symlink() else files).append(path)
+    for path in files:  # real files first, so a link to one of them is the duplicate, not the file
+        if path.resolve() not in seen:
+            seen.add(path.resolve())
+            yield Found(path)
+    for path in links:
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            yield Found(path, UnreadableFile(path, "broken symbolic link"))
+            continue
+        if not target.is_relative_to(real_root):
+            yield Found(path, OutsideRoot(path, f"link to {target}"))
+        elif target not in seen:
+            seen.add(target)
             yield Found(path)

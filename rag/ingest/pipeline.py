@@ -23,7 +23,7 @@ import numpy as np
 from rag.embeddings import Embedder
 from rag.errors import IngestError, UnreadableFile
 from rag.ingest.chunking import Chunker
-from rag.ingest.discovery import discover
+from rag.ingest.discovery import absolute, discover
 from rag.ingest.document_facts import DocumentFacts, document_facts
 from rag.ingest.embedding_inputs import chunk_input, input_hash
 from rag.ingest.loaders import load_document
@@ -139,7 +139,6 @@ class Ingestor:
             "sentences": self.embed_sentences,
             "access": sorted(set(access)),
             "max_authority": kb.max_authority,
-            "today": self.today().isoformat(),
         }
         return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()
 
@@ -156,7 +155,11 @@ class Ingestor:
         content_hash = hashlib.sha256(data).hexdigest()
         source = str(path)
         previous = stored.get(source)
-        if previous is not None and (previous.content_hash, previous.options_hash) == (content_hash, options_hash):
+        if (
+            previous is not None
+            and (previous.content_hash, previous.options_hash) == (content_hash, options_hash)
+            and (previous.pending_date is None or previous.pending_date > self.today())
+        ):
             report.unchanged += 1
             return None
         facts = await asyncio.to_thread(self._parse, path, data, kb, access, modified)
@@ -252,7 +255,7 @@ class Ingestor:
 
     async def _prune(self, paths: Sequence[Path], stored: dict[str, StoredDocument]) -> int:
         def gone() -> list[int]:
-            roots = [Path(p).absolute() for p in paths]
+            roots = [absolute(p) for p in paths]
             return [
                 doc.id
                 for source, doc in stored.items()

@@ -41,6 +41,8 @@ class StoredDocument:
     source: str
     content_hash: str
     options_hash: str
+    pending_date: date | None = None
+    """A declared future effective date, not yet trusted: re-process once it has passed."""
 
 
 @dataclass(slots=True)
@@ -201,10 +203,26 @@ class PostgresStore:
     # --- documents -----------------------------------------------------------------------
 
     async def documents(self, kb: KnowledgeBase) -> dict[str, StoredDocument]:
-        query = select(documents.c.id, documents.c.source, documents.c.content_hash, documents.c.options_hash)
+        query = select(
+            documents.c.id,
+            documents.c.source,
+            documents.c.content_hash,
+            documents.c.options_hash,
+            documents.c.declared_date,
+            documents.c.date_flag,
+        )
         async with self._transaction() as conn:
             rows = (await conn.execute(query.where(documents.c.kb_id == kb.id))).all()
-        return {row.source: StoredDocument(row.id, row.source, row.content_hash, row.options_hash) for row in rows}
+        return {
+            row.source: StoredDocument(
+                row.id,
+                row.source,
+                row.content_hash,
+                row.options_hash,
+                row.declared_date if row.date_flag == "future" else None,
+            )
+            for row in rows
+        }
 
     async def known_embeddings(self, hashes: Iterable[str]) -> dict[str, Vector]:
         """Vectors already stored for these embedding inputs (so no text is embedded twice)."""
@@ -278,20 +296,6 @@ class PostgresStore:
                         await copy.write_row(
                             (chunk_id, sentence.position, sentence.text, sentence.text_hash, sentence.embedding)
                         )
-
-    async def update_document_options(self, document_id: int, doc: DocumentRow) -> None:
-        """Same content, other options (access groups, authority, dates): no re-embedding."""
-        async with self._transaction() as conn:
-            driver = await self._driver(conn)
-            columns = _DOCUMENT_COLUMNS.split(", ")
-            await driver.execute(
-                "UPDATE documents SET " + ", ".join(f"{col} = %s" for col in columns) + ", updated_at = now() "
-                "WHERE id = %s",
-                (*_document_values(doc), document_id),
-            )
-            await driver.execute(
-                "UPDATE chunks SET access_groups = %s WHERE document_id = %s", (doc.access_groups, document_id)
-            )
 
     async def delete_documents(self, document_ids: Sequence[int]) -> int:
         if not document_ids:

