@@ -25,10 +25,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import CACHE, REPO, load_squad, median  # noqa: E402
-from rag.config import load_settings  # noqa: E402
-from rag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from rag.runtime import open_candor  # noqa: E402
+from benchmarks.common import CACHE, REPO, load_squad, median
+from rag.config import load_settings
+from rag.embeddings import SentenceTransformerEmbedder
+from rag.runtime import open_candor
 
 RAMDOCS = REPO.parent / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"
 REFERENCE = 40.0
@@ -66,9 +66,7 @@ async def end_to_end(backend: str, texts: list[str], *, sentences: bool) -> tupl
             (folder / f"p{i:05d}.txt").write_text(text + "\n", encoding="utf-8")
         home = Path(tmp) / "home"
         home.mkdir()
-        settings = load_settings(
-            home=home, database_url=None, embedder_backend=backend, sentence_embeddings=sentences
-        )
+        settings = load_settings(home=home, database_url=None, embedder_backend=backend, sentence_embeddings=sentences)
         async with open_candor(settings) as candor:
             # the ONNX export is cached under the benchmark cache, not counted, as in real use
             candor.embedder._load()  # type: ignore[attr-defined]

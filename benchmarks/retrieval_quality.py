@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import CACHE, SquadQuestion, load_squad, split_by_title, write_squad_corpus  # noqa: E402
-from rag.config import load_settings  # noqa: E402
-from rag.retrieve import fuse_rrf, fuse_weighted, lexical_query  # noqa: E402
-from rag.runtime import open_candor  # noqa: E402
-from rag.store.postgres import Candidate  # noqa: E402
+from benchmarks.common import CACHE, SquadQuestion, load_squad, split_by_title, write_squad_corpus
+from rag.config import load_settings
+from rag.retrieve import fuse_rrf, fuse_weighted, lexical_query
+from rag.runtime import open_candor
+from rag.store.postgres import Candidate
 
 Ranker = Callable[[list[Candidate]], list[Candidate]]
 WEIGHTS = [round(0.05 * i, 2) for i in range(21)]

@@ -27,12 +27,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import CACHE, REPO, load_squad, median, percentile  # noqa: E402
-from rag.config import load_settings  # noqa: E402
-from rag.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from rag.runtime import Candor, open_candor  # noqa: E402
-from rag.store.postgres import ChunkRow, DocumentRow  # noqa: E402
-from rag.types import AccessScope  # noqa: E402
+from benchmarks.common import CACHE, REPO, load_squad, median, percentile
+from rag.config import load_settings
+from rag.embeddings import SentenceTransformerEmbedder
+from rag.runtime import Candor, open_candor
+from rag.store.postgres import ChunkRow, DocumentRow
+from rag.types import AccessScope
 
 RAMDOCS = REPO.parent / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"
 PER_DOCUMENT = 100
@@ -81,8 +81,12 @@ async def build(candor: Candor, size: int, texts: list[str], vectors: np.ndarray
             text = texts[i] + " " + texts[j][:200]
             rows.append(ChunkRow(position, ["Scale", f"Section {position}"], text, f"s{size}-{d}-{position}", vec))
         doc = DocumentRow(
-            kb_id=kb.id, source=f"scale://{size}/{d}", title=f"Scale document {d}", format="txt",
-            content_hash=str(d), options_hash="bench",
+            kb_id=kb.id,
+            source=f"scale://{size}/{d}",
+            title=f"Scale document {d}",
+            format="txt",
+            content_hash=str(d),
+            options_hash="bench",
         )
         await candor.store.write_document(doc, rows)
     print(f"  loaded in {time.perf_counter() - start:.0f}s; building the HNSW index", flush=True)

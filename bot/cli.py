@@ -16,6 +16,7 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rag.config import Settings, load_settings
@@ -54,7 +55,7 @@ def _run(work: Callable[[Candor], Awaitable[T]], *, check_embedder: bool = True)
     try:
         return asyncio.run(main())
     except CandorError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from exc
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -113,7 +114,7 @@ def ingest(
         out.print(f"re-embedded {result} texts")
         return
     for path, reason in result.skipped:
-        err.print(f"skipped {path}: {reason}", highlight=False)
+        err.print(f"skipped {path}: {reason}", markup=False, highlight=False)
     out.print(
         f"{result.added} added, {result.updated} updated, {result.unchanged} unchanged, "
         f"{len(result.skipped)} skipped, {result.pruned} pruned; {result.chunks} chunks, "
@@ -168,14 +169,20 @@ def search(
         out.print("no passages found")
     for rank, item in enumerate(results, 1):
         heading = f" > {item['heading']}" if item["heading"] else ""
-        out.print(f"[bold]{rank}. {item['title']}{heading}[/bold]  score {item['score']:.3f}", highlight=False)
+        title = escape(f"{item['title']}{heading}")
+        out.print(f"[bold]{rank}. {title}[/bold]  score {item['score']:.3f}", highlight=False)
         out.print(
             f"   {item['document']}" + (f"  ({item['effective_date']})" if item["effective_date"] else ""),
             style="dim",
+            markup=False,
             highlight=False,
         )
         text = str(item["text"])
-        out.print("   " + (text[:400] + "…" if len(text) > 400 else text).replace("\n", "\n   "), highlight=False)
+        out.print(
+            "   " + (text[:400] + "…" if len(text) > 400 else text).replace("\n", "\n   "),
+            markup=False,
+            highlight=False,
+        )
 
 
 def main() -> None:

@@ -185,9 +185,16 @@ class OpenAIEmbedder:
                 response = await self._client.embeddings.create(model=self.model, input=batch, **extra)
             except openai.OpenAIError as exc:
                 raise EmbeddingError(f"{self.name}: request failed: {exc}") from exc
-            data = sorted(response.data, key=lambda item: item.index)
+            except ValueError as exc:  # the body was not the JSON the client expects
+                raise EmbeddingError(f"{self.name}: malformed response: {exc}") from exc
+            data = sorted(response.data or [], key=lambda item: item.index)
             if len(data) != len(batch):
                 raise EmbeddingError(f"{self.name}: asked for {len(batch)} vectors, got {len(data)}")
+            for item in data:
+                if len(item.embedding) != self.dimension:
+                    raise EmbeddingError(
+                        f"{self.name}: expected {self.dimension} dimensions, got {len(item.embedding)}"
+                    )
             rows.extend(item.embedding for item in data)
         if not rows:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -195,6 +202,9 @@ class OpenAIEmbedder:
         if matrix.shape[1] != self.dimension:
             raise EmbeddingError(f"{self.name}: expected {self.dimension} dimensions, got {matrix.shape[1]}")
         return _normalise(matrix)
+
+    async def aclose(self) -> None:
+        await self._client.close()
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -40,6 +40,7 @@ def start_embedded(pgdata: Path) -> str:
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         with fasteners.InterProcessLock(PostgresServer.lock_path):
             _forget_dead_handles(pgdata)
+            _clear_zombie_pidfile(pgdata)
         server = get_server(pgdata, cleanup_mode="stop")
         _ensure_database(server)
         uri = server.get_uri(DATABASE_NAME)
@@ -66,6 +67,20 @@ def _forget_dead_handles(pgdata: Path) -> None:
         handles.write_text(json.dumps(alive))
 
 
+def _clear_zombie_pidfile(pgdata: Path) -> None:
+    """A postmaster killed with SIGKILL stays a zombie where nothing reaps it (a container without
+    an init); Postgres then takes its pid for a live server and refuses to start. Drop the file."""
+    pidfile = pgdata / "postmaster.pid"
+    try:
+        pid = int(pidfile.read_text().split("\n", 1)[0])
+        zombie = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except (OSError, ValueError, psutil.Error):
+        return
+    if zombie:
+        log.warning("embedded postgres: removing the pid file of a dead (zombie) server", extra={"pid": pid})
+        pidfile.unlink(missing_ok=True)
+
+
 def _ensure_database(server: object) -> None:
     import psycopg
 
@@ -74,5 +89,5 @@ def _ensure_database(server: object) -> None:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
         if not exists:
             # another process may create it between our check and our create
-            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                 conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')

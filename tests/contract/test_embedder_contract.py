@@ -25,9 +25,12 @@ LEAVE = "How many days of annual leave do employees get?"
 LEAVE_AGAIN = "How many days of annual leave does each employee get per year?"
 NITROGEN = "Liquid nitrogen boils at minus 196 degrees Celsius."
 WIFI = "Reset the office wifi router by holding its button for ten seconds."
-TEN_TEXTS = [f"Item {n}: the {word} report is due on day {n}." for n, word in enumerate(
-    ["sales", "travel", "security", "payroll", "hiring", "budget", "audit", "pricing", "support", "roadmap"]
-)]
+TEN_TEXTS = [
+    f"Item {n}: the {word} report is due on day {n}."
+    for n, word in enumerate(
+        ["sales", "travel", "security", "payroll", "hiring", "budget", "audit", "pricing", "support", "roadmap"]
+    )
+]
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -106,16 +109,15 @@ class TestSentenceTransformerEmbedder(EmbedderContract):
         return minilm
 
 
-def _openai(base_url: str, **options: float) -> OpenAIEmbedder:
-    settings: dict[str, float] = {"timeout": 5.0, "max_retries": 2} | options
+def _openai(base_url: str, *, timeout: float = 5.0, max_retries: int = 2) -> OpenAIEmbedder:
     return OpenAIEmbedder(
         "test-embed",
         api_key="sk-test",
         base_url=base_url,
         dimensions=FAKE_DIMENSION,
         batch_size=EmbedderContract.batch_size,
-        timeout=settings["timeout"],
-        max_retries=int(settings["max_retries"]),
+        timeout=timeout,
+        max_retries=max_retries,
     )
 
 
@@ -127,7 +129,7 @@ class TestOpenAIEmbedder(EmbedderContract):
     async def embedder(self, fake_openai: FakeOpenAI) -> AsyncIterator[Embedder]:
         made = _openai(fake_openai.base_url)
         yield made
-        await made._client.close()
+        await made._client.close()  # OpenAIEmbedder has no public close; don't leak the connection pool
 
     # --- what only a remote embedder can get wrong ---------------------------------------
 

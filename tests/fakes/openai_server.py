@@ -223,8 +223,8 @@ def _error(status: int, message: str, kind: str, headers: dict[str, str] | None 
 class ThreadedFakeOpenAI:
     """Run a `FakeOpenAI` on its own event loop in a daemon thread (for subprocess clients).
 
-        with ThreadedFakeOpenAI(FakeOpenAI(dimension=8)) as fake:
-            subprocess.run(..., env={"OPENAI_BASE_URL": fake.base_url})
+    with ThreadedFakeOpenAI(FakeOpenAI(dimension=8)) as fake:
+        subprocess.run(..., env={"OPENAI_BASE_URL": fake.base_url})
     """
 
     def __init__(self, fake: FakeOpenAI | None = None) -> None:

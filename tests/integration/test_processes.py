@@ -69,14 +69,22 @@ def _command(*args: str) -> list[str]:
 def candor(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run `candor ARGS` to completion; cwd is the home's parent, so no stray `.env` is read."""
     return subprocess.run(
-        _command(*args), cwd=home.parent, env=_env(home, env or {}), capture_output=True, text=True,
+        _command(*args),
+        cwd=home.parent,
+        env=_env(home, env or {}),
+        capture_output=True,
+        text=True,
         timeout=CLI_TIMEOUT,
     )
 
 
 def start_candor(home: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        _command(*args), cwd=home.parent, env=_env(home, {}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        _command(*args),
+        cwd=home.parent,
+        env=_env(home, {}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
 
@@ -153,7 +161,9 @@ def schema(conn: psycopg.Connection[Any]) -> dict[str, Any]:
                 "WHERE a.attname = 'embedding' AND c.relname IN ('chunks', 'sentences')"
             )
         ),
-        "hnsw": [r[0] for r in rows("SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks' AND indexdef LIKE '%hnsw%'")],
+        "hnsw": [
+            r[0] for r in rows("SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks' AND indexdef LIKE '%hnsw%'")
+        ],
         "embedder": rows("SELECT value FROM candor_meta WHERE key = 'embedder'")[0][0],
         "documents": rows("SELECT count(*) FROM documents")[0][0],
         "chunks": rows("SELECT count(*) FROM chunks")[0][0],
@@ -230,10 +240,13 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def test_a_killed_client_is_dropped_from_the_handle_list(fresh_home: Path) -> None:
     pgdata = fresh_home / "pgdata"
-    fresh_home.mkdir()
     client = subprocess.Popen(
-        [sys.executable, "-c", KILLED_CLIENT, str(pgdata)], cwd=fresh_home.parent, env=_env(fresh_home, {}),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-c", KILLED_CLIENT, str(pgdata)],
+        cwd=fresh_home.parent,
+        env=_env(fresh_home, {}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     out, err = client.communicate(timeout=CLI_TIMEOUT)
     assert client.returncode == -signal.SIGKILL, err
@@ -264,6 +277,8 @@ def test_a_killed_server_is_restarted_by_the_next_command(fresh_home: Path, tmp_
     old = postmaster(pgdata)
     assert old is not None
     old.kill()
+    # pg_ctl daemonised the postmaster, so init reaps it; until then it is a zombie, and pgserver
+    # counts a zombie as a running server. "Gone" means reaped.
     wait_until(lambda: not psutil.pid_exists(old.pid), f"the killed postmaster {old.pid} is gone")
     assert (pgdata / "postmaster.pid").exists(), "the stale postmaster.pid is what the next start must get past"
 
@@ -278,18 +293,20 @@ def test_a_killed_server_is_restarted_by_the_next_command(fresh_home: Path, tmp_
 
 
 def test_two_ingests_and_a_search_share_one_home_concurrently(fresh_home: Path, tmp_path: Path) -> None:
+    """On a fresh home all three race to initdb, start the server, create the database and migrate."""
     folder_a = write_docs(tmp_path / "a", DOCS_A)
     folder_b = write_docs(tmp_path / "b", DOCS_B)
     pgdata = fresh_home / "pgdata"
 
-    running = [
-        start_candor(fresh_home, "ingest", str(folder_a), "--kb", "shared"),
-        start_candor(fresh_home, "ingest", str(folder_b), "--kb", "shared"),
-        start_candor(fresh_home, "search", "bike racks", "--kb", "shared", "--json"),
+    commands = [
+        ("ingest", str(folder_a), "--kb", "shared"),
+        ("ingest", str(folder_b), "--kb", "shared"),
+        ("search", "bike racks", "--kb", "shared", "--json"),
     ]
+    running = [start_candor(fresh_home, *command) for command in commands]
     outputs = [process.communicate(timeout=CLI_TIMEOUT) for process in running]
-    for process, (out, err) in zip(running, outputs, strict=True):
-        assert process.returncode == 0, f"{process.args[3:]} exited {process.returncode}:\n{err}"
+    for command, process, (_out, err) in zip(commands, running, outputs, strict=True):
+        assert process.returncode == 0, f"candor {' '.join(command)} exited {process.returncode}:\n{err}"
     assert _summary(outputs[0][0])["added"] == len(DOCS_A)
     assert _summary(outputs[1][0])["added"] == len(DOCS_B)
     assert isinstance(json.loads(outputs[2][0]), list)
@@ -317,8 +334,7 @@ def test_two_ingests_and_a_search_share_one_home_concurrently(fresh_home: Path, 
 # --- 5. exit codes and output --------------------------------------------------------------------
 
 PUBLIC_DOC = (
-    "# Office guide\n\nVisitors may park behind the main building. Payroll questions go to the finance team "
-    "by email.\n"
+    "# Office guide\n\nVisitors may park behind the main building. Payroll questions go to the finance team by email.\n"
 )
 RESTRICTED_DOC = (
     "---\ntitle: Payroll calendar\naccess: [finance]\n---\n\n# Payroll calendar\n\n"
@@ -342,7 +358,7 @@ def test_cli_exit_codes_and_json_output(fresh_home: Path, tmp_path: Path) -> Non
     public = search_json(fresh_home, question, "--kb", "office")
     assert public, "the public guide mentions payroll and must be found"
     for item in public:
-        assert REQUIRED_KEYS <= item.keys(), item.keys()
+        assert item.keys() >= REQUIRED_KEYS, item.keys()
         assert all(isinstance(item[key], str) for key in ("document", "title", "heading", "text"))
         assert isinstance(item["score"], float)
         assert item["effective_date"] is None or re.fullmatch(r"\d{4}-\d{2}-\d{2}", item["effective_date"])
@@ -373,8 +389,11 @@ def test_a_skipped_file_is_named_verbatim_even_with_brackets(fresh_home: Path, t
     bad = docs / "minutes [draft].md"
     bad.write_bytes(BINARY)
     # Nothing gets embedded, so an OpenAI embedder at a closed port saves loading torch.
-    no_model = {"CANDOR_EMBEDDER": "openai:unused", "CANDOR_EMBEDDING_DIMENSIONS": "8",
-                "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    no_model = {
+        "CANDOR_EMBEDDER": "openai:unused",
+        "CANDOR_EMBEDDING_DIMENSIONS": "8",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }
     ingested = candor(fresh_home, "ingest", str(docs), env=no_model)
     assert ingested.returncode == 3, ingested.stderr
     assert f"skipped {bad}: not a supported document (binary content)" in ingested.stderr.splitlines()
