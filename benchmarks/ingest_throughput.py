@@ -39,7 +39,7 @@ def corpus(n: int) -> list[str]:
     for line in RAMDOCS.read_text(encoding="utf-8").splitlines():
         for doc in json.loads(line)["documents"]:
             text = " ".join(doc["text"].split())
-            if 600 <= len(text) <= 800:
+            if 600 <= len(text) <= 800 and "\x00" not in text:
                 seen.setdefault(text)
     texts = list(seen)
     if len(texts) < n:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import CACHE, SquadQuestion, load_squad, split_by_title, write_squad_corpus
 from rag.config import load_settings
-from rag.retrieve import fuse_rrf, fuse_weighted, lexical_query
+from rag.retrieve import fuse_rrf, fuse_weighted
 from rag.runtime import open_candor
 from rag.store.postgres import Candidate
 
@@ -86,7 +86,7 @@ async def main() -> None:
             vectors = await candor.embedder.embed([q.question for q in answerable])
             for q, vec in zip(answerable, vectors, strict=True):
                 table[q.question] = await candor.store.hybrid_candidates(
-                    vec, lexical_query(q.question), knowledge_bases=["squad"], groups=[], limit=50
+                    vec, q.question, knowledge_bases=["squad"], groups=[], limit=50
                 )
     calibrate, held_out = split_by_title(answerable)
     print(f"questions: {len(answerable)} answerable; calibration half {len(calibrate)}, report half {len(held_out)}")

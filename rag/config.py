@@ -52,7 +52,7 @@ class Settings(BaseSettings):
     """CANDOR_EMBEDDER: `minilm` (packaged, offline), a sentence-transformers model name or path,
     or `openai:<model>` (e.g. `openai:text-embedding-3-small`)."""
     embedder_backend: Literal["torch", "onnx", "onnx-int8"] = Field(
-        "torch", validation_alias=_env("CANDOR_EMBEDDER_BACKEND")
+        "onnx-int8", validation_alias=_env("CANDOR_EMBEDDER_BACKEND")
     )
     """CANDOR_EMBEDDER_BACKEND: how sentence-transformers runs the model on the CPU."""
     embed_batch_size: int = Field(32, ge=1, le=1024, validation_alias=_env("CANDOR_EMBED_BATCH_SIZE"))
@@ -70,11 +70,13 @@ class Settings(BaseSettings):
 
     # --- retrieval -----------------------------------------------------------------------
     fusion: Literal["rrf", "weighted"] = Field("weighted", validation_alias=_env("CANDOR_FUSION"))
-    dense_weight: float = Field(0.5, ge=0.0, le=1.0, validation_alias=_env("CANDOR_DENSE_WEIGHT"))
+    dense_weight: float = Field(0.6, ge=0.0, le=1.0, validation_alias=_env("CANDOR_DENSE_WEIGHT"))
     """CANDOR_DENSE_WEIGHT: share of the dense score in weighted fusion (the rest is lexical)."""
     rrf_k: int = Field(60, ge=1, validation_alias=_env("CANDOR_RRF_K"))
     candidates: int = Field(40, ge=1, le=1000, validation_alias=_env("CANDOR_CANDIDATES"))
     """CANDOR_CANDIDATES: passages each retriever (dense, full-text) contributes before fusion."""
+    max_term_frequency: float = Field(0.05, gt=0.0, le=1.0, validation_alias=_env("CANDOR_MAX_TERM_FREQUENCY"))
+    """CANDOR_MAX_TERM_FREQUENCY: full-text search ignores words in more than this share of chunks."""
     hnsw_ef_search: int = Field(100, ge=1, le=1000, validation_alias=_env("CANDOR_HNSW_EF_SEARCH"))
 
     # --- platforms and LLM (used by the adapters and model-backed stages) -----------------

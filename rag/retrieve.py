@@ -7,8 +7,7 @@ absolute relevance).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -19,7 +18,6 @@ from rag.types import AccessScope, Passage
 
 Fusion = Literal["rrf", "weighted"]
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 MAX_QUERY_CHARS = 4000
 PUBLIC = AccessScope()
 
@@ -27,19 +25,14 @@ PUBLIC = AccessScope()
 class CandidateSource(Protocol):
     async def hybrid_candidates(
         self,
-        vector: Vector,
-        lexical_query: str,
+        vector: Vector | Awaitable[Vector],
+        query: str,
         *,
         knowledge_bases: Sequence[str] | None,
         groups: Sequence[str],
         limit: int,
+        max_term_frequency: float = ...,
     ) -> list[Candidate]: ...
-
-
-def lexical_query(query: str) -> str:
-    """A `websearch_to_tsquery` string matching any of the query's words (questions rarely hold all)."""
-    words = [w for w in _WORD.findall(query) if w.lower() not in {"or", "and", "not"}]
-    return " or ".join(dict.fromkeys(words))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +82,7 @@ class HybridRetriever:
         fusion: Fusion = "weighted",
         dense_weight: float = 0.7,
         rrf_k: int = 60,
+        max_term_frequency: float = 0.05,
     ) -> None:
         if k < 1 or candidates < 1:
             raise RetrievalError("k and candidates must be at least 1")
@@ -103,6 +97,11 @@ class HybridRetriever:
         self.fusion = fusion
         self.dense_weight = dense_weight
         self.rrf_k = rrf_k
+        self.max_term_frequency = max_term_frequency
+
+    async def _embed_query(self, query: str) -> Vector:
+        row: Vector = (await self.embedder.embed([query]))[0]
+        return row
 
     async def run(
         self,
@@ -121,13 +120,13 @@ class HybridRetriever:
         k = self.k if k is None else k
         if k < 1:
             raise RetrievalError("k must be at least 1")
-        vector = (await self.embedder.embed([query]))[0]
         found = await self.store.hybrid_candidates(
-            vector,
-            lexical_query(query),
+            self._embed_query(query),
+            query,
             knowledge_bases=None if scope.knowledge_bases is None else sorted(scope.knowledge_bases),
             groups=sorted(scope.groups),
             limit=max(self.candidates, k),
+            max_term_frequency=self.max_term_frequency,
         )
         if (fusion or self.fusion) == "rrf":
             ranked = fuse_rrf(found, k=self.rrf_k)

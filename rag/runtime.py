@@ -58,6 +58,7 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             fusion=settings.fusion,
             dense_weight=settings.dense_weight,
             rrf_k=settings.rrf_k,
+            max_term_frequency=settings.max_term_frequency,
         )
         yield Candor(settings, store, embedder, retriever)
     finally:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.embeddings import Embedder
-from rag.errors import IngestError, UnreadableFile
+from rag.errors import IngestError, StoreError, UnreadableFile
 from rag.ingest.chunking import Chunker
 from rag.ingest.discovery import absolute, discover
 from rag.ingest.document_facts import DocumentFacts, document_facts
@@ -77,7 +77,7 @@ class Ingestor:
         chunker: Chunker,
         *,
         embed_sentences: bool = True,
-        batch_texts: int = 256,
+        batch_texts: int = 64,
         today: Callable[[], date] = date.today,
     ) -> None:
         if batch_texts < 1:
@@ -129,6 +129,8 @@ class Ingestor:
             await writer
         if prune:
             report.pruned = await self._prune(paths, stored)
+        if report.added or report.updated or report.pruned:
+            await self.store.analyze()
         return report
 
     def _options_hash(self, kb: KnowledgeBase, access: Sequence[str]) -> str:
@@ -244,8 +246,21 @@ class Ingestor:
         return asyncio.create_task(self._write(batch, report))
 
     async def _write(self, batch: list[_Prepared], report: IngestReport) -> None:
-        for prepared in batch:
-            await self.store.write_document(prepared.row, prepared.chunks)
+        """Write the batch in one transaction; if that fails, document by document, so one bad
+        document is reported and the others still land."""
+        try:
+            await self.store.write_documents([(p.row, p.chunks) for p in batch])
+            written = batch
+        except StoreError as exc:
+            log.warning("batch write failed, writing documents one by one: %s", exc)
+            written = []
+            for prepared in batch:
+                try:
+                    await self.store.write_document(prepared.row, prepared.chunks)
+                    written.append(prepared)
+                except StoreError as single:
+                    report.skipped.append((str(prepared.path), f"could not be stored ({single})"))
+        for prepared in written:
             if prepared.existing_id is None:
                 report.added += 1
             else:

@@ -6,6 +6,7 @@ hybrid query, which are the hot paths.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -114,36 +115,71 @@ _DOCUMENT_COLUMNS = (
     "date_flag, declared_date, authority, declared_authority, access_groups, metadata"
 )
 
-_HYBRID_SQL = """
-WITH scope AS (
-    SELECT id FROM knowledge_bases WHERE %(kbs)s::text[] IS NULL OR name = ANY(%(kbs)s::text[])
+# `{scope}` becomes `kb_id = ANY(%(kb_ids)s)` or `TRUE`: the planner must see the ids to estimate
+# a knowledge base's share of the table, or it scans the base exactly instead of using HNSW.
+_LEXICAL_SQL = """
+WITH stats AS (
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
+    FROM pg_stats s
+    WHERE s.schemaname = current_schema() AND s.tablename = 'chunks' AND s.attname = 'tsv'
 ),
-dense AS (
-    SELECT c.id, row_number() OVER (ORDER BY c.distance) AS rnk
+common AS (
+    SELECT e.lexeme, e.freq FROM stats, unnest(stats.elems, stats.freqs) AS e(lexeme, freq)
+    WHERE e.lexeme IS NOT NULL
+),
+terms AS (
+    -- a word missing from the statistics is rarer than the rarest word they list
+    SELECT t.lexeme,
+           coalesce(c.freq, (SELECT freqs[array_length(elems, 1) + 1] FROM stats), 0) AS freq
+    FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS t(lexeme)
+    LEFT JOIN common c ON c.lexeme = t.lexeme
+),
+informative AS (
+    SELECT lexeme, freq FROM terms
+    WHERE freq <= %(max_df)s OR NOT EXISTS (SELECT 1 FROM terms WHERE freq <= %(max_df)s)
+),
+rarest AS (SELECT lexeme, freq FROM informative ORDER BY freq, lexeme LIMIT 2),
+q AS (
+    SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq,
+           (SELECT to_tsquery('simple', string_agg(
+                quote_literal(lexeme),
+                CASE WHEN (SELECT min(freq) * max(t.reltuples) FROM rarest, pg_class t WHERE t.oid = 'chunks'::regclass)
+                          > %(budget)s THEN ' & ' ELSE ' | ' END))
+            FROM rarest) AS gate
+    FROM informative
+),
+lex AS (
+    SELECT id, ts_rank_cd(tsv, (SELECT tsq FROM q), 32) AS rank
+    FROM (
+        SELECT id, tsv FROM chunks
+        WHERE tsv @@ (SELECT gate FROM q)
+          AND {scope}
+          AND (access_groups = '{{}}' OR access_groups && %(groups)s::text[])
+        LIMIT %(scan_cap)s
+    ) matched
+    ORDER BY rank DESC, id
+    LIMIT %(n)s
+)
+SELECT (SELECT tsq::text FROM q), coalesce((SELECT array_agg(id ORDER BY rank DESC, id) FROM lex), '{{}}')
+"""
+
+_DENSE_SQL = """
+WITH dense AS (
+    SELECT c.id, c.distance, row_number() OVER (ORDER BY c.distance) AS rnk
     FROM (
         SELECT id, embedding <=> %(vec)s AS distance FROM chunks
-        WHERE kb_id IN (SELECT id FROM scope)
-          AND (access_groups = '{}' OR access_groups && %(groups)s::text[])
+        WHERE {scope}
+          AND (access_groups = '{{}}' OR access_groups && %(groups)s::text[])
         ORDER BY embedding <=> %(vec)s
         LIMIT %(n)s
     ) c
 ),
-lex AS (
-    SELECT c.id, row_number() OVER (ORDER BY c.rank DESC, c.id) AS rnk
-    FROM (
-        SELECT id, ts_rank_cd(tsv, websearch_to_tsquery('english', %(lexq)s), 32) AS rank FROM chunks
-        WHERE tsv @@ websearch_to_tsquery('english', %(lexq)s)
-          AND kb_id IN (SELECT id FROM scope)
-          AND (access_groups = '{}' OR access_groups && %(groups)s::text[])
-        ORDER BY rank DESC, id
-        LIMIT %(n)s
-    ) c
-),
+lex AS (SELECT id, rnk FROM unnest(%(lex_ids)s::bigint[]) WITH ORDINALITY AS u(id, rnk)),
 ids AS (SELECT id FROM dense UNION SELECT id FROM lex)
 SELECT c.id, c.document_id, d.source, d.title, d.url, c.heading, c.text, d.effective_date,
        d.authority, c.access_groups, kb.name,
-       1 - (c.embedding <=> %(vec)s) AS cosine,
-       ts_rank_cd(c.tsv, websearch_to_tsquery('english', %(lexq)s), 32) AS lexical,
+       1 - coalesce(dense.distance, c.embedding <=> %(vec)s) AS cosine,
+       coalesce(ts_rank_cd(c.tsv, %(tsq)s::tsquery, 32), 0) AS lexical,
        dense.rnk, lex.rnk
 FROM ids
 JOIN chunks c ON c.id = ids.id
@@ -160,6 +196,9 @@ class PostgresStore:
     def __init__(self, engine: AsyncEngine, embedder: EmbedderRecord) -> None:
         self.engine = engine
         self.embedder = embedder
+        self._kb_ids: dict[str, int] = {}
+        self.lexical_budget = 500
+        """Rows the full-text side may rank: past it, candidates must hold both rarest words."""
 
     @classmethod
     async def open(cls, settings: Settings, *, embedder: str, dimension: int) -> PostgresStore:
@@ -243,36 +282,60 @@ class PostgresStore:
 
     async def write_document(self, doc: DocumentRow, chunk_rows: Sequence[ChunkRow]) -> int:
         """Insert or replace one document and all its chunks, in one transaction."""
+        return (await self.write_documents([(doc, chunk_rows)]))[0]
+
+    async def write_documents(self, batch: Sequence[tuple[DocumentRow, Sequence[ChunkRow]]]) -> list[int]:
+        """Insert or replace whole documents with their chunks and sentences, in one transaction.
+
+        A crash leaves each document either as it was or fully replaced, never half-written; a
+        handful of statements per batch instead of per document is what makes ingest cheap. The
+        commit does not wait for the WAL flush (`synchronous_commit = off`): a crash can lose the
+        last batch written, and the next ingest writes it again since its hashes never landed.
+        Returns the document ids, in order.
+        """
+        if not batch:
+            return []
+        upsert = (
+            f"INSERT INTO documents ({_DOCUMENT_COLUMNS}, chunk_count) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (kb_id, source) DO UPDATE SET "
+            + ", ".join(f"{col} = EXCLUDED.{col}" for col in _DOCUMENT_COLUMNS.split(", ")[1:])
+            + ", chunk_count = EXCLUDED.chunk_count, updated_at = now() RETURNING id"
+        )
         async with self._transaction() as conn:
             driver = await self._driver(conn)
-            cursor = await driver.execute(
-                f"INSERT INTO documents ({_DOCUMENT_COLUMNS}, chunk_count) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (kb_id, source) DO UPDATE SET "
-                + ", ".join(f"{col} = EXCLUDED.{col}" for col in _DOCUMENT_COLUMNS.split(", ")[1:])
-                + ", chunk_count = EXCLUDED.chunk_count, updated_at = now() RETURNING id",
-                (*_document_values(doc), len(chunk_rows)),
-            )
-            row = await cursor.fetchone()
-            document_id = int(row[0])
-            await driver.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
-            await self._copy_chunks(driver, document_id, doc, chunk_rows)
-        return document_id
+            await driver.execute("SET LOCAL synchronous_commit = off")
+            document_ids: list[int] = []
+            async with driver.cursor() as cur:
+                await cur.executemany(
+                    upsert, [(*_document_values(doc), len(rows)) for doc, rows in batch], returning=True
+                )
+                while True:
+                    row = await cur.fetchone()
+                    document_ids.append(int(row[0]))
+                    if not cur.nextset():
+                        break
+            await driver.execute("DELETE FROM chunks WHERE document_id = ANY(%s)", (document_ids,))
+            total = sum(len(rows) for _, rows in batch)
+            if total:
+                cursor = await driver.execute("SELECT nextval('chunks_id_seq') FROM generate_series(1, %s)", (total,))
+                ids = iter([int(r[0]) for r in await cursor.fetchall()])
+                placed = [
+                    (next(ids), document_id, doc, chunk)
+                    for document_id, (doc, rows) in zip(document_ids, batch, strict=True)
+                    for chunk in rows
+                ]
+                await self._copy_chunks(driver, placed)
+        return document_ids
 
-    async def _copy_chunks(
-        self, driver: Any, document_id: int, doc: DocumentRow, chunk_rows: Sequence[ChunkRow]
-    ) -> None:
-        if not chunk_rows:
-            return
-        cursor = await driver.execute("SELECT nextval('chunks_id_seq') FROM generate_series(1, %s)", (len(chunk_rows),))
-        chunk_ids = [int(r[0]) for r in await cursor.fetchall()]
+    async def _copy_chunks(self, driver: Any, placed: list[tuple[int, int, DocumentRow, ChunkRow]]) -> None:
         async with driver.cursor() as cur:
             async with cur.copy(
                 "COPY chunks (id, document_id, kb_id, position, heading_path, heading, text, text_hash, "
                 "access_groups, embedding) FROM STDIN WITH (FORMAT BINARY)"
             ) as copy:
                 copy.set_types(["int8", "int8", "int4", "int4", "text[]", "text", "text", "text", "text[]", "vector"])
-                for chunk_id, chunk in zip(chunk_ids, chunk_rows, strict=True):
+                for chunk_id, document_id, doc, chunk in placed:
                     await copy.write_row(
                         (
                             chunk_id,
@@ -291,7 +354,7 @@ class PostgresStore:
                 "COPY sentences (chunk_id, position, text, text_hash, embedding) FROM STDIN WITH (FORMAT BINARY)"
             ) as copy:
                 copy.set_types(["int8", "int4", "text", "text", "vector"])
-                for chunk_id, chunk in zip(chunk_ids, chunk_rows, strict=True):
+                for chunk_id, _, _, chunk in placed:
                     for sentence in chunk.sentences:
                         await copy.write_row(
                             (chunk_id, sentence.position, sentence.text, sentence.text_hash, sentence.embedding)
@@ -303,6 +366,33 @@ class PostgresStore:
         async with self._transaction() as conn:
             result = await conn.execute(delete(documents).where(documents.c.id.in_(list(document_ids))))
         return int(result.rowcount or 0)
+
+    async def _knowledge_base_ids(self, names: Sequence[str]) -> list[int]:
+        """Ids for knowledge base names (cached: bases are created, never renamed)."""
+        missing = [name for name in names if name not in self._kb_ids]
+        if missing:
+            async with self._transaction() as conn:
+                rows = await conn.execute(
+                    select(knowledge_bases.c.name, knowledge_bases.c.id).where(knowledge_bases.c.name.in_(missing))
+                )
+                self._kb_ids.update({row.name: row.id for row in rows})
+        return [self._kb_ids[name] for name in names if name in self._kb_ids]
+
+    async def _fetch_one(self, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
+        async with self._transaction() as conn:
+            driver = await self._driver(conn)
+            row = await (await driver.execute(sql, params)).fetchone()
+        return tuple(row)
+
+    async def _fetch_all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        async with self._transaction() as conn:
+            driver = await self._driver(conn)
+            return [tuple(row) for row in await (await driver.execute(sql, params)).fetchall()]
+
+    async def analyze(self) -> None:
+        """Refresh the planner's statistics (the full-text side reads its word frequencies)."""
+        async with self._transaction() as conn:
+            await conn.execute(text("ANALYZE chunks"))
 
     async def counts(self, kb: KnowledgeBase | None = None) -> dict[str, int]:
         """Documents, chunks and sentences, in one knowledge base or all."""
@@ -371,25 +461,52 @@ class PostgresStore:
 
     async def hybrid_candidates(
         self,
-        vector: Vector,
-        lexical_query: str,
+        vector: Vector | Awaitable[Vector],
+        query: str,
         *,
         knowledge_bases: Sequence[str] | None,
         groups: Sequence[str],
         limit: int,
+        max_term_frequency: float = 0.05,
     ) -> list[Candidate]:
-        """Top `limit` chunks by cosine and top `limit` by full-text rank, each with both scores."""
-        params = {
-            "vec": vector,
-            "lexq": lexical_query,
-            "kbs": None if knowledge_bases is None else list(knowledge_bases),
-            "groups": list(groups),
-            "n": limit,
-        }
-        async with self._transaction() as conn:
-            driver = await self._driver(conn)
-            cursor = await driver.execute(_HYBRID_SQL, params)
-            rows = await cursor.fetchall()
+        """Top `limit` chunks by cosine and top `limit` by full-text rank, each with both scores.
+
+        `vector` may still be on its way (an awaitable): the full-text query needs only the text,
+        so it runs on the server while the query is being embedded.
+
+        The full-text side works like an inverse-document-frequency cut, from Postgres' own column
+        statistics: words found in more than `max_term_frequency` of all chunks are left out (unless
+        all are that common), a chunk must contain one of the two rarest remaining words to be a
+        candidate (both, when even the rarest is in more than `lexical_budget` chunks; at most four
+        times that many are ranked), and candidates are ranked by all of them. Without the cut a
+        question's common words match a third of the corpus, and ranking those costs more than the
+        rest of the search.
+        """
+        kb_ids = None if knowledge_bases is None else await self._knowledge_base_ids(knowledge_bases)
+        where = "TRUE" if kb_ids is None else "kb_id = ANY(%(kb_ids)s::int[])"
+        scope = {"kb_ids": kb_ids, "groups": list(groups), "n": limit}
+        lexical = asyncio.create_task(
+            self._fetch_one(
+                _LEXICAL_SQL.format(scope=where),
+                {
+                    **scope,
+                    "text": query,
+                    "max_df": max_term_frequency,
+                    "budget": self.lexical_budget,
+                    "scan_cap": 4 * self.lexical_budget,
+                },
+            )
+        )
+        try:
+            if not isinstance(vector, np.ndarray):
+                vector = await vector
+        except BaseException:
+            lexical.cancel()
+            raise
+        tsquery, lexical_ids = await lexical
+        rows = await self._fetch_all(
+            _DENSE_SQL.format(scope=where), {**scope, "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
+        )
         return [
             Candidate(
                 chunk_id=r[0],

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from rag.errors import RetrievalError
-from rag.retrieve import lexical_query
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from rag.types import AccessScope, Passage
@@ -67,15 +66,13 @@ async def test_full_text_side_is_filtered_too(candor: Candor, hr_kb: KnowledgeBa
     vector = (await candor.embedder.embed([SECRET_WORD]))[0]
     kbs = [hr_kb.name]
     allowed = await candor.store.hybrid_candidates(
-        vector, lexical_query(SECRET_WORD), knowledge_bases=kbs, groups=["hr-confidential"], limit=40
+        vector, SECRET_WORD, knowledge_bases=kbs, groups=["hr-confidential"], limit=40
     )
     hits = [c for c in allowed if c.lexical_rank is not None]
     assert [c.source.rsplit("/", 1)[-1] for c in hits] == ["restricted.md"]
     assert hits[0].lexical_rank == 1 and hits[0].lexical > 0
 
-    denied = await candor.store.hybrid_candidates(
-        vector, lexical_query(SECRET_WORD), knowledge_bases=kbs, groups=[], limit=40
-    )
+    denied = await candor.store.hybrid_candidates(vector, SECRET_WORD, knowledge_bases=kbs, groups=[], limit=40)
     assert denied, "the public documents are still candidates on the dense side"
     assert all(c.lexical_rank is None and c.lexical == 0 for c in denied)
     assert all(c.access_groups == () and not c.source.endswith("restricted.md") for c in denied)

@@ -22,6 +22,7 @@ from rag.types import AccessScope
 from tests.unit.test_loaders import make_pdf
 
 TODAY = date(2026, 11, 29)
+FILE_TIME = datetime(2026, 6, 1, 12, 0).timestamp()
 """The ingest date these tests pin, so nothing depends on the clock (or on crossing midnight)."""
 
 
@@ -227,6 +228,8 @@ def write_incremental_folder(folder: Path) -> Path:
     expenses.write_text(EXPENSES_MD, encoding="utf-8")
     (folder / "parking.md").write_text("# Parking\n\nThe basement car park has forty visitor bays.\n")
     (folder / "printing.txt").write_text("Printing\n\nColour printing needs a cost centre code.\n")
+    for path in folder.iterdir():  # file times before the pinned TODAY, whatever the real clock says
+        os.utime(path, (FILE_TIME, FILE_TIME))
     return expenses
 
 

@@ -10,7 +10,7 @@ from rag.types import AccessScope
 from tests.conftest import SAMPLE
 
 QUESTIONS = [
-    ("How many days of paid annual leave do full-time employees get?", "hr-leave-policy"),
+    ("How many days of unused annual leave can be carried over into the next year?", "hr-leave-policy"),
     ("What is the data retention period for Beacon Pro?", "beacon-pro-spec"),
     ("How many hosts can the NW-200X collector handle?", "beacon-pro-spec"),
     ("What is the first response time for a priority 1 incident?", "support-sla"),
@@ -34,6 +34,17 @@ async def test_right_document_first(candor: Candor, handbook: KnowledgeBase, que
     passages = await candor.retriever.run(question, scope, k=5)
     assert passages, question
     assert passages[0].document.rsplit("/", 1)[-1].rsplit(".", 1)[0] == stem, [p.document for p in passages]
+
+
+async def test_both_sides_of_a_planted_conflict_are_retrieved(candor: Candor, handbook: KnowledgeBase) -> None:
+    """The old FAQ (20 days) and the current policy (24 days) state the same fact in nearly the same
+    words; which ranks first is a coin toss, but conflict detection needs both in the shortlist."""
+    scope = AccessScope(knowledge_bases=frozenset([handbook.name]))
+    passages = await candor.retriever.run("How many days of paid annual leave do full-time employees get?", scope, k=5)
+    top = {p.document.rsplit("/", 1)[-1] for p in passages}
+    assert {"hr-leave-policy.md", "employee-faq-2024.md"} <= top
+    texts = " ".join(p.text for p in passages)
+    assert "24 days" in texts and "20 days" in texts
 
 
 async def test_scores_are_ordered_and_dense_cosine_is_absolute(candor: Candor, handbook: KnowledgeBase) -> None:
