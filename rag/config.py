@@ -38,7 +38,9 @@ def _env(name: str, *more: str) -> AliasChoices:
 class Settings(BaseSettings):
     """Every setting Candor has, typed. Field docs say which variable sets each one."""
 
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
+    # No `populate_by_name`: with it pydantic-settings also reads each field's own name from the
+    # environment, and `home` would come from $HOME. Code passes field names through `load_settings`.
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
     # --- storage -------------------------------------------------------------------------
     home: Path = Field(default_factory=_default_home, validation_alias=_env("CANDOR_HOME"))
@@ -119,9 +121,12 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Build the settings, translating validation errors into one `ConfigError` naming the variables."""
+    """Build the settings, translating validation errors into one `ConfigError` naming the variables.
+
+    `overrides` use field names (`home=...`); they win over the environment.
+    """
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        return Settings(**{_variable_name(name): value for name, value in overrides.items()})  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = []
         for error in exc.errors():

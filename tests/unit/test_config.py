@@ -1,0 +1,54 @@
+"""The settings object: names the variable that is wrong, never reads a field's bare name, hides secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag.config import load_settings
+from rag.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("CANDOR_HOME", "CANDOR_CHUNK_TOKENS", "CANDOR_EMBEDDER", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+
+
+def test_home_comes_from_candor_home_not_from_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "somebody"))
+    assert load_settings().home != (tmp_path / "somebody").resolve()
+    monkeypatch.setenv("CANDOR_HOME", str(tmp_path / "candor"))
+    assert load_settings().home == (tmp_path / "candor").resolve()
+
+
+def test_overrides_by_field_name_win_over_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CANDOR_CHUNK_TOKENS", "300")
+    assert load_settings().chunk_tokens == 300
+    assert load_settings(chunk_tokens=120).chunk_tokens == 120
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("CANDOR_CHUNK_TOKENS", "abc"),
+        ("CANDOR_CHUNK_TOKENS", "5"),
+        ("CANDOR_FUSION", "max"),
+        ("CANDOR_DENSE_WEIGHT", "2"),
+    ],
+)
+def test_a_bad_value_names_its_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=variable):
+        load_settings()
+
+
+def test_openai_embeddings_need_a_key_or_an_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CANDOR_EMBEDDER", "openai:text-embedding-3-small")
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        load_settings()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret")
+    settings = load_settings()
+    assert "sk-very-secret" not in repr(settings) and "sk-very-secret" not in str(settings.model_dump())
