@@ -10,8 +10,6 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from datetime import date
 from typing import Any
 
 import numpy as np
@@ -24,170 +22,28 @@ from rag.config import Settings
 from rag.errors import StoreError
 from rag.ingest.embedding_inputs import chunk_input, input_hash
 from rag.store.database import EmbedderRecord, open_engine
+from rag.store.queries import DENSE_SQL, DOCUMENT_COLUMNS, LEXICAL_SQL
+from rag.store.rows import (
+    Candidate,
+    ChunkRow,
+    DocumentRow,
+    KnowledgeBase,
+    SentenceRow,
+    StoredDocument,
+    Vector,
+)
 from rag.store.schema import documents, knowledge_bases
 
-Vector = np.ndarray[Any, np.dtype[np.float32]]
-
-
-@dataclass(frozen=True, slots=True)
-class KnowledgeBase:
-    id: int
-    name: str
-    max_authority: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoredDocument:
-    id: int
-    source: str
-    content_hash: str
-    options_hash: str
-    pending_date: date | None = None
-    """A declared future effective date, not yet trusted: re-process once it has passed."""
-
-
-@dataclass(slots=True)
-class DocumentRow:
-    """Everything stored about a document except its chunks."""
-
-    kb_id: int
-    source: str
-    title: str
-    format: str
-    content_hash: str
-    options_hash: str
-    url: str | None = None
-    effective_date: date | None = None
-    date_source: str | None = None
-    date_flag: str | None = None
-    declared_date: date | None = None
-    authority: int = 0
-    declared_authority: int | None = None
-    access_groups: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class SentenceRow:
-    position: int
-    text: str
-    text_hash: str
-    embedding: Vector | None
-
-
-@dataclass(slots=True)
-class ChunkRow:
-    position: int
-    heading_path: list[str]
-    text: str
-    text_hash: str
-    embedding: Vector
-    sentences: list[SentenceRow] = field(default_factory=list)
-
-    @property
-    def heading(self) -> str:
-        return " > ".join(self.heading_path)
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A chunk found by the dense or the full-text side, with both scores."""
-
-    chunk_id: int
-    document_id: int
-    source: str
-    title: str
-    url: str | None
-    heading: str
-    text: str
-    effective_date: date | None
-    authority: int
-    access_groups: tuple[str, ...]
-    knowledge_base: str
-    cosine: float
-    lexical: float
-    dense_rank: int | None
-    lexical_rank: int | None
-
-
-_DOCUMENT_COLUMNS = (
-    "kb_id, source, title, url, format, content_hash, options_hash, effective_date, date_source, "
-    "date_flag, declared_date, authority, declared_authority, access_groups, metadata"
-)
-
-# `{scope}` becomes `kb_id = ANY(%(kb_ids)s)` or `TRUE`: the planner must see the ids to estimate
-# a knowledge base's share of the table, or it scans the base exactly instead of using HNSW.
-_LEXICAL_SQL = """
-WITH stats AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
-    FROM pg_stats s
-    WHERE s.schemaname = current_schema() AND s.tablename = 'chunks' AND s.attname = 'tsv'
-),
-common AS (
-    SELECT e.lexeme, e.freq FROM stats, unnest(stats.elems, stats.freqs) AS e(lexeme, freq)
-    WHERE e.lexeme IS NOT NULL
-),
-terms AS (
-    -- a word missing from the statistics is rarer than the rarest word they list
-    SELECT t.lexeme,
-           coalesce(c.freq, (SELECT freqs[array_length(elems, 1) + 1] FROM stats), 0) AS freq
-    FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS t(lexeme)
-    LEFT JOIN common c ON c.lexeme = t.lexeme
-),
-informative AS (
-    SELECT lexeme, freq FROM terms
-    WHERE freq <= %(max_df)s OR NOT EXISTS (SELECT 1 FROM terms WHERE freq <= %(max_df)s)
-),
-rarest AS (SELECT lexeme, freq FROM informative ORDER BY freq, lexeme LIMIT 2),
-q AS (
-    SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq,
-           (SELECT to_tsquery('simple', string_agg(
-                quote_literal(lexeme),
-                CASE WHEN (SELECT min(freq) * max(t.reltuples) FROM rarest, pg_class t WHERE t.oid = 'chunks'::regclass)
-                          > %(budget)s THEN ' & ' ELSE ' | ' END))
-            FROM rarest) AS gate
-    FROM informative
-),
-lex AS (
-    SELECT id, ts_rank_cd(tsv, (SELECT tsq FROM q), 32) AS rank
-    FROM (
-        SELECT id, tsv FROM chunks
-        WHERE tsv @@ (SELECT gate FROM q)
-          AND {scope}
-          AND (access_groups = '{{}}' OR access_groups && %(groups)s::text[])
-        LIMIT %(scan_cap)s
-    ) matched
-    ORDER BY rank DESC, id
-    LIMIT %(n)s
-)
-SELECT (SELECT tsq::text FROM q), coalesce((SELECT array_agg(id ORDER BY rank DESC, id) FROM lex), '{{}}')
-"""
-
-_DENSE_SQL = """
-WITH dense AS (
-    SELECT c.id, c.distance, row_number() OVER (ORDER BY c.distance) AS rnk
-    FROM (
-        SELECT id, embedding <=> %(vec)s AS distance FROM chunks
-        WHERE {scope}
-          AND (access_groups = '{{}}' OR access_groups && %(groups)s::text[])
-        ORDER BY embedding <=> %(vec)s
-        LIMIT %(n)s
-    ) c
-),
-lex AS (SELECT id, rnk FROM unnest(%(lex_ids)s::bigint[]) WITH ORDINALITY AS u(id, rnk)),
-ids AS (SELECT id FROM dense UNION SELECT id FROM lex)
-SELECT c.id, c.document_id, d.source, d.title, d.url, c.heading, c.text, d.effective_date,
-       d.authority, c.access_groups, kb.name,
-       1 - coalesce(dense.distance, c.embedding <=> %(vec)s) AS cosine,
-       coalesce(ts_rank_cd(c.tsv, %(tsq)s::tsquery, 32), 0) AS lexical,
-       dense.rnk, lex.rnk
-FROM ids
-JOIN chunks c ON c.id = ids.id
-JOIN documents d ON d.id = c.document_id
-JOIN knowledge_bases kb ON kb.id = c.kb_id
-LEFT JOIN dense ON dense.id = c.id
-LEFT JOIN lex ON lex.id = c.id
-"""
+__all__ = [
+    "Candidate",
+    "ChunkRow",
+    "DocumentRow",
+    "KnowledgeBase",
+    "PostgresStore",
+    "SentenceRow",
+    "StoredDocument",
+    "Vector",
+]
 
 
 class PostgresStore:
@@ -296,10 +152,10 @@ class PostgresStore:
         if not batch:
             return []
         upsert = (
-            f"INSERT INTO documents ({_DOCUMENT_COLUMNS}, chunk_count) "
+            f"INSERT INTO documents ({DOCUMENT_COLUMNS}, chunk_count) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (kb_id, source) DO UPDATE SET "
-            + ", ".join(f"{col} = EXCLUDED.{col}" for col in _DOCUMENT_COLUMNS.split(", ")[1:])
+            + ", ".join(f"{col} = EXCLUDED.{col}" for col in DOCUMENT_COLUMNS.split(", ")[1:])
             + ", chunk_count = EXCLUDED.chunk_count, updated_at = now() RETURNING id"
         )
         async with self._transaction() as conn:
@@ -487,7 +343,7 @@ class PostgresStore:
         scope = {"kb_ids": kb_ids, "groups": list(groups), "n": limit}
         lexical = asyncio.create_task(
             self._fetch_one(
-                _LEXICAL_SQL.format(scope=where),
+                LEXICAL_SQL.format(scope=where),
                 {
                     **scope,
                     "text": query,
@@ -505,7 +361,7 @@ class PostgresStore:
             raise
         tsquery, lexical_ids = await lexical
         rows = await self._fetch_all(
-            _DENSE_SQL.format(scope=where), {**scope, "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
+            DENSE_SQL.format(scope=where), {**scope, "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
         )
         return [
             Candidate(

@@ -1,0 +1,82 @@
+"""The SQL of the hot paths: hybrid retrieval (full-text side, dense side) and document upserts."""
+
+from __future__ import annotations
+
+DOCUMENT_COLUMNS = (
+    "kb_id, source, title, url, format, content_hash, options_hash, effective_date, date_source, "
+    "date_flag, declared_date, authority, declared_authority, access_groups, metadata"
+)
+
+# `{scope}` becomes `kb_id = ANY(%(kb_ids)s)` or `TRUE`: the planner must see the ids to estimate
+# a knowledge base's share of the table, or it scans the base exactly instead of using HNSW.
+LEXICAL_SQL = """
+WITH stats AS (
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
+    FROM pg_stats s
+    WHERE s.schemaname = current_schema() AND s.tablename = 'chunks' AND s.attname = 'tsv'
+),
+common AS (
+    SELECT e.lexeme, e.freq FROM stats, unnest(stats.elems, stats.freqs) AS e(lexeme, freq)
+    WHERE e.lexeme IS NOT NULL
+),
+terms AS (
+    -- a word missing from the statistics is rarer than the rarest word they list
+    SELECT t.lexeme,
+           coalesce(c.freq, (SELECT freqs[array_length(elems, 1) + 1] FROM stats), 0) AS freq
+    FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS t(lexeme)
+    LEFT JOIN common c ON c.lexeme = t.lexeme
+),
+informative AS (
+    SELECT lexeme, freq FROM terms
+    WHERE freq <= %(max_df)s OR NOT EXISTS (SELECT 1 FROM terms WHERE freq <= %(max_df)s)
+),
+rarest AS (SELECT lexeme, freq FROM informative ORDER BY freq, lexeme LIMIT 2),
+q AS (
+    SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq,
+           (SELECT to_tsquery('simple', string_agg(
+                quote_literal(lexeme),
+                CASE WHEN (SELECT min(freq) * max(t.reltuples) FROM rarest, pg_class t WHERE t.oid = 'chunks'::regclass)
+                          > %(budget)s THEN ' & ' ELSE ' | ' END))
+            FROM rarest) AS gate
+    FROM informative
+),
+lex AS (
+    SELECT id, ts_rank_cd(tsv, (SELECT tsq FROM q), 32) AS rank
+    FROM (
+        SELECT id, tsv FROM chunks
+        WHERE tsv @@ (SELECT gate FROM q)
+          AND {scope}
+          AND (access_groups = '{{}}' OR access_groups && %(groups)s::text[])
+        LIMIT %(scan_cap)s
+    ) matched
+    ORDER BY rank DESC, id
+    LIMIT %(n)s
+)
+SELECT (SELECT tsq::text FROM q), coalesce((SELECT array_agg(id ORDER BY rank DESC, id) FROM lex), '{{}}')
+"""
+
+DENSE_SQL = """
+WITH dense AS (
+    SELECT c.id, c.distance, row_number() OVER (ORDER BY c.distance) AS rnk
+    FROM (
+        SELECT id, embedding <=> %(vec)s AS distance FROM chunks
+        WHERE {scope}
+          AND (access_groups = '{{}}' OR access_groups && %(groups)s::text[])
+        ORDER BY embedding <=> %(vec)s
+        LIMIT %(n)s
+    ) c
+),
+lex AS (SELECT id, rnk FROM unnest(%(lex_ids)s::bigint[]) WITH ORDINALITY AS u(id, rnk)),
+ids AS (SELECT id FROM dense UNION SELECT id FROM lex)
+SELECT c.id, c.document_id, d.source, d.title, d.url, c.heading, c.text, d.effective_date,
+       d.authority, c.access_groups, kb.name,
+       1 - coalesce(dense.distance, c.embedding <=> %(vec)s) AS cosine,
+       coalesce(ts_rank_cd(c.tsv, %(tsq)s::tsquery, 32), 0) AS lexical,
+       dense.rnk, lex.rnk
+FROM ids
+JOIN chunks c ON c.id = ids.id
+JOIN documents d ON d.id = c.document_id
+JOIN knowledge_bases kb ON kb.id = c.kb_id
+LEFT JOIN dense ON dense.id = c.id
+LEFT JOIN lex ON lex.id = c.id
+"""
