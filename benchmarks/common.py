@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import csv
 import hashlib
+import json
 import statistics
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SQUAD = REPO.parent / "shared" / "data" / "squad2-1000" / "Squad2_1000.csv"
 CACHE = REPO / "benchmarks" / ".cache"
+RAMDOCS = REPO.parent / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,20 @@ def split_by_title(questions: list[SquadQuestion]) -> tuple[list[SquadQuestion],
     calibrate = [q for q in questions if q.title in calibration_titles]
     report = [q for q in questions if q.title not in calibration_titles]
     return calibrate, report
+
+
+def corpus(n: int) -> list[str]:
+    """`n` distinct RAMDocs passages of 600-800 characters: the ~700-character chunks of the ingest benchmark."""
+    seen: dict[str, None] = {}
+    for line in RAMDOCS.read_text(encoding="utf-8").splitlines():
+        for doc in json.loads(line)["documents"]:
+            text = " ".join(doc["text"].split())
+            if 600 <= len(text) <= 800 and "\x00" not in text:
+                seen.setdefault(text)
+    texts = list(seen)
+    if len(texts) < n:
+        raise SystemExit(f"only {len(texts)} distinct passages of 600-800 characters")
+    return texts[:n]
 
 
 @contextmanager

@@ -8,14 +8,17 @@ chunk each. For each embedder backend (torch, ONNX, ONNX int8) in one run:
 - quality: dense hit@1/hit@5 on the SQuAD subset's answerable questions, against torch.
 The reference figure from the issue is 40 chunks/s (LangChain PGVector, same model, same machine).
 
-    python benchmarks/ingest_throughput.py [--chunks 400] [--backends torch,onnx,onnx-int8]
+    python benchmarks/ingest_throughput.py [--chunks 300] [--backends torch,onnx,onnx-int8] [--runs 3]
+        [--langchain-python /path/to/venv/bin/python]   # the baseline in the same run (langchain_baseline.py)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,26 +28,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import CACHE, REPO, load_squad, median
+from benchmarks.common import CACHE, corpus, load_squad, median
 from rag.config import load_settings
 from rag.embeddings import SentenceTransformerEmbedder
 from rag.runtime import open_candor
 
-RAMDOCS = REPO.parent / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"
 REFERENCE = 40.0
-
-
-def corpus(n: int) -> list[str]:
-    seen: dict[str, None] = {}
-    for line in RAMDOCS.read_text(encoding="utf-8").splitlines():
-        for doc in json.loads(line)["documents"]:
-            text = " ".join(doc["text"].split())
-            if 600 <= len(text) <= 800 and "\x00" not in text:
-                seen.setdefault(text)
-    texts = list(seen)
-    if len(texts) < n:
-        raise SystemExit(f"only {len(texts)} distinct passages of 600-800 characters")
-    return texts[:n]
 
 
 def raw_rate(embedder: SentenceTransformerEmbedder, texts: list[str]) -> float:
@@ -91,28 +80,52 @@ def squad_quality(embedder: SentenceTransformerEmbedder) -> tuple[float, float]:
     return float(np.mean(ranks[:, 0] == gold)), float(np.mean((ranks[:, :5] == gold[:, None]).any(axis=1)))
 
 
+def langchain_rate(python: str, chunks: int) -> float:
+    """One run of benchmarks/langchain_baseline.py in its own virtual environment."""
+    result = subprocess.run(
+        [python, str(Path(__file__).with_name("langchain_baseline.py")), "--chunks", str(chunks)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    match = re.search(r"end-to-end add_texts ([0-9.]+)", result.stdout)
+    if match is None:
+        raise SystemExit(f"no rate in the LangChain baseline's output: {result.stdout!r} {result.stderr[-500:]!r}")
+    return float(match.group(1))
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--chunks", type=int, default=400)
+    parser.add_argument("--chunks", type=int, default=300)
     parser.add_argument("--backends", default="torch,onnx,onnx-int8")
+    parser.add_argument("--runs", type=int, default=3, help="end-to-end runs per configuration (median)")
+    parser.add_argument("--langchain-python", help="python of a venv with the LangChain baseline's packages")
     args = parser.parse_args()
     CACHE.mkdir(parents=True, exist_ok=True)
     texts = corpus(args.chunks)
     print(f"corpus: {len(texts)} passages, mean {sum(map(len, texts)) / len(texts):.0f} characters")
-    print(f"reference (issue, LangChain PGVector + MiniLM): {REFERENCE:.0f} chunks/s\n")
+    print(f"reference (issue, LangChain PGVector + MiniLM, measured 2026-11-29): {REFERENCE:.0f} chunks/s")
+    if args.langchain_python:
+        rates = [langchain_rate(args.langchain_python, args.chunks) for _ in range(args.runs)]
+        print(
+            f"LangChain PGVector in this run: {median(rates):.1f} chunks/s (median of {', '.join(f'{r:.1f}' for r in rates)})"
+        )
+    print()
     baseline_quality = None
     for backend in args.backends.split(","):
         embedder = SentenceTransformerEmbedder(backend=backend, cache_dir=CACHE / "models")
         raw = raw_rate(embedder, texts)
         at1, at5 = squad_quality(embedder)
         baseline_quality = baseline_quality or (at1, at5)
-        with_sentences, n = await end_to_end(backend, texts, sentences=True)
-        without, _ = await end_to_end(backend, texts, sentences=False)
+        runs = [await end_to_end(backend, texts, sentences=False) for _ in range(args.runs)]
+        without, n = median([r for r, _ in runs]), runs[0][1]
+        with_sentences = median([(await end_to_end(backend, texts, sentences=True))[0] for _ in range(args.runs)])
         print(
             f"{backend:<10} raw encode {raw:6.1f} chunks/s | end-to-end {without:6.1f} chunks/s "
             f"({without / REFERENCE:.1f}x ref), with sentence vectors {with_sentences:6.1f} chunks/s "
-            f"({with_sentences / REFERENCE:.1f}x ref) | {n} chunks | SQuAD dense hit@1 {at1:.3f} hit@5 {at5:.3f} "
-            f"(Δ hit@5 vs first backend {at5 - baseline_quality[1]:+.3f})"
+            f"({with_sentences / REFERENCE:.1f}x ref) | {n} chunks, median of {args.runs} runs | "
+            f"SQuAD dense hit@1 {at1:.3f} hit@5 {at5:.3f} (Δ hit@5 vs first backend {at5 - baseline_quality[1]:+.3f})"
         )
 
 
