@@ -109,7 +109,8 @@ async def main() -> None:
     if args.langchain_python:
         rates = [langchain_rate(args.langchain_python, args.chunks) for _ in range(args.runs)]
         print(
-            f"LangChain PGVector in this run: {median(rates):.1f} chunks/s (median of {', '.join(f'{r:.1f}' for r in rates)})"
+            f"LangChain PGVector in this run: {median(rates):.1f} chunks/s "
+            f"(median of {', '.join(f'{r:.1f}' for r in rates)})"
         )
     print()
     baseline_quality = None
