@@ -7,9 +7,12 @@ process wait for the first one's export instead of racing it. Nothing is downloa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import shutil
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,21 @@ def _quantization_target() -> str:
     return "arm64"
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    noisy = [logging.getLogger(name) for name in ("sentence_transformers", "optimum", "transformers")]
+    levels = [logger.level for logger in noisy]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for logger in noisy:
+            logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for logger, level in zip(noisy, levels, strict=True):
+                logger.setLevel(level)
+
+
 def load_onnx_model(model_path: str, *, quantized: bool, cache_dir: Path | None) -> Any:
     from sentence_transformers import SentenceTransformer
 
@@ -46,13 +64,15 @@ def load_onnx_model(model_path: str, *, quantized: bool, cache_dir: Path | None)
         if not (target / "onnx" / target_name).exists():
             log.info("exporting embedder to ONNX", extra={"model": model_path, "target": str(target)})
             shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("onnx"))
-            model = SentenceTransformer(str(target), device="cpu", backend="onnx")
-            if not (target / "onnx" / "model.onnx").exists():
-                model.save_pretrained(str(target))
-            if quantized:
-                from sentence_transformers import export_dynamic_quantized_onnx_model
+            with _quiet():  # the exporter's tracer warnings and "saving is recommended" advice
+                model = SentenceTransformer(str(target), device="cpu", backend="onnx")
+                if not (target / "onnx" / "model.onnx").exists():
+                    model.save_pretrained(str(target))
+                if quantized:
+                    from sentence_transformers import export_dynamic_quantized_onnx_model
 
-                export_dynamic_quantized_onnx_model(model, _quantization_target(), str(target))
+                    export_dynamic_quantized_onnx_model(model, _quantization_target(), str(target))
+            log.info("exported embedder to ONNX", extra={"target": str(target / "onnx" / target_name)})
     return SentenceTransformer(
         str(target), device="cpu", backend="onnx", model_kwargs={"file_name": f"onnx/{target_name}"}
     )
