@@ -120,6 +120,15 @@ class Settings(BaseSettings):
         return self.home / "pgdata"
 
 
+def offline_model_environment() -> None:
+    """Before a model library is imported: no model hub, no tokenizer thread pool fighting ours.
+
+    Values already set by the operator win (so a team can point a custom model at a hub).
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
 def load_settings(**overrides: object) -> Settings:
     """Build the settings, translating validation errors into one `ConfigError` naming the variables.
 

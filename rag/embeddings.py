@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from rag.config import PACKAGED_MINILM, Settings
+from rag.config import PACKAGED_MINILM, Settings, offline_model_environment
 from rag.errors import ConfigError, EmbeddingError
 
 log = logging.getLogger(__name__)
@@ -108,8 +107,7 @@ class SentenceTransformerEmbedder:
             return self._model
 
     def _build(self) -> Any:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub from the default path
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        offline_model_environment()  # never reach a model hub from the default path
         from sentence_transformers import SentenceTransformer
 
         path = self._model_path()
