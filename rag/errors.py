@@ -17,7 +17,11 @@ it into a friendly message.
     │   ├── CorruptFile             the parser rejected the content
     │   └── OutsideRoot             a symlink pointing out of the ingested folder
     ├── EmbeddingError              the embedder failed or returned the wrong shape
-    └── RetrievalError              a search request is invalid (empty query, bad k, ...)
+    ├── RetrievalError              a search request is invalid (empty query, bad k, ...)
+    ├── QuestionError               a question cannot be answered as asked (empty, too long)
+    ├── TrackingError               a trace, feedback or eval run could not be stored
+    │   └── UnknownTrace            feedback names a trace that does not exist
+    └── EvalError                   a golden file is missing or malformed
 """
 
 from __future__ import annotations
@@ -89,3 +93,19 @@ class EmbeddingError(CandorError):
 
 class RetrievalError(CandorError):
     """A search request is invalid."""
+
+
+class QuestionError(CandorError):
+    """A question cannot be answered as asked: empty, too long, or nothing left after markup."""
+
+
+class TrackingError(CandorError):
+    """A trace, feedback or eval run could not be stored (it is spooled to disk, not lost)."""
+
+
+class UnknownTrace(TrackingError):
+    """Feedback names a trace id that was never recorded."""
+
+
+class EvalError(CandorError):
+    """A golden file is missing or malformed."""

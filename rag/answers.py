@@ -1,0 +1,206 @@
+"""The plain data of one question and its answer: what adapters build and what they render.
+
+`Question` comes in from an adapter (Slack, Teams, the chat page, the CLI); `Answer` goes back
+out. Both are frozen data with no behaviour beyond shaping JSON: the pipeline fills them, the
+renderers read them, the tracker stores them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal
+
+from rag.types import AccessScope
+
+Route = Literal["answered", "low_confidence", "abstained"]
+Platform = Literal["cli", "web", "slack", "teams", "eval"]
+Rating = Literal["up", "down"]
+
+DEFAULT_REFUSAL = "I don't know - the knowledge base does not cover this."
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One earlier message of the thread, oldest first in `Question.history`."""
+
+    text: str
+    author: str | None = None
+    from_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What an adapter knows about one question: the text as typed and where it came from."""
+
+    text: str
+    scope: AccessScope = AccessScope()
+    asker: str | None = None
+    platform: Platform = "cli"
+    conversation: str | None = None
+    """Workspace/team and channel or chat id, as the platform names them ("T1/C2")."""
+    thread: str | None = None
+    history: tuple[Turn, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A gate's or a check's outcome: never NaN or None as a silent sentinel."""
+
+    passed: bool
+    score: float
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    gate: str
+    """retrieval_score, premise, faithfulness, completeness, contradiction, ..."""
+    passed: bool
+    score: float
+    attempt: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "gate": self.gate,
+            "passed": self.passed,
+            "score": round(self.score, 4),
+            "attempt": self.attempt,
+            "details": self.details,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSentence:
+    text: str
+    citations: tuple[int, ...]
+    """Numbers of `Answer.sources` (1-based)."""
+    supported: bool = True
+
+    def as_json(self) -> dict[str, Any]:
+        return {"text": self.text, "citations": list(self.citations), "supported": self.supported}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A passage the answer cites, numbered as the citations number it."""
+
+    n: int
+    document: str
+    title: str
+    heading: str
+    excerpt: str
+    score: float
+    url: str | None = None
+    effective_date: date | None = None
+    chunk_id: int | None = None
+    document_id: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "document": self.document,
+            "title": self.title,
+            "heading": self.heading,
+            "url": self.url,
+            "effective_date": self.effective_date.isoformat() if self.effective_date else None,
+            "score": round(self.score, 4),
+            "excerpt": self.excerpt,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Two sources giving different values for the same fact."""
+
+    note: str
+    values: tuple[str, ...]
+    sources: tuple[int, ...]
+    preferred: int | None
+    """The source number preferred, or None when neither date nor authority decides."""
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "note": self.note,
+            "values": list(self.values),
+            "sources": list(self.sources),
+            "preferred": self.preferred,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedSentence:
+    """A draft sentence the critic rejected: logged, never delivered."""
+
+    text: str
+    citations: tuple[int, ...]
+    attempt: int
+    score: float
+    reasons: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "citations": list(self.citations),
+            "attempt": self.attempt,
+            "score": round(self.score, 4),
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    question: str
+    route: Route
+    text: str
+    """The answer as a person reads it (plain text; renderers build richer forms from the parts)."""
+    sentences: tuple[AnswerSentence, ...] = ()
+    sources: tuple[Source, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+    unanswered_parts: tuple[str, ...] = ()
+    gates: tuple[GateOutcome, ...] = ()
+    trace_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    rewritten_question: str | None = None
+    parts: tuple[str, ...] = ()
+    dropped: tuple[DroppedSentence, ...] = ()
+    caveats: tuple[str, ...] = ()
+    created_at: datetime | None = None
+
+    @property
+    def abstained(self) -> bool:
+        return self.route == "abstained"
+
+    def as_json(self) -> dict[str, Any]:
+        """The object `candor ask --json` prints (DESIGN.md, "Public interface")."""
+        return {
+            "question": self.question,
+            "route": self.route,
+            "text": self.text,
+            "sentences": [s.as_json() for s in self.sentences],
+            "sources": [s.as_json() for s in self.sources],
+            "conflicts": [c.as_json() for c in self.conflicts],
+            "unanswered_parts": list(self.unanswered_parts),
+            "caveats": list(self.caveats),
+            "gates": [g.as_json() for g in self.gates],
+            "trace_id": self.trace_id,
+            "timings_ms": {name: round(ms, 2) for name, ms in self.timings_ms.items()},
+            "rewritten_question": self.rewritten_question,
+            "parts": list(self.parts),
+            "dropped": [d.as_json() for d in self.dropped],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A 👍/👎 on an answer, from whichever platform showed it."""
+
+    trace_id: str
+    rating: Rating
+    user: str | None = None
+    platform: Platform = "web"
+    comment: str | None = None
