@@ -35,7 +35,9 @@ class Question:
     """What an adapter knows about one question: the text as typed and where it came from."""
 
     text: str
-    scope: AccessScope = AccessScope()
+    scope: AccessScope | None = None
+    """Set by callers that decide access themselves (the CLI's `--access`); None: the pipeline asks
+    the `AccessPolicy` from `platform`, `conversation` and `asker`."""
     asker: str | None = None
     platform: Platform = "cli"
     conversation: str | None = None
