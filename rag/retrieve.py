@@ -111,7 +111,9 @@ class HybridRetriever:
         k: int | None = None,
         fusion: Fusion | None = None,
         dense_weight: float | None = None,
+        vector: Vector | None = None,
     ) -> list[Passage]:
+        """The k best passages for `query` in `scope`; `vector` skips embedding the query again."""
         query = " ".join(query.split())
         if not query:
             raise RetrievalError("the query is empty")
@@ -121,7 +123,7 @@ class HybridRetriever:
         if k < 1:
             raise RetrievalError("k must be at least 1")
         found = await self.store.hybrid_candidates(
-            self._embed_query(query),
+            self._embed_query(query) if vector is None else vector,
             query,
             knowledge_bases=None if scope.knowledge_bases is None else sorted(scope.knowledge_bases),
             groups=sorted(scope.groups),

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
+from rag.access import AccessPolicy
+from rag.answering import Answerer, TraceRecorder
+from rag.answers import Answer, Question
 from rag.config import Settings
+from rag.critic import EvidenceVerifier, Verifier
 from rag.embeddings import Embedder, build_embedder
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
+from rag.pipeline import GatedAttempt, PipelineConfig
+from rag.rerank import EvidenceReranker, Reranker
 from rag.retrieve import HybridRetriever
+from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
+from rag.synthesis import ExtractiveSynthesizer, Synthesizer
 
 
 @dataclass(slots=True)
@@ -22,6 +31,11 @@ class Candor:
     store: PostgresStore
     embedder: Embedder
     retriever: HybridRetriever
+    answerer: Answerer
+
+    async def answer(self, question: Question) -> Answer:
+        """The gated answer to one question, logged (DESIGN.md, "The flow")."""
+        return await self.answerer.answer(question)
 
     def ingestor(self) -> Ingestor:
         return Ingestor(
@@ -60,6 +74,61 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             rrf_k=settings.rrf_k,
             max_term_frequency=settings.max_term_frequency,
         )
-        yield Candor(settings, store, embedder, retriever)
+        answerer = build_answerer(settings, store, embedder, retriever)
+        yield Candor(settings, store, embedder, retriever, answerer)
     finally:
         await store.close()
+
+
+def build_answerer(
+    settings: Settings,
+    store: PostgresStore,
+    embedder: Embedder,
+    retriever: HybridRetriever,
+    *,
+    reranker: Reranker | None = None,
+    synthesizer: Synthesizer | None = None,
+    verifier: Verifier | None = None,
+    tracker: TraceRecorder | None = None,
+) -> Answerer:
+    """The offline default stages unless others are given (tests and model-backed setups)."""
+
+    async def sentences(chunk_ids: Sequence[int]) -> SentenceEvidence:
+        return await sentence_evidence(store, chunk_ids)
+
+    async def frequencies(text: str) -> Mapping[str, float]:
+        return await term_frequencies(store, text)
+
+    config = PipelineConfig(
+        retrieval_threshold=settings.retrieval_threshold,
+        shortlist=settings.shortlist,
+        min_support=settings.min_support,
+        retry=settings.retry,
+        refusal=settings.refusal,
+    )
+    reranker = reranker or EvidenceReranker(sentences, embedder)
+    synthesizer = synthesizer or ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
+    verifier = verifier or EvidenceVerifier(embedder, min_support=settings.min_support)
+    attempt = GatedAttempt(config, embedder, retriever, frequencies, reranker, synthesizer, verifier)
+    policy = AccessPolicy.from_file(settings.access_policy) if settings.access_policy else AccessPolicy()
+    models = {
+        "embedder": embedder.name,
+        "reranker": reranker.name,
+        "synthesizer": synthesizer.name,
+        "verifier": verifier.name,
+    }
+    return Answerer(attempt, policy, config, tracker=tracker, models=models, settings=answer_settings(settings))
+
+
+def answer_settings(settings: Settings) -> dict[str, Any]:
+    """The settings an answer depends on, stored with every trace and eval run (no secrets)."""
+    return {
+        "retrieval_threshold": settings.retrieval_threshold,
+        "answer_threshold": settings.answer_threshold,
+        "min_support": settings.min_support,
+        "shortlist": settings.shortlist,
+        "retry": settings.retry,
+        "fusion": settings.fusion,
+        "dense_weight": settings.dense_weight,
+        "candidates": settings.candidates,
+    }

@@ -134,7 +134,7 @@ class PostgresStore:
                 (wanted, wanted),
             )
             rows = await cursor.fetchall()
-        return {row[0]: _as_array(row[1]) for row in rows}
+        return {row[0]: as_vector(row[1]) for row in rows}
 
     async def write_document(self, doc: DocumentRow, chunk_rows: Sequence[ChunkRow]) -> int:
         """Insert or replace one document and all its chunks, in one transaction."""
@@ -234,13 +234,13 @@ class PostgresStore:
                 self._kb_ids.update({row.name: row.id for row in rows})
         return [self._kb_ids[name] for name in names if name in self._kb_ids]
 
-    async def _fetch_one(self, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    async def fetch_one(self, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
         async with self._transaction() as conn:
             driver = await self._driver(conn)
             row = await (await driver.execute(sql, params)).fetchone()
         return tuple(row)
 
-    async def _fetch_all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    async def fetch_all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         async with self._transaction() as conn:
             driver = await self._driver(conn)
             return [tuple(row) for row in await (await driver.execute(sql, params)).fetchall()]
@@ -342,7 +342,7 @@ class PostgresStore:
         where = "TRUE" if kb_ids is None else "kb_id = ANY(%(kb_ids)s::int[])"
         scope = {"kb_ids": kb_ids, "groups": list(groups), "n": limit}
         lexical = asyncio.create_task(
-            self._fetch_one(
+            self.fetch_one(
                 LEXICAL_SQL.format(scope=where),
                 {
                     **scope,
@@ -360,7 +360,7 @@ class PostgresStore:
             lexical.cancel()
             raise
         tsquery, lexical_ids = await lexical
-        rows = await self._fetch_all(
+        rows = await self.fetch_all(
             DENSE_SQL.format(scope=where), {**scope, "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
         )
         return [
@@ -385,7 +385,7 @@ class PostgresStore:
         ]
 
 
-def _as_array(value: Any) -> Vector:
+def as_vector(value: Any) -> Vector:
     """pgvector hands back numpy arrays or its own `Vector` depending on the result format."""
     if hasattr(value, "to_numpy"):
         value = value.to_numpy()

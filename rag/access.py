@@ -1,0 +1,104 @@
+"""`AccessPolicy`: where a question came from → the knowledge bases and access groups it may read.
+
+Adapters only report the platform, the conversation ("T123/C456" for a Slack channel, a Teams
+conversation id, ...) and the asker; the policy decides. Rules come from a YAML file
+(`CANDOR_ACCESS_POLICY`), each matching on any of `platform`, `conversation` and `asker`
+(shell-style wildcards) and granting `groups` and, optionally, limiting `knowledge_bases`:
+
+    - platform: slack
+      conversation: "T0001/C0HR*"
+      groups: [hr-confidential]
+    - asker: "U0ADMIN"
+      groups: [hr-confidential, finance]
+
+Every matching rule adds its groups. Without a file, or when no rule matches, a question reads
+public documents only, in every knowledge base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+import yaml
+
+from rag.answers import Question
+from rag.errors import ConfigError
+from rag.types import AccessScope
+
+
+@dataclass(frozen=True, slots=True)
+class AccessRule:
+    groups: frozenset[str]
+    knowledge_bases: frozenset[str] | None = None
+    platform: str | None = None
+    conversation: str | None = None
+    asker: str | None = None
+
+    def matches(self, question: Question) -> bool:
+        return (
+            _match(self.platform, question.platform)
+            and _match(self.conversation, question.conversation)
+            and _match(self.asker, question.asker)
+        )
+
+
+def _match(pattern: str | None, value: str | None) -> bool:
+    return pattern is None or (value is not None and fnmatchcase(value, pattern))
+
+
+class AccessPolicy:
+    def __init__(self, rules: Sequence[AccessRule] = ()) -> None:
+        self.rules = tuple(rules)
+
+    @classmethod
+    def from_file(cls, path: Path) -> AccessPolicy:
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"CANDOR_ACCESS_POLICY: cannot read {path}: {exc}") from exc
+        if loaded is None:
+            return cls()
+        if not isinstance(loaded, list):
+            raise ConfigError(f"CANDOR_ACCESS_POLICY: {path} must hold a list of rules")
+        return cls([_rule(entry, path, i) for i, entry in enumerate(loaded, 1)])
+
+    def scope_for(self, question: Question) -> AccessScope:
+        """The scope a question gets; a scope the caller set explicitly wins."""
+        if question.scope is not None:
+            return question.scope
+        groups: set[str] = set()
+        bases: set[str] | None = None
+        for rule in self.rules:
+            if rule.matches(question):
+                groups |= rule.groups
+                if rule.knowledge_bases is not None:
+                    bases = (bases or set()) | rule.knowledge_bases
+        return AccessScope(frozenset(groups), None if bases is None else frozenset(bases))
+
+
+def _rule(entry: object, path: Path, number: int) -> AccessRule:
+    where = f"CANDOR_ACCESS_POLICY: {path}, rule {number}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: each rule is a mapping")
+    unknown = set(entry) - {"platform", "conversation", "asker", "groups", "knowledge_bases"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+    groups = entry.get("groups", [])
+    bases = entry.get("knowledge_bases")
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise ConfigError(f"{where}: groups must be a list of names")
+    if bases is not None and (not isinstance(bases, list) or not all(isinstance(b, str) for b in bases)):
+        raise ConfigError(f"{where}: knowledge_bases must be a list of names")
+    for key in ("platform", "conversation", "asker"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            raise ConfigError(f"{where}: {key} must be a string")
+    return AccessRule(
+        groups=frozenset(groups),
+        knowledge_bases=None if bases is None else frozenset(bases),
+        platform=entry.get("platform"),
+        conversation=entry.get("conversation"),
+        asker=entry.get("asker"),
+    )

@@ -1,0 +1,130 @@
+"""Contradictions: two sources giving different values for the same fact the answer uses.
+
+Checked over every sentence of the reranked shortlist, not only the cited passages (the outdated
+document is usually retrieved but not cited). Two sentences state the same fact when they come
+from different documents, name the same things (plan and product names, codes), carry the same
+qualifiers (monthly vs annual, primary vs secondary carer, ...), say mostly the same words and
+mean much the same; they conflict when they then give different values of one kind (two dollar
+amounts, two durations in days). Look-alikes differ in a name or qualifier and are left alone.
+
+The newer effective date is preferred, then the higher authority; when neither decides, nothing
+is preferred and the answer says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.facts import Value, codes, content_words, names, values
+from rag.rerank import ScoredSentence
+
+MIN_OVERLAP = 0.3
+MIN_COSINE = 0.6
+
+_QUALIFIERS = {
+    "monthly": "monthly",
+    "month-to-month": "monthly",
+    "annual": "annual",
+    "annually": "annual",
+    "yearly": "annual",
+    "weekly": "weekly",
+    "daily": "daily",
+    "hourly": "hourly",
+    "international": "international",
+    "domestic": "domestic",
+    "primary": "primary",
+    "secondary": "secondary",
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "part-time": "part-time",
+    "contractor": "contractor",
+    "contractors": "contractor",
+    "intern": "intern",
+    "interns": "intern",
+    "first": "first",
+    "additional": "additional",
+    "extra": "additional",
+}
+_QUALIFIER_WORD = re.compile(r"[a-z-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class FoundConflict:
+    chosen: ScoredSentence
+    other: ScoredSentence
+    chosen_value: Value
+    other_value: Value
+    preferred: str | None
+    """"chosen", "other" or None."""
+    reason: str
+
+
+def find_conflicts(chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) -> list[FoundConflict]:
+    """Sentences in `shortlist` from other documents that give another value for `chosen`'s fact."""
+    found: list[FoundConflict] = []
+    seen_documents: set[int] = set()
+    for other in shortlist:
+        document = other.passage.document_id
+        if document == chosen.passage.document_id or document in seen_documents:
+            continue
+        pair = differing_values(chosen, other)
+        if pair is None:
+            continue
+        seen_documents.add(document)
+        preferred, reason = prefer(chosen, other)
+        found.append(FoundConflict(chosen, other, pair[0], pair[1], preferred, reason))
+    return found
+
+
+def differing_values(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value] | None:
+    """(a's value, b's value) when both sentences state the same fact with different values."""
+    a_values, b_values = values(a.text), values(b.text)
+    if not a_values or not b_values or not same_subject(a, b):
+        return None
+    b_keys = {v.key for v in b_values}
+    a_keys = {v.key for v in a_values}
+    for va in a_values:
+        if va.key in b_keys or va.kind in ("date", "number"):
+            continue
+        for vb in b_values:
+            if vb.kind == va.kind and vb.key not in a_keys:
+                return va, vb
+    return None
+
+
+def same_subject(a: ScoredSentence, b: ScoredSentence) -> bool:
+    if names(a.text) != names(b.text) or codes(a.text) != codes(b.text):
+        return False
+    if qualifiers(a.text) != qualifiers(b.text):
+        return False
+    wa, wb = _words_without_values(a.text), _words_without_values(b.text)
+    if not wa or not wb or len(wa & wb) / len(wa | wb) < MIN_OVERLAP:
+        return False
+    if a.vector is not None and b.vector is not None:
+        return float(np.dot(a.vector, b.vector)) >= MIN_COSINE
+    return True
+
+
+def qualifiers(text: str) -> frozenset[str]:
+    return frozenset(_QUALIFIERS[w] for w in _QUALIFIER_WORD.findall(text.lower()) if w in _QUALIFIERS)
+
+
+def _words_without_values(text: str) -> set[str]:
+    for v in values(text):
+        text = text.replace(v.surface, " ")
+    return content_words(text)
+
+
+def prefer(chosen: ScoredSentence, other: ScoredSentence) -> tuple[str | None, str]:
+    a, b = chosen.passage, other.passage
+    if a.effective_date and b.effective_date and a.effective_date != b.effective_date:
+        newer = "chosen" if a.effective_date > b.effective_date else "other"
+        date = max(a.effective_date, b.effective_date).isoformat()
+        return newer, f"newer effective date ({date})"
+    if a.authority != b.authority:
+        return ("chosen" if a.authority > b.authority else "other"), "higher authority"
+    return None, "same date and authority: neither source is preferred"

@@ -1,0 +1,106 @@
+"""Stage 4, the faithfulness critic: is each sentence supported by the evidence it cites?
+
+The `Verifier` sees only one sentence and the text of the passages it cites, never the question,
+the ranking or the writer's reasons, so a writer cannot talk it round. `EvidenceVerifier` (the
+offline default) checks, in order:
+
+1. exact facts: every value (amount, duration, count, date, time, percentage), product code and
+   capitalised name in the sentence appears in the evidence, values compared after normalising
+   thousands separators and units, never approximately;
+2. content coverage: the share of the sentence's content words found in the evidence;
+3. meaning: the cosine of the sentence and the closest evidence sentence.
+
+A sentence passes when nothing exact is missing and the mean of (2) and (3) reaches
+`min_support`. The score is that mean, so a dropped sentence's row in the gate log says how far off
+it was.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from rag.answers import Verdict
+from rag.embeddings import Embedder
+from rag.facts import codes, content_words, names, values
+from rag.ingest.sentences import split_sentences
+from rag.store.postgres import Vector
+
+DEFAULT_MIN_SUPPORT = 0.6
+_CACHE_SIZE = 4096
+
+
+class Verifier(Protocol):
+    name: str
+
+    async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict: ...
+
+
+class EvidenceVerifier:
+    """Offline verifier from exact facts, content coverage and embedding similarity."""
+
+    name = "evidence-verifier-v1"
+
+    def __init__(self, embedder: Embedder, *, min_support: float = DEFAULT_MIN_SUPPORT) -> None:
+        if not 0.0 < min_support <= 1.0:
+            raise ValueError("min_support must lie in (0, 1]")
+        self.embedder = embedder
+        self.min_support = min_support
+        self._vectors: OrderedDict[str, Vector] = OrderedDict()
+
+    async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict:
+        text = " ".join(evidence)
+        if not sentence.strip():
+            return Verdict(False, 0.0, ("empty sentence",))
+        if not text.strip():
+            return Verdict(False, 0.0, ("no evidence cited",))
+        missing = missing_facts(sentence, text)
+        words = content_words(sentence)
+        covered = len(words & content_words(text)) / len(words) if words else 1.0
+        similarity = await self._similarity(sentence, text)
+        score = 0.5 * covered + 0.5 * max(0.0, similarity)
+        reasons = [f"{kind} {token!r} is not in the cited evidence" for kind, token in missing]
+        if score < self.min_support:
+            reasons.append(
+                f"support {score:.2f} below {self.min_support:.2f} (coverage {covered:.2f}, similarity {similarity:.2f})"
+            )
+        return Verdict(not reasons, score, tuple(reasons))
+
+    async def _similarity(self, sentence: str, evidence: str) -> float:
+        pieces = split_sentences(evidence) or [evidence]
+        vectors = await self._embed([sentence, *pieces])
+        claim, rest = vectors[0], np.stack(vectors[1:])
+        return float(np.max(rest @ claim))
+
+    async def _embed(self, texts: Sequence[str]) -> list[Vector]:
+        todo = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if todo:
+            for t, v in zip(todo, await self.embedder.embed(todo), strict=True):
+                self._vectors[t] = v
+        out = []
+        for t in texts:
+            self._vectors.move_to_end(t)
+            out.append(self._vectors[t])
+        while len(self._vectors) > _CACHE_SIZE:
+            self._vectors.popitem(last=False)
+        return out
+
+
+def missing_facts(sentence: str, evidence: str) -> list[tuple[str, str]]:
+    """(kind, surface) of every value, code and name in `sentence` that `evidence` does not state."""
+    missing: list[tuple[str, str]] = []
+    stated = values(evidence)
+    keys = {v.key for v in stated}
+    amounts = {v.amount for v in stated}
+    for v in values(sentence):
+        if v.key in keys or (v.kind == "number" and v.amount in amounts):
+            continue
+        missing.append(("value", v.surface))
+    evidence_codes = codes(evidence)
+    missing.extend(("code", c) for c in sorted(codes(sentence) - evidence_codes))
+    lowered = evidence.lower()
+    missing.extend(("name", n) for n in sorted(names(sentence)) if n.lower() not in lowered)
+    return missing

@@ -1,0 +1,235 @@
+"""What a sentence states, read off its surface: values (amounts, durations, counts, dates), named
+terms (product codes, plan and product names) and content words; and how to make a stored
+sentence readable on its own (no list markers, no Markdown, no heading debris).
+
+Shared by the writer (which sentences are readable), the critic (which tokens must match exactly)
+and the contradiction check (which values two sources give).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_UNIT_WORDS = (
+    "seconds?|minutes?|hours?|days?|weeks?|months?|years?|business days|working days|"
+    "users?|hosts?|monitors?|characters?|employees?|engineers?|seats?|checks?|requests?|"
+    "GB|MB|TB|KB|ms|percent|%"
+)
+_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+_VALUE = re.compile(
+    rf"(?P<cur>[$£€])\s?(?P<amt>{_NUMBER})(?:\s?(?P<mult>k|m|million|billion))?"
+    rf"|(?P<date>\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}\s+(?:{_MONTHS})\w*\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\b\w*|(?:{_MONTHS})\w*\s+\d{{1,2}}(?:,\s*\d{{4}})?)"
+    rf"|(?P<time>\b\d{{1,2}}:\d{{2}}\b)"
+    rf"|(?P<num>\b{_NUMBER})(?:[\s-]?(?P<unit>(?:{_UNIT_WORDS}))\b|(?P<pct>%))?",
+    re.IGNORECASE,
+)
+_CODE = re.compile(r"\b(?:[A-Z]{1,5}-?\d+[A-Z]*|[A-Z]+\d+[A-Z0-9-]*|\d+[A-Z]{2,})\b")
+_NAME = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:[ -][A-Z][a-zA-Z0-9]+)*\b")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•+]\s+|\d+[.)]\s+|[a-z][.)]\s+|>\s+)")
+_MARKDOWN = re.compile(r"(\*\*|__|`|~~)")
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]+\)")
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "they",
+        "them",
+        "their",
+        "he",
+        "she",
+        "his",
+        "her",
+        "not",
+        "no",
+        "yes",
+        "any",
+        "all",
+        "each",
+        "every",
+        "some",
+        "more",
+        "most",
+        "than",
+        "then",
+        "so",
+        "up",
+        "out",
+        "about",
+        "into",
+        "over",
+        "under",
+        "after",
+        "before",
+        "also",
+        "only",
+        "just",
+        "very",
+        "per",
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    kind: str
+    """money, date, time, percent, or a unit ("days", "users", ...), or "number"."""
+    amount: str
+    """Normalised: digits without thousands separators, units singular and lower-case."""
+    surface: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.kind, self.amount)
+
+
+def values(text: str) -> list[Value]:
+    found: list[Value] = []
+    for m in _VALUE.finditer(text):
+        if m.group("cur"):
+            amount = m.group("amt").replace(",", "")
+            mult = (m.group("mult") or "").lower()
+            found.append(Value(f"money{m.group('cur')}", amount + mult, m.group(0)))
+        elif m.group("date"):
+            found.append(Value("date", " ".join(m.group("date").lower().split()), m.group(0)))
+        elif m.group("time"):
+            found.append(Value("time", m.group("time"), m.group(0)))
+        else:
+            amount = m.group("num").replace(",", "")
+            if m.group("pct"):
+                found.append(Value("percent", amount, m.group(0)))
+            elif m.group("unit"):
+                found.append(Value(_singular(m.group("unit")), amount, m.group(0)))
+            else:
+                found.append(Value("number", amount, m.group(0)))
+    return found
+
+
+def _singular(unit: str) -> str:
+    unit = unit.lower()
+    if unit in ("%", "percent"):
+        return "percent"
+    if unit.endswith("days") and " " in unit:
+        return unit[:-1]
+    return unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
+
+
+def codes(text: str) -> set[str]:
+    """Product codes and identifiers: NW-200X, SOC2, 4357 is a number, not a code."""
+    return {m.group(0) for m in _CODE.finditer(text) if not m.group(0).isdigit()}
+
+
+def names(text: str) -> set[str]:
+    """Capitalised terms not at the start of the sentence (plan, product and people names)."""
+    found = set()
+    for m in _NAME.finditer(text):
+        start = m.start()
+        preceding = text[:start].rstrip()
+        if not preceding or preceding[-1] in ".!?:;\n(\"'":
+            words = m.group(0).split()
+            if len(words) > 1:
+                found.add(" ".join(words[1:]))
+            continue
+        found.add(m.group(0))
+    return {name for name in found if name.lower() not in STOP_WORDS}
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words that carry meaning, crudely stemmed (enough to compare two sentences)."""
+    return {_stem(w.lower()) for w in _WORD.findall(text) if w.lower() not in STOP_WORDS and len(w) > 1}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def clean_sentence(text: str) -> str:
+    """A stored sentence as a person should read it: no list markers, Markdown or link syntax."""
+    lines = [_LIST_MARKER.sub("", line).strip() for line in text.splitlines()]
+    text = " ".join(line for line in lines if line)
+    text = _LINK.sub(r"\1", text)
+    text = _MARKDOWN.sub("", text)
+    text = re.sub(r"^#+\s*", "", text)
+    text = " ".join(text.split())
+    if text and text[-1] not in ".!?\"')":
+        text += "."
+    return text
+
+
+def readable(text: str) -> bool:
+    """Whole sentences only: long enough, ends like a sentence, starts like one, not a list intro."""
+    stripped = text.strip()
+    words = _WORD.findall(stripped)
+    if len(words) < 4 or len(stripped) < 20:
+        return False
+    if stripped.endswith(":"):
+        return False
+    first = stripped[0]
+    return first.isupper() or first.isdigit() or first in "$£€\"'("

@@ -1,0 +1,239 @@
+"""`AnswerPipeline`: question → gated answer (DESIGN.md, "The flow").
+
+understand → per part: retrieve, gate `retrieval_score`, rerank → synthesise → critic
+(faithfulness per sentence, contradiction over the shortlist) → gate `faithfulness` → one retry
+with rewritten queries and twice the shortlist → answered, low_confidence or abstained.
+Every gate's outcome goes into the `Answer`, and from there into the gate log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rag.answers import DroppedSentence, GateOutcome
+from rag.critic import Verifier
+from rag.embeddings import Embedder
+from rag.facts import STOP_WORDS
+from rag.rerank import Query, Reranker
+from rag.retrieve import HybridRetriever
+from rag.synthesis import Draft, PartEvidence, SynthesisRequest, Synthesizer
+from rag.types import AccessScope, Passage
+from rag.understand import Understood
+
+TermFrequencies = Callable[[str], Awaitable[Mapping[str, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    retrieval_threshold: float
+    shortlist: int = 20
+    max_unsupported: int = 1
+    min_support: float = 0.6
+    retry: bool = True
+    refusal: str = "I don't know - the knowledge base does not cover this."
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A draft sentence after the critic."""
+
+    text: str
+    passages: tuple[Passage, ...]
+    part: int
+    supported: bool
+    score: float
+    reasons: tuple[str, ...]
+    origin_index: int
+
+
+@dataclass(slots=True)
+class Attempt:
+    number: int
+    parts: tuple[str, ...]
+    evidence: tuple[PartEvidence, ...] = ()
+    draft: Draft | None = None
+    checked: tuple[Checked, ...] = ()
+    gates: list[GateOutcome] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def supported(self) -> tuple[Checked, ...]:
+        return tuple(c for c in self.checked if c.supported)
+
+    @property
+    def unsupported(self) -> tuple[Checked, ...]:
+        return tuple(c for c in self.checked if not c.supported)
+
+    def gate(self, name: str) -> GateOutcome | None:
+        return next((g for g in self.gates if g.gate == name), None)
+
+    @property
+    def support_score(self) -> float:
+        return sum(c.score for c in self.checked) / len(self.checked) if self.checked else 0.0
+
+    def rank(self) -> tuple[int, float]:
+        return (len(self.supported) - len(self.unsupported), self.support_score)
+
+
+class Clock:
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+
+    def stage(self, name: str) -> _Timer:
+        return _Timer(self.timings, name)
+
+
+class _Timer:
+    def __init__(self, timings: dict[str, float], name: str) -> None:
+        self.timings, self.name, self.start = timings, name, 0.0
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = (time.perf_counter() - self.start) * 1000
+        self.timings[self.name] = self.timings.get(self.name, 0.0) + elapsed
+
+
+class AttemptRunner(Protocol):
+    async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt: ...
+
+
+class GatedAttempt:
+    """One retrieval-synthesis-critic cycle; the retry is the same cycle with other queries."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        embedder: Embedder,
+        retriever: HybridRetriever,
+        term_frequencies: TermFrequencies,
+        reranker: Reranker,
+        synthesizer: Synthesizer,
+        verifier: Verifier,
+    ) -> None:
+        self.config = config
+        self.embedder = embedder
+        self.retriever = retriever
+        self.term_frequencies = term_frequencies
+        self.reranker = reranker
+        self.synthesizer = synthesizer
+        self.verifier = verifier
+
+    async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt:
+        queries = understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts)
+        k = self.config.shortlist * (1 if number == 1 else 2)
+        attempt = Attempt(number, understood.parts)
+        clock = Clock(attempt.timings)
+        with clock.stage("retrieve"):
+            probes = await asyncio.gather(*(self._probe(q) for q in queries))
+            found = await asyncio.gather(*(self.retriever.run(q.text, scope, k=k, vector=q.vector) for q in probes))
+        attempt.gates.append(self._retrieval_gate(found, understood.parts, number))
+        if not attempt.gates[-1].passed:
+            return attempt
+        with clock.stage("rerank"):
+            ranked = await asyncio.gather(
+                *(self.reranker.rerank(q, passages) for q, passages in zip(probes, found, strict=True))
+            )
+        attempt.evidence = tuple(
+            PartEvidence(part, tuple(r), _best_cosine(passages) >= self.config.retrieval_threshold)
+            for part, r, passages in zip(understood.parts, ranked, found, strict=True)
+        )
+        context = context_of(attempt.evidence)
+        with clock.stage("synthesise"):
+            attempt.draft = await self.synthesizer.synthesise(
+                SynthesisRequest(understood.text, attempt.evidence, context, number)
+            )
+        with clock.stage("critic"):
+            attempt.checked = await self._check(attempt.draft, context)
+        attempt.gates.append(self._faithfulness_gate(attempt, number))
+        attempt.gates.append(_completeness_gate(attempt, number))
+        return attempt
+
+    async def _probe(self, text: str) -> Query:
+        vector, frequencies = await asyncio.gather(self.embedder.embed([text]), self.term_frequencies(text))
+        return Query(text, vector[0], frequencies)
+
+    def _retrieval_gate(self, found: Sequence[Sequence[Passage]], parts: Sequence[str], number: int) -> GateOutcome:
+        best = [_best_cosine(passages) for passages in found]
+        top = max(best, default=-1.0)
+        return GateOutcome(
+            "retrieval_score",
+            top >= self.config.retrieval_threshold,
+            top,
+            number,
+            {
+                "threshold": self.config.retrieval_threshold,
+                "parts": [{"part": p, "best_cosine": round(b, 4)} for p, b in zip(parts, best, strict=True)],
+            },
+        )
+
+    async def _check(self, draft: Draft, context: Sequence[Passage]) -> tuple[Checked, ...]:
+        async def one(index: int) -> Checked:
+            sentence = draft.sentences[index]
+            cited = tuple(context[n - 1] for n in sentence.citations if 0 < n <= len(context))
+            if not cited:
+                return Checked(sentence.text, (), sentence.part, False, 0.0, ("cites no passage that exists",), index)
+            verdict = await self.verifier.verify(sentence.text, [p.text for p in cited])
+            return Checked(sentence.text, cited, sentence.part, verdict.passed, verdict.score, verdict.reasons, index)
+
+        return tuple(await asyncio.gather(*(one(i) for i in range(len(draft.sentences)))))
+
+    def _faithfulness_gate(self, attempt: Attempt, number: int) -> GateOutcome:
+        unsupported = len(attempt.unsupported)
+        score = attempt.support_score
+        has_content = bool(attempt.supported)
+        passed = has_content and unsupported <= self.config.max_unsupported and score >= self.config.min_support
+        return GateOutcome(
+            "faithfulness",
+            passed,
+            score,
+            number,
+            {
+                "sentences": len(attempt.checked),
+                "unsupported": unsupported,
+                "max_unsupported": self.config.max_unsupported,
+                "min_support": self.config.min_support,
+                "verifier": self.verifier.name,
+            },
+        )
+
+
+def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:
+    answered = {c.part for c in attempt.supported}
+    status = [{"part": p, "answered": i in answered} for i, p in enumerate(attempt.parts)]
+    share = len(answered) / len(attempt.parts) if attempt.parts else 0.0
+    return GateOutcome("completeness", share == 1.0, share, number, {"parts": status})
+
+
+def _best_cosine(passages: Sequence[Passage]) -> float:
+    return max((p.dense_score for p in passages if p.dense_score is not None), default=-1.0)
+
+
+def context_of(evidence: Sequence[PartEvidence]) -> tuple[Passage, ...]:
+    seen: dict[int, Passage] = {}
+    for part in evidence:
+        for r in part.ranked:
+            seen.setdefault(r.passage.chunk_id, r.passage)
+    return tuple(seen.values())
+
+
+def retry_query(part: str) -> str:
+    """The retry's query: the part's content words only, so full-text search weighs them alone."""
+    words = [w for w in part.replace("?", " ").split() if w.lower().strip(",.") not in STOP_WORDS]
+    return " ".join(words) or part
+
+
+def dropped(attempts: Sequence[Attempt]) -> tuple[DroppedSentence, ...]:
+    out = []
+    for attempt in attempts:
+        context = context_of(attempt.evidence)
+        numbers = {p.chunk_id: n for n, p in enumerate(context, 1)}
+        for c in attempt.unsupported:
+            cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
+            out.append(DroppedSentence(c.text, cites, attempt.number, c.score, c.reasons))
+    return tuple(out)

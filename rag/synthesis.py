@@ -1,0 +1,119 @@
+"""Stage 3, synthesise: a structured draft (sentences with citation numbers, abstained, notes).
+
+`ExtractiveSynthesizer` (the offline default) writes nothing of its own: for each part of the
+question it takes the best-supported readable source sentence, adds a second sentence from the
+same passage when it completes the first (a deadline after a limit, an exception after a rule),
+and cites the passage. A part whose best sentence scores below `answer_threshold` is left
+unanswered rather than filled with the nearest thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rag.facts import clean_sentence, content_words, readable, values
+from rag.rerank import Ranked, ScoredSentence
+from rag.types import Passage
+
+SECOND_SENTENCE_MARGIN = 0.12
+PASSAGES_CONSIDERED = 6
+
+
+@dataclass(frozen=True, slots=True)
+class PartEvidence:
+    text: str
+    ranked: tuple[Ranked, ...]
+    retrieved: bool
+    """False when the retrieval gate failed for this part: nothing to answer it from."""
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisRequest:
+    question: str
+    parts: tuple[PartEvidence, ...]
+    context: tuple[Passage, ...]
+    """The passages the writer may cite, numbered from 1 in this order."""
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DraftSentence:
+    text: str
+    citations: tuple[int, ...]
+    """Numbers into `SynthesisRequest.context`."""
+    part: int
+    origin: ScoredSentence | None = None
+    """The source sentence it was copied from, when the writer is extractive."""
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    sentences: tuple[DraftSentence, ...]
+    unanswered_parts: tuple[int, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def abstained(self) -> bool:
+        return not self.sentences
+
+
+class Synthesizer(Protocol):
+    name: str
+
+    async def synthesise(self, request: SynthesisRequest) -> Draft: ...
+
+
+class ExtractiveSynthesizer:
+    name = "extractive-v1"
+
+    def __init__(self, *, answer_threshold: float) -> None:
+        self.answer_threshold = answer_threshold
+
+    async def synthesise(self, request: SynthesisRequest) -> Draft:
+        numbers = {p.chunk_id: n for n, p in enumerate(request.context, 1)}
+        sentences: list[DraftSentence] = []
+        unanswered: list[int] = []
+        used: set[str] = set()
+        for index, part in enumerate(request.parts):
+            chosen = self.choose(part) if part.retrieved else []
+            fresh = [s for s in chosen if clean_sentence(s.text) not in used]
+            if not chosen:
+                unanswered.append(index)
+                continue
+            for s in fresh:
+                text = clean_sentence(s.text)
+                used.add(text)
+                sentences.append(DraftSentence(text, (numbers[s.passage.chunk_id],), index, s))
+        return Draft(tuple(sentences), tuple(unanswered))
+
+    def choose(self, part: PartEvidence) -> list[ScoredSentence]:
+        """The best readable sentence of the part's top passages, plus one that completes it."""
+        candidates = [
+            s for r in part.ranked[:PASSAGES_CONSIDERED] for s in r.sentences if readable(clean_sentence(s.text))
+        ]
+        if not candidates:
+            return []
+        best = max(candidates, key=lambda s: s.score)
+        if best.score < self.answer_threshold:
+            return []
+        second = _completing(best, candidates, self.answer_threshold)
+        return [best] if second is None else sorted([best, second], key=lambda s: s.position)
+
+
+def _completing(best: ScoredSentence, candidates: Sequence[ScoredSentence], threshold: float) -> ScoredSentence | None:
+    """A sentence of the same passage, close behind in score, adding a value or key words."""
+    floor = max(threshold, best.score - SECOND_SENTENCE_MARGIN)
+    have_words = content_words(best.text)
+    have_values = {v.key for v in values(best.text)}
+    for s in sorted(candidates, key=lambda c: -c.score):
+        if s is best or s.passage.chunk_id != best.passage.chunk_id or s.score < floor:
+            continue
+        if abs(s.position - best.position) > 2:
+            continue
+        new_values = {v.key for v in values(s.text)} - have_values
+        new_words = content_words(s.text) - have_words
+        if new_values or len(new_words) >= 3:
+            return s
+    return None

@@ -1,0 +1,147 @@
+"""Stage 0, understand: platform markup out, follow-ups made standalone, multi-part questions split.
+
+Rule-based on purpose (no model, no network): what it cannot rewrite it leaves as typed, and the
+later gates abstain rather than guess. The critic-depth work refines the splitting.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+from rag.answers import Question, Turn
+from rag.errors import QuestionError
+
+MAX_QUESTION_CHARS = 4000
+
+_SLACK_USER = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+_SLACK_CHANNEL = re.compile(r"<#[A-Z0-9]+(?:\|([^>]*))?>")
+_SLACK_SPECIAL = re.compile(r"<!(?:here|channel|everyone|subteam\^[A-Z0-9]+)(?:\|[^>]*)?>")
+_SLACK_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>")
+_TEAMS_MENTION = re.compile(r"<at>[^<]*</at>", re.IGNORECASE)
+_HTML_TAG = re.compile(r"</?(?:p|div|span|br|b|i|strong|em)\b[^>]*>", re.IGNORECASE)
+
+_WH = r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|will|would|should|may|must|has|have)"
+_PART_BREAK = re.compile(rf"(?:,\s*|;\s*|\s+)(?:and|also|plus)\s+(?={_WH}\b)", re.IGNORECASE)
+_FOLLOW_UP_START = re.compile(
+    r"^(?:and|also|but|so|ok(?:ay)?|what about|how about|and what about|and how about|same for|what if)\b[\s,]*",
+    re.IGNORECASE,
+)
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|that one|this one|those|these)\b", re.IGNORECASE)
+_NOUN_PHRASE = re.compile(r"\b(?:the|a|an|my|our|your)\s+((?:[\w-]+\s+){0,3}?)([\w-]+)\b", re.IGNORECASE)
+
+
+def strip_markup(text: str) -> str:
+    """Slack and Teams markup → plain text: mentions out, links to their label, entities decoded."""
+    text = _TEAMS_MENTION.sub(" ", text)
+    text = _SLACK_USER.sub(" ", text)
+    text = _SLACK_SPECIAL.sub(" ", text)
+    text = _SLACK_CHANNEL.sub(lambda m: f"#{m.group(1)}" if m.group(1) else " ", text)
+    text = _SLACK_LINK.sub(lambda m: m.group(2) or m.group(1), text)
+    text = _HTML_TAG.sub(" ", text)
+    text = html.unescape(text)
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Understood:
+    original: str
+    text: str
+    """Standalone question: markup stripped, follow-up rewritten."""
+    parts: tuple[str, ...]
+    rewritten: bool
+
+
+def understand(question: Question) -> Understood:
+    text = strip_markup(question.text)
+    if not text:
+        raise QuestionError("the question is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"the question is too long ({len(text)} characters, at most {MAX_QUESTION_CHARS})")
+    standalone = rewrite_follow_up(text, question.history)
+    return Understood(question.text, standalone, split_parts(standalone), standalone != text)
+
+
+def rewrite_follow_up(text: str, history: tuple[Turn, ...]) -> str:
+    """A follow-up ("and for the bigger plan?") becomes a standalone question from the last one asked.
+
+    A noun phrase sharing its head word with one of the earlier question's replaces it ("the
+    Business plan" for "the Team plan"); otherwise the earlier question is added as context.
+    """
+    previous = _previous_question(history)
+    if previous is None or not is_follow_up(text):
+        return text
+    fragment = _FOLLOW_UP_START.sub("", text).rstrip(" ?.!")
+    fragment = re.sub(r"^(?:for|on|with|in|about)\s+", "", fragment, flags=re.IGNORECASE)
+    replaced = _replace_same_head(previous, fragment)
+    if replaced is not None:
+        return replaced
+    return f"{previous.rstrip(' ?')}: {fragment}?" if fragment else previous
+
+
+def is_follow_up(text: str) -> bool:
+    words = re.findall(r"[\w'-]+", text)
+    if _FOLLOW_UP_START.match(text):
+        return True
+    return len(words) <= 8 and bool(_PRONOUN.search(text))
+
+
+def _previous_question(history: tuple[Turn, ...]) -> str | None:
+    for turn in reversed(history):
+        if not turn.from_bot:
+            cleaned = strip_markup(turn.text)
+            if cleaned:
+                return cleaned
+    return None
+
+
+def _replace_same_head(previous: str, fragment: str) -> str | None:
+    new = _NOUN_PHRASE.search(fragment) or re.search(r"((?:[\w-]+\s+){0,3}?)([\w-]+)$", fragment)
+    if new is None:
+        return None
+    head = new.group(2).lower()
+    for old in _NOUN_PHRASE.finditer(previous):
+        if old.group(2).lower() == head:
+            phrase = (
+                new.group(0)
+                if new.group(0).split()[0].lower() in ("the", "a", "an", "my", "our", "your")
+                else f"the {new.group(0)}"
+            )
+            return previous[: old.start()] + phrase + previous[old.end() :]
+    return None
+
+
+def split_parts(text: str) -> tuple[str, ...]:
+    """Several questions in one message → one part each; a single question stays whole."""
+    pieces = [p.strip() for p in re.split(r"(?<=\?)\s+", text) if p.strip()]
+    parts: list[str] = []
+    for piece in pieces:
+        for sub in _PART_BREAK.split(piece):
+            sub = sub.strip(" ,;")
+            if len(re.findall(r"[\w'-]+", sub)) >= 3:
+                parts.append(_as_question(sub))
+    return tuple(parts) if len(parts) > 1 else (text,)
+
+
+def _as_question(text: str) -> str:
+    text = text[0].upper() + text[1:]
+    return text if text.endswith("?") else text.rstrip(".!") + "?"
+
+
+def answer_type(text: str) -> str:
+    """What kind of value answers the question: quantity, date, person, yesno or other."""
+    lowered = text.lower()
+    if re.match(
+        r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old)|what(?:'s| is| are)? (?:the )?"
+        r"(?:price|cost|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period))",
+        lowered,
+    ):
+        return "quantity"
+    if re.match(r"^(?:when|what (?:date|day|year|time)|which (?:date|day|year))\b", lowered):
+        return "date"
+    if re.match(r"^(?:who|whom|whose)\b", lowered):
+        return "person"
+    if re.match(r"^(?:is|are|was|were|do|does|did|can|could|will|would|should|may|must|has|have)\b", lowered):
+        return "yesno"
+    return "other"
