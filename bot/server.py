@@ -1,0 +1,107 @@
+"""`candor serve`: one aiohttp application that every adapter mounts its routes on.
+
+`build_app` wires the pieces: `/healthz` (here, because it belongs to the process, not to any one
+adapter) and the local chat page (`bot.web.routes.add_routes`). Slack and Teams mount the same way,
+each with its own `add_routes(app, service)`. `serve` runs the app until SIGINT or SIGTERM, then
+stops accepting connections and lets the requests in flight finish (up to `shutdown_timeout`).
+
+The server sees the core only through `AnswerService`, which `rag.runtime.Candor` satisfies: no SQL,
+no thresholds, no pipeline logic here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Protocol
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from bot.web.routes import add_routes as add_web_routes
+from rag.answers import Answer, Feedback, Question
+from rag.errors import CandorError
+
+log = logging.getLogger("candor.server")
+
+MAX_BODY_BYTES = 64 * 1024
+"""Largest request body any route accepts; larger ones get 413 before a handler parses them."""
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class AnswerService(Protocol):
+    """What the adapters need from the core."""
+
+    async def answer(self, question: Question) -> Answer: ...
+
+    async def record_feedback(self, feedback: Feedback) -> None: ...
+
+    async def health(self) -> dict[str, object]:
+        """Component states, e.g. ``{"database": "ok"}``; raises `StoreError` when the database is down."""
+        ...
+
+
+def build_app(service: AnswerService, *, max_question_chars: int = 4000) -> web.Application:
+    """The application `candor serve` runs: `/healthz` and the chat page at `/`."""
+    if max_question_chars < 1:
+        raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app.router.add_get("/healthz", _healthz_handler(service))
+    add_web_routes(app, service, max_question_chars=max_question_chars)
+    return app
+
+
+def _healthz_handler(service: AnswerService) -> Handler:
+    async def healthz(request: web.Request) -> web.Response:
+        try:
+            components = await service.health()
+        except CandorError as exc:
+            log.warning("health check failed: %s", exc)
+            return web.json_response({"status": "unavailable", "error": str(exc)}, status=503)
+        except Exception:
+            log.exception("health check raised an unexpected error")
+            return web.json_response({"status": "unavailable", "error": "health check failed"}, status=503)
+        return web.json_response({**components, "status": "ok"})
+
+    return healthz
+
+
+async def serve(app: web.Application, host: str, port: int, *, shutdown_timeout: float = 30) -> None:
+    """Serve `app` on host:port until SIGINT or SIGTERM, then shut down gracefully.
+
+    On the signal the listening socket closes at once; requests already being handled get up to
+    `shutdown_timeout` seconds to finish before their connections are closed, then the app's
+    shutdown and cleanup hooks run. Signal handlers in place before the call are restored after.
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    runner = web.AppRunner(app, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    previous = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    installed: list[signal.Signals] = []
+    try:
+        for sig in _STOP_SIGNALS:
+            try:
+                loop.add_signal_handler(sig, _request_stop, stop, sig)
+            except NotImplementedError:  # Windows: Ctrl+C still raises KeyboardInterrupt
+                continue
+            installed.append(sig)
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        log.info("Candor serving on http://%s:%d (chat page at /, health at /healthz)", host, port)
+        await stop.wait()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+            if previous[sig] is not None:
+                signal.signal(sig, previous[sig])
+        log.info("shutting down: finishing requests in flight (up to %gs)", shutdown_timeout)
+        await runner.cleanup()
+        log.info("stopped")
+
+
+def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:
+    log.info("received %s", sig.name)
+    stop.set()
