@@ -41,8 +41,10 @@ class Composed:
 
 
 def compose(attempt: Attempt, *, refusal: str) -> Composed:
+    challenges = tuple(_challenge(names) for names in attempt.unknown_names.values())
     if not attempt.supported:
-        return Composed("abstained", refusal, (), (), (), attempt.parts, (), None)
+        text = "\n".join((refusal, *dict.fromkeys(challenges)))
+        return Composed("abstained", text, (), (), (), attempt.parts, (), None)
     finals = [_resolve(attempt, c) for c in attempt.supported]
     sources, number = _number_sources(finals)
     sentences = tuple(AnswerSentence(f.text, tuple(number[p.chunk_id] for p in f.passages)) for f in finals)
@@ -52,7 +54,13 @@ def compose(attempt: Attempt, *, refusal: str) -> Composed:
     faithful = attempt.gate("faithfulness")
     route: Route = "answered" if faithful is not None and faithful.passed else "low_confidence"
     caveats = (LOW_CONFIDENCE,) if route == "low_confidence" else ()
-    text = _text(sentences, conflicts, unanswered, caveats)
+    notes = [
+        f"{NOT_FOUND.format(part=p)}"
+        + (f" ({_challenge(attempt.unknown_names[i])})" if i in attempt.unknown_names else "")
+        for i, p in enumerate(attempt.parts)
+        if i not in answered
+    ]
+    text = _text(sentences, conflicts, notes, caveats)
     gate = GateOutcome(
         "contradiction",
         not conflicts,
@@ -133,6 +141,11 @@ def _conflict(found: FoundConflict, number: dict[int, int]) -> Conflict:
     )
 
 
+def _challenge(names: Sequence[str]) -> str:
+    quoted = ", ".join(f'"{n}"' for n in names)
+    return f"The documents do not mention {quoted}; check the name."
+
+
 def _label(p: Passage) -> str:
     return f"{p.title} ({p.effective_date.isoformat()})" if p.effective_date else p.title
 
@@ -145,6 +158,6 @@ def _text(
 ) -> str:
     lines = [" ".join(f"{s.text} {''.join(f'[{n}]' for n in s.citations)}" for s in sentences)]
     lines.extend(c.note for c in conflicts)
-    lines.extend(NOT_FOUND.format(part=p) for p in unanswered)
+    lines.extend(unanswered)
     lines.extend(caveats)
     return "\n".join(lines)

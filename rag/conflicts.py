@@ -22,8 +22,10 @@ import numpy as np
 from rag.facts import Value, codes, content_words, names, values
 from rag.rerank import ScoredSentence
 
-MIN_OVERLAP = 0.3
-MIN_COSINE = 0.6
+MIN_OVERLAP = 0.4
+MIN_COSINE = 0.7
+TERMS_RATIO = 0.8
+"""The other sentence must cover the question's key terms nearly as well: else it is another fact."""
 
 _QUALIFIERS = {
     "monthly": "monthly",
@@ -71,6 +73,8 @@ def find_conflicts(chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) 
         document = other.passage.document_id
         if document == chosen.passage.document_id or document in seen_documents:
             continue
+        if other.terms < TERMS_RATIO * chosen.terms:
+            continue
         pair = differing_values(chosen, other)
         if pair is None:
             continue
@@ -111,6 +115,14 @@ def same_subject(a: ScoredSentence, b: ScoredSentence) -> bool:
 
 def qualifiers(text: str) -> frozenset[str]:
     return frozenset(_QUALIFIERS[w] for w in _QUALIFIER_WORD.findall(text.lower()) if w in _QUALIFIERS)
+
+
+_BOUNDS = frozenset({"minimum", "maximum", "first", "additional"})
+
+
+def variant_qualifiers(text: str) -> frozenset[str]:
+    """Qualifiers that pick a variant of a fact (monthly/annual, primary/secondary), not a bound."""
+    return qualifiers(text) - _BOUNDS
 
 
 def _words_without_values(text: str) -> set[str]:

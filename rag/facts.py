@@ -9,6 +9,7 @@ and the contradiction check (which values two sources give).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 _MONTHS = (
@@ -178,6 +179,16 @@ def _singular(unit: str) -> str:
     return unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
 
 
+def new_names(text: str, known: str) -> set[str]:
+    """Names in `text` (its first word too, when capitalised and not a common word) absent from `known`."""
+    found = names(text)
+    first = re.match(r"\s*([A-Z][a-zA-Z0-9]+)", text)
+    if first and first.group(1).lower() not in STOP_WORDS:
+        found.add(first.group(1))
+    lowered = fold(known)
+    return {n for n in found if fold(n) not in lowered}
+
+
 def codes(text: str) -> set[str]:
     """Product codes and identifiers: NW-200X, SOC2, 4357 is a number, not a code."""
     return {m.group(0) for m in _CODE.finditer(text) if not m.group(0).isdigit()}
@@ -195,7 +206,31 @@ def names(text: str) -> set[str]:
                 found.add(" ".join(words[1:]))
             continue
         found.add(m.group(0))
-    return {name for name in found if name.lower() not in STOP_WORDS}
+    in_codes = " ".join(codes(text))
+    return {name for name in found if name.lower() not in STOP_WORDS and name not in in_codes}
+
+
+def acronyms(text: str) -> set[str]:
+    """Initials of capitalised word runs, lower-cased: "Chief Executive Officer" → "ceo"."""
+    found = set()
+    for m in re.finditer(r"\b(?:[A-Z][a-z]+\s+){1,5}[A-Z][a-z]+\b", text):
+        found.add("".join(word[0] for word in m.group(0).split()).lower())
+    return found
+
+
+def fold(text: str) -> str:
+    """Lower-case without accents, for matching names: "Beyoncé" and "beyonce" are one name."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+def mentions(haystack: str, term: str) -> bool:
+    """Whether `haystack` names `term`: as written (accents and case aside) or as its acronym."""
+    folded = fold(haystack)
+    needle = fold(term)
+    if re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", folded):
+        return True
+    return term.isupper() and needle in acronyms(haystack)
 
 
 def content_words(text: str) -> set[str]:

@@ -17,8 +17,8 @@ from typing import Protocol
 from rag.answers import DroppedSentence, GateOutcome
 from rag.critic import Verifier
 from rag.embeddings import Embedder
-from rag.facts import STOP_WORDS
-from rag.rerank import Query, Reranker
+from rag.facts import STOP_WORDS, codes, mentions, names
+from rag.rerank import Query, Ranked, Reranker
 from rag.retrieve import HybridRetriever
 from rag.synthesis import Draft, PartEvidence, SynthesisRequest, Synthesizer
 from rag.types import AccessScope, Passage
@@ -59,6 +59,8 @@ class Attempt:
     checked: tuple[Checked, ...] = ()
     gates: list[GateOutcome] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    unknown_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Per part: names and codes of the question that no retrieved passage mentions."""
 
     @property
     def supported(self) -> tuple[Checked, ...]:
@@ -139,9 +141,17 @@ class GatedAttempt:
             ranked = await asyncio.gather(
                 *(self.reranker.rerank(q, passages) for q, passages in zip(probes, found, strict=True))
             )
+        attempt.unknown_names = {
+            i: missing for i, passages in enumerate(found) if (missing := unknown_names(understood.parts[i], passages))
+        }
+        attempt.gates.append(_premise_gate(understood.parts, attempt.unknown_names, number))
         attempt.evidence = tuple(
-            PartEvidence(part, tuple(r), _best_cosine(passages) >= self.config.retrieval_threshold)
-            for part, r, passages in zip(understood.parts, ranked, found, strict=True)
+            PartEvidence(
+                part,
+                tuple(r),
+                _best_meaning(passages, r) >= self.config.retrieval_threshold and i not in attempt.unknown_names,
+            )
+            for i, (part, r, passages) in enumerate(zip(understood.parts, ranked, found, strict=True))
         )
         context = context_of(attempt.evidence)
         with clock.stage("synthesise"):
@@ -203,11 +213,36 @@ class GatedAttempt:
         )
 
 
+def unknown_names(part: str, passages: Sequence[Passage]) -> tuple[str, ...]:
+    """Names and codes the question uses that no passage mentions: a premise the documents lack.
+
+    A question about "the Platinum plan" scores high against the plans that exist, so retrieval
+    scores cannot catch it; an exact mention can.
+    """
+    asked = sorted(codes(part) | names(part))
+    texts = [f"{p.title} {p.heading} {p.text}" for p in passages]
+    return tuple(term for term in asked if not any(mentions(text, term) for text in texts))
+
+
+def _premise_gate(parts: Sequence[str], unknown: Mapping[int, tuple[str, ...]], number: int) -> GateOutcome:
+    asked = sum(len(codes(p) | names(p)) for p in parts)
+    missing = sum(len(v) for v in unknown.values())
+    score = 1.0 - missing / asked if asked else 1.0
+    details = {"parts": [{"part": p, "unknown": list(unknown.get(i, ()))} for i, p in enumerate(parts)]}
+    return GateOutcome("premise", not unknown, score, number, details)
+
+
 def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:
     answered = {c.part for c in attempt.supported}
     status = [{"part": p, "answered": i in answered} for i, p in enumerate(attempt.parts)]
     share = len(answered) / len(attempt.parts) if attempt.parts else 0.0
     return GateOutcome("completeness", share == 1.0, share, number, {"parts": status})
+
+
+def _best_meaning(passages: Sequence[Passage], ranked: Sequence[Ranked]) -> float:
+    """A part's relevance: its best chunk cosine, or its best sentence's when that is higher."""
+    sentences = (s.meaning for r in ranked for s in r.sentences)
+    return max(_best_cosine(passages), max(sentences, default=-1.0))
 
 
 def _best_cosine(passages: Sequence[Passage]) -> float:

@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from rag.embeddings import Embedder
-from rag.facts import names, values
+from rag.facts import acronyms, mentions, names, values
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
 from rag.types import Passage
@@ -33,6 +33,8 @@ from rag.understand import answer_type
 MEANING_WEIGHT = 0.55
 TERMS_WEIGHT = 0.35
 TYPE_WEIGHT = 0.10
+NAME_PENALTY = 0.15
+"""Taken off a sentence for the share of the question's names (plans, products) it does not name."""
 CHUNK_WEIGHT = 0.2
 """Share of a passage's score taken from the chunk's own cosine (the rest: its best sentence)."""
 
@@ -96,6 +98,7 @@ class EvidenceReranker:
         vectors = await self._vectors(query, evidence.sentences)
         weights = term_weights(query.term_frequency or {})
         wanted = answer_type(query.text)
+        asked_names = names(query.text)
         ranked = []
         for passage in passages:
             stored = by_chunk.get(passage.chunk_id) or [
@@ -103,7 +106,7 @@ class EvidenceReranker:
             ]
             context = evidence.context_lexemes.get(passage.chunk_id, frozenset())
             scored = sorted(
-                (self._score(passage, s, vectors, weights, context, wanted) for s in stored),
+                (self._score(passage, s, vectors, weights, context, wanted, asked_names) for s in stored),
                 key=lambda s: (-s.score, s.position),
             )
             best = scored[0].score
@@ -139,12 +142,17 @@ class EvidenceReranker:
         weights: Mapping[str, float],
         context: frozenset[str],
         wanted: str,
+        asked_names: set[str],
     ) -> ScoredSentence:
         vector = vectors.get((sentence.chunk_id, sentence.position))
         meaning = float(np.dot(vectors[(-1, -1)], vector)) if vector is not None else 0.0
-        terms = coverage(weights, sentence.lexemes, context)
+        terms = coverage(weights, sentence.lexemes | acronyms(sentence.text), context)
         fits = type_match(wanted, sentence.text)
         score = MEANING_WEIGHT * meaning + TERMS_WEIGHT * terms + TYPE_WEIGHT * fits
+        if asked_names:
+            where = f"{sentence.text} {passage.title} {passage.heading}"
+            named = sum(mentions(where, name) for name in asked_names) / len(asked_names)
+            score -= NAME_PENALTY * (1.0 - named)
         return ScoredSentence(passage, sentence.position, sentence.text, score, meaning, terms, fits, vector)
 
 

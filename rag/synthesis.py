@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rag.facts import clean_sentence, content_words, readable, values
+from rag.conflicts import variant_qualifiers
+from rag.facts import clean_sentence, content_words, new_names, readable, values
 from rag.rerank import Ranked, ScoredSentence
 from rag.types import Passage
 
 SECOND_SENTENCE_MARGIN = 0.12
+"""A sentence this close behind the best one completes it when it adds a value or several words."""
 PASSAGES_CONSIDERED = 6
 
 
@@ -98,22 +100,31 @@ class ExtractiveSynthesizer:
         best = max(candidates, key=lambda s: s.score)
         if best.score < self.answer_threshold:
             return []
-        second = _completing(best, candidates, self.answer_threshold)
+        second = _completing(best, candidates, self.answer_threshold, part.text)
         return [best] if second is None else sorted([best, second], key=lambda s: s.position)
 
 
-def _completing(best: ScoredSentence, candidates: Sequence[ScoredSentence], threshold: float) -> ScoredSentence | None:
-    """A sentence of the same passage, close behind in score, adding a value or key words."""
-    floor = max(threshold, best.score - SECOND_SENTENCE_MARGIN)
+def _completing(
+    best: ScoredSentence, candidates: Sequence[ScoredSentence], threshold: float, question: str
+) -> ScoredSentence | None:
+    """A sentence of the same passage, close behind in score, adding a value or key words.
+
+    Never a sibling's fact: a sentence naming another plan or product, or another variant
+    (annual when monthly was asked, the secondary carer after the primary), is left out.
+    """
     have_words = content_words(best.text)
     have_values = {v.key for v in values(best.text)}
+    known = f"{best.text} {question}"
+    allowed_variants = variant_qualifiers(best.text) | variant_qualifiers(question)
     for s in sorted(candidates, key=lambda c: -c.score):
-        if s is best or s.passage.chunk_id != best.passage.chunk_id or s.score < floor:
+        if s is best or s.passage.chunk_id != best.passage.chunk_id or s.score < threshold:
             continue
-        if abs(s.position - best.position) > 2:
+        if new_names(s.text, known) or variant_qualifiers(s.text) - allowed_variants:
             continue
+        near = s.score >= best.score - SECOND_SENTENCE_MARGIN
+        distance = abs(s.position - best.position)
         new_values = {v.key for v in values(s.text)} - have_values
         new_words = content_words(s.text) - have_words
-        if new_values or len(new_words) >= 3:
+        if near and distance <= 2 and (new_values or len(new_words) >= 3):
             return s
     return None

@@ -121,6 +121,8 @@ def split_parts(text: str) -> tuple[str, ...]:
             sub = sub.strip(" ,;")
             if len(re.findall(r"[\w'-]+", sub)) >= 3:
                 parts.append(_as_question(sub))
+    if any(_PRONOUN.search(p) for p in parts[1:]):
+        return (text,)  # "..., and do I need a card to start it?": the later part leans on the first
     return tuple(parts) if len(parts) > 1 else (text,)
 
 
@@ -138,7 +140,9 @@ def answer_type(text: str) -> str:
         lowered,
     ):
         return "quantity"
-    if re.match(r"^(?:when|what (?:date|day|year|time)|which (?:date|day|year))\b", lowered):
+    if re.match(
+        r"^(?:when (?:was|were|did|will|is|are|does)|what (?:date|day|year|time)|which (?:date|day|year))\b", lowered
+    ):
         return "date"
     if re.match(r"^(?:who|whom|whose)\b", lowered):
         return "person"

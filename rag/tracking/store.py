@@ -1,0 +1,272 @@
+"""`TraceStore`: every answer's trace, gate outcomes, cited sources and dropped sentences; feedback; eval runs.
+
+Recording never costs the user an answer: when the database cannot take a trace or a vote, the
+record goes to the spool directory (one JSON file each) with an ERROR log line, and
+`replay_spool` writes it later, marked `recorded_late`. Only when the spool cannot be written
+either does `record` raise `TrackingError`, for the caller to report while it still delivers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Row
+from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from rag.answers import Answer, Feedback, Question
+from rag.errors import StoreError, TrackingError, UnknownTrace
+from rag.tracking import queries
+from rag.tracking.records import dumps, feedback_record, load_record, parse_trace_id, plain_dict, trace_record
+from rag.tracking.spool import Spool
+
+log = logging.getLogger("candor.tracking")
+
+DATABASE_ERRORS = (SQLAlchemyError, OSError, StoreError)
+TRACE_JSONB = ("parts", "scope", "answer", "config", "models", "timings")
+FOREIGN_KEY_VIOLATION = "23503"
+DATATYPE_MISMATCH = "42804"
+
+
+class TraceStore:
+    """The operational record in Postgres (migration 0002), with a spool for when Postgres is away."""
+
+    def __init__(self, engine: AsyncEngine, spool_dir: Path) -> None:
+        self.engine = engine
+        self.spool_dir = spool_dir
+        self._spool = Spool(spool_dir)
+
+    # --- writing -------------------------------------------------------------------------
+
+    async def record(
+        self, question: Question, answer: Answer, *, config: Mapping[str, Any], models: Mapping[str, str]
+    ) -> bool:
+        """Write the trace with all its parts in one transaction; False when it was spooled instead."""
+        record = trace_record(question, answer, config=config, models=models, now=_now())
+        trace_id = record["trace"]["id"]
+        try:
+            async with self.engine.begin() as conn:
+                await _write_trace(conn, record, recorded_late=False)
+        except DATABASE_ERRORS as exc:
+            await self._spool_record(f"trace-{trace_id}.json", record, exc, trace_id=trace_id, what="trace")
+            return False
+        return True
+
+    async def record_feedback(self, feedback: Feedback) -> None:
+        """Store a vote, replacing the same user's earlier vote on that trace (spooled if the database is away)."""
+        trace_id = parse_trace_id(feedback.trace_id)
+        if trace_id is None:
+            raise UnknownTrace(f"no trace {feedback.trace_id!r}: not a trace id")
+        record = feedback_record(feedback, trace_id, now=_now())
+        try:
+            await self._write_feedback(record)
+        except DATABASE_ERRORS as exc:
+            name = f"feedback-{uuid.uuid4().hex}.json"
+            await self._spool_record(name, record, exc, trace_id=trace_id, what="feedback")
+
+    async def record_eval_run(
+        self,
+        *,
+        golden: str,
+        knowledge_base: str | None,
+        config: Mapping[str, Any],
+        summary: Mapping[str, Any],
+        per_question: Sequence[Mapping[str, Any]],
+    ) -> int:
+        """Store one `candor eval` run; returns its id."""
+        params = {
+            "golden": golden,
+            "knowledge_base": knowledge_base,
+            "config": dumps(dict(config)),
+            "summary": dumps(dict(summary)),
+            "per_question": dumps([dict(item) for item in per_question]),
+        }
+        try:
+            async with self.engine.begin() as conn:
+                row = (await conn.execute(queries.INSERT_EVAL_RUN, params)).one()
+        except DATABASE_ERRORS as exc:
+            raise TrackingError(f"could not store the eval run of {golden}: {_describe(exc)}") from exc
+        return int(row[0])
+
+    # --- the spool -----------------------------------------------------------------------
+
+    async def replay_spool(self) -> int:
+        """Write every spooled trace and vote; returns how many were written.
+
+        Each file is deleted once its record is committed; a trace already in the database, or a
+        vote older than the one the same user has stored since, is skipped (its file deleted, not
+        counted). A file that is not a valid record, or that the
+        database rejects as data, moves to `rejected/`. If the database is still unavailable the
+        replay stops with `TrackingError`, leaving the remaining files where they are.
+        """
+        replayed = 0
+        for path in await asyncio.to_thread(self._spool.pending):
+            replayed += await self._replay(path)
+        if replayed:
+            log.info("replayed %d spooled tracking records", replayed, extra={"spool_dir": str(self.spool_dir)})
+        return replayed
+
+    async def _replay(self, path: Path) -> int:
+        content = await asyncio.to_thread(self._spool.read, path)
+        if content is None:
+            return 0
+        try:
+            written = await self._write_record(load_record(content))
+        except (ValueError, KeyError, TypeError, UnknownTrace) as exc:
+            await self._reject(path, exc)
+            return 0
+        except DATABASE_ERRORS as exc:
+            if not _rejected_as_data(exc):
+                raise TrackingError(
+                    f"spool replay stopped at {path.name}, the database is unavailable: {_describe(exc)}"
+                ) from exc
+            await self._reject(path, exc)
+            return 0
+        await asyncio.to_thread(self._spool.remove, path)
+        return int(written)
+
+    async def _write_record(self, record: dict[str, Any]) -> bool:
+        if record["kind"] == "feedback":
+            return await self._write_feedback(record)
+        async with self.engine.begin() as conn:
+            return await _write_trace(conn, record, recorded_late=True)
+
+    async def _write_feedback(self, record: dict[str, Any]) -> bool:
+        """False when the same user's stored vote is newer than this one (it stays)."""
+        vote = record["feedback"]
+        try:
+            async with self.engine.begin() as conn:
+                return (await conn.execute(queries.UPSERT_FEEDBACK, vote)).first() is not None
+        except IntegrityError as exc:
+            if _sqlstate(exc) == FOREIGN_KEY_VIOLATION:
+                raise UnknownTrace(f"no trace {vote['trace_id']}") from exc
+            raise
+
+    async def _spool_record(
+        self, name: str, record: dict[str, Any], exc: BaseException, *, trace_id: str, what: str
+    ) -> None:
+        fields = {"trace_id": trace_id, "error": _describe(exc)}
+        try:
+            path = await asyncio.to_thread(self._spool.write, name, record)
+        except OSError as spool_exc:
+            log.error(
+                "%s %s lost: the database failed (%s) and the spool could not be written (%s)",
+                what,
+                trace_id,
+                fields["error"],
+                spool_exc,
+                extra={**fields, "spool_dir": str(self.spool_dir)},
+            )
+            raise TrackingError(
+                f"{what} {trace_id} could not be stored ({fields['error']}) nor spooled ({spool_exc})"
+            ) from spool_exc
+        log.error(
+            "%s %s spooled to %s: database unavailable (%s)",
+            what,
+            trace_id,
+            path,
+            fields["error"],
+            extra={**fields, "spool_file": str(path)},
+        )
+
+    async def _reject(self, path: Path, exc: BaseException) -> None:
+        try:
+            target = await asyncio.to_thread(self._spool.reject, path)
+        except OSError as move_exc:
+            raise TrackingError(f"could not move the unreadable spool file {path} aside: {move_exc}") from move_exc
+        log.error(
+            "spool file %s rejected, moved to %s: %s",
+            path.name,
+            target,
+            _describe(exc),
+            extra={"spool_file": str(path), "rejected_to": str(target), "error": _describe(exc)},
+        )
+
+    # --- reading -------------------------------------------------------------------------
+
+    async def trace(self, trace_id: str) -> dict[str, Any] | None:
+        """One trace with its gates (by attempt, position), sources, dropped sentences and feedback, as JSON data."""
+        canonical = parse_trace_id(trace_id)
+        if canonical is None:
+            return None
+        params = {"id": canonical}
+        parts = {
+            "gates": queries.SELECT_GATES,
+            "sources": queries.SELECT_SOURCES,
+            "dropped": queries.SELECT_DROPPED,
+            "feedback": queries.SELECT_FEEDBACK,
+        }
+        try:
+            async with self.engine.connect() as conn:
+                row = (await conn.execute(queries.SELECT_TRACE, params)).first()
+                if row is None:
+                    return None
+                found = _as_dict(row)
+                for key, query in parts.items():
+                    found[key] = [_as_dict(part) for part in await conn.execute(query, params)]
+        except DATABASE_ERRORS as exc:
+            raise StoreError(f"could not read trace {canonical}: {_describe(exc)}") from exc
+        return plain_dict(found)
+
+    async def eval_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest eval runs, newest first."""
+        if limit < 1:
+            return []
+        try:
+            async with self.engine.connect() as conn:
+                rows = await conn.execute(queries.SELECT_EVAL_RUNS, {"limit": limit})
+                runs = [_as_dict(row) for row in rows]
+        except DATABASE_ERRORS as exc:
+            raise StoreError(f"could not read eval runs: {_describe(exc)}") from exc
+        return [plain_dict(run) for run in runs]
+
+
+async def _write_trace(conn: AsyncConnection, record: dict[str, Any], *, recorded_late: bool) -> bool:
+    """Insert one trace record; False when that trace id is already stored (nothing else is written)."""
+    trace = record["trace"]
+    params = {**trace, "recorded_late": recorded_late}
+    params.update({key: None if trace[key] is None else dumps(trace[key]) for key in TRACE_JSONB})
+    if (await conn.execute(queries.INSERT_TRACE, params)).first() is None:
+        return False
+    trace_id = {"trace_id": trace["id"]}
+    gates = [{**gate, **trace_id, "details": dumps(gate["details"])} for gate in record["gates"]]
+    sources = [{**source, **trace_id} for source in record["sources"]]
+    dropped = [{**sentence, **trace_id} for sentence in record["dropped"]]
+    for statement, rows in (
+        (queries.INSERT_GATE, gates),
+        (queries.INSERT_SOURCE, sources),
+        (queries.INSERT_DROPPED, dropped),
+    ):
+        if rows:
+            await conn.execute(statement, rows)
+    return True
+
+
+def _as_dict(row: Row[Any]) -> dict[str, Any]:
+    return dict(row._mapping)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return state if isinstance(state, str) else None
+
+
+def _rejected_as_data(exc: BaseException) -> bool:
+    """The database refused the record itself (bad value, constraint): replaying again cannot help."""
+    return isinstance(exc, DataError | IntegrityError) or _sqlstate(exc) == DATATYPE_MISMATCH
+
+
+def _describe(exc: BaseException) -> str:
+    """The driver's message when there is one: SQLAlchemy's own text repeats the SQL and its parameters."""
+    cause = getattr(exc, "orig", None) or exc
+    return f"{type(cause).__name__}: {cause}".strip()
