@@ -12,18 +12,22 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bot.text import render_summary, render_text
+from rag.answers import Answer, Question
 from rag.config import Settings, load_settings
 from rag.errors import CandorError, ConfigError
+from rag.evaluate import run_eval, summarise
+from rag.golden import load_golden
 from rag.ingest.pipeline import IngestReport
-from rag.runtime import Candor, open_candor
-from rag.types import AccessScope
+from rag.runtime import Candor, answer_settings, open_candor
+from rag.types import AccessScope, Passage
 
 EXIT_SKIPPED = 3
 
@@ -183,6 +187,83 @@ def search(
             markup=False,
             highlight=False,
         )
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, as a person would ask it.")],
+    kb: KbOption = None,
+    access: AccessOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
+) -> None:
+    """Answer QUESTION through the full gated pipeline, with citations, or abstain."""
+
+    async def work(candor: Candor) -> Answer:
+        scope = AccessScope(frozenset(access or []), None if kb is None else frozenset([kb]))
+        await candor.warm_up()
+        return await candor.answer(Question(question, scope=scope, platform="cli"))
+
+    answer = _run(work)
+    if as_json:
+        sys.stdout.write(json.dumps(answer.as_json(), ensure_ascii=False, indent=2) + "\n")
+        return
+    out.print(render_text(answer), markup=False, highlight=False)
+
+
+@app.command(name="eval")
+def evaluate(
+    golden: Annotated[Path, typer.Argument(help="Golden question file (YAML).", exists=False)],
+    kb: KbOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary and per-question results as JSON.")
+    ] = False,
+) -> None:
+    """Ask every question of GOLDEN and score the answers; the run is stored for later reports."""
+
+    async def work(candor: Candor) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+        items = load_golden(golden)
+        await candor.warm_up()
+
+        async def search(text: str, scope: AccessScope) -> list[Passage]:
+            return await candor.retriever.run(text, scope, k=5)
+
+        results = await run_eval(items, candor.answer, search, kb=kb)
+        summary = summarise(results)
+        per_question = [r.as_json() for r in results]
+        run_id = await candor.tracker.record_eval_run(
+            golden=str(golden),
+            knowledge_base=kb,
+            config={**answer_settings(candor.settings), **candor.answerer.models},
+            summary=summary,
+            per_question=per_question,
+        )
+        return summary, per_question, run_id
+
+    summary, per_question, run_id = _run(work)
+    if as_json:
+        payload = {"run_id": run_id, "summary": summary, "questions": per_question}
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return
+    out.print(render_summary(summary, per_question), markup=False, highlight=False)
+    out.print(f"stored as eval run {run_id}", style="dim", highlight=False)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
+) -> None:
+    """Run the server: the chat page at /, health at /healthz (Slack and Teams mount here too)."""
+    from bot.server import build_app
+    from bot.server import serve as run_server
+
+    async def work(candor: Candor) -> None:
+        await candor.warm_up()
+        app_ = build_app(candor)
+        err.print(f"Candor is listening on http://{host}:{port}/", highlight=False)
+        await run_server(app_, host, port)
+
+    _run(work)
 
 
 def main() -> None:

@@ -111,7 +111,7 @@ def _source(n: int, p: Passage) -> Source:
         n=n,
         document=p.document,
         title=p.title,
-        heading=p.heading,
+        heading=_without_title(p.heading, p.title),
         excerpt=p.text,
         score=p.dense_score if p.dense_score is not None else p.score,
         url=p.url,
@@ -119,6 +119,13 @@ def _source(n: int, p: Passage) -> Source:
         chunk_id=p.chunk_id,
         document_id=p.document_id,
     )
+
+
+def _without_title(heading: str, title: str) -> str:
+    """ "Leave Policy > Annual leave" under the title "Leave Policy" reads as "Annual leave"."""
+    if heading == title:
+        return ""
+    return heading.removeprefix(f"{title} > ")
 
 
 def _conflict(found: FoundConflict, number: dict[int, int]) -> Conflict:

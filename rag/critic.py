@@ -64,9 +64,8 @@ class EvidenceVerifier:
         score = 0.5 * covered + 0.5 * max(0.0, similarity)
         reasons = [f"{kind} {token!r} is not in the cited evidence" for kind, token in missing]
         if score < self.min_support:
-            reasons.append(
-                f"support {score:.2f} below {self.min_support:.2f} (coverage {covered:.2f}, similarity {similarity:.2f})"
-            )
+            detail = f"coverage {covered:.2f}, similarity {similarity:.2f}"
+            reasons.append(f"support {score:.2f} below {self.min_support:.2f} ({detail})")
         return Verdict(not reasons, score, tuple(reasons))
 
     async def _similarity(self, sentence: str, evidence: str) -> float:

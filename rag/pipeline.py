@@ -17,10 +17,10 @@ from typing import Protocol
 from rag.answers import DroppedSentence, GateOutcome
 from rag.critic import Verifier
 from rag.embeddings import Embedder
-from rag.facts import STOP_WORDS, codes, mentions, names
+from rag.facts import STOP_WORDS, clean_sentence, codes, mentions, names, readable
 from rag.rerank import Query, Ranked, Reranker
 from rag.retrieve import HybridRetriever
-from rag.synthesis import Draft, PartEvidence, SynthesisRequest, Synthesizer
+from rag.synthesis import PASSAGES_CONSIDERED, Draft, PartEvidence, SynthesisRequest, Synthesizer
 from rag.types import AccessScope, Passage
 from rag.understand import Understood
 
@@ -233,10 +233,22 @@ def _premise_gate(parts: Sequence[str], unknown: Mapping[int, tuple[str, ...]], 
 
 
 def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:
+    """Which parts got supported content; with each part's best readable sentence score, so the
+    answer threshold can be calibrated from the gate log alone."""
     answered = {c.part for c in attempt.supported}
-    status = [{"part": p, "answered": i in answered} for i, p in enumerate(attempt.parts)]
+    status = [
+        {"part": p, "answered": i in answered, "best_sentence_score": round(_best_sentence(attempt.evidence[i]), 4)}
+        for i, p in enumerate(attempt.parts)
+    ]
     share = len(answered) / len(attempt.parts) if attempt.parts else 0.0
     return GateOutcome("completeness", share == 1.0, share, number, {"parts": status})
+
+
+def _best_sentence(part: PartEvidence) -> float:
+    scores = [
+        s.score for r in part.ranked[:PASSAGES_CONSIDERED] for s in r.sentences if readable(clean_sentence(s.text))
+    ]
+    return max(scores, default=-1.0)
 
 
 def _best_meaning(passages: Sequence[Passage], ranked: Sequence[Ranked]) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -9,10 +10,11 @@ from typing import Any
 
 from rag.access import AccessPolicy
 from rag.answering import Answerer, TraceRecorder
-from rag.answers import Answer, Question
+from rag.answers import Answer, Feedback, Question
 from rag.config import Settings
 from rag.critic import EvidenceVerifier, Verifier
 from rag.embeddings import Embedder, build_embedder
+from rag.errors import TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
 from rag.pipeline import GatedAttempt, PipelineConfig
@@ -21,6 +23,9 @@ from rag.retrieve import HybridRetriever
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
+from rag.tracking import TraceStore
+
+log = logging.getLogger("candor.runtime")
 
 
 @dataclass(slots=True)
@@ -32,10 +37,23 @@ class Candor:
     embedder: Embedder
     retriever: HybridRetriever
     answerer: Answerer
+    tracker: TraceStore
 
     async def answer(self, question: Question) -> Answer:
         """The gated answer to one question, logged (DESIGN.md, "The flow")."""
         return await self.answerer.answer(question)
+
+    async def warm_up(self) -> None:
+        """Load the models now, so the first question does not pay for it."""
+        await self.embedder.embed(["warm-up"])
+
+    async def record_feedback(self, feedback: Feedback) -> None:
+        await self.tracker.record_feedback(feedback)
+
+    async def health(self) -> dict[str, object]:
+        """Database reachable and counts readable; raises `StoreError` when it is not."""
+        counts = await self.store.counts()
+        return {"database": "ok", "embedder": self.embedder.name, **counts}
 
     def ingestor(self) -> Ingestor:
         return Ingestor(
@@ -74,8 +92,16 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             rrf_k=settings.rrf_k,
             max_term_frequency=settings.max_term_frequency,
         )
-        answerer = build_answerer(settings, store, embedder, retriever)
-        yield Candor(settings, store, embedder, retriever, answerer)
+        tracker = TraceStore(store.engine, settings.home / "spool")
+        try:
+            replayed = await tracker.replay_spool()
+        except TrackingError as exc:
+            log.error("spooled traces are still waiting for the database: %s", exc)
+            replayed = 0
+        if replayed:
+            log.warning("wrote %d traces or votes spooled while the database was away", replayed)
+        answerer = build_answerer(settings, store, embedder, retriever, tracker=tracker)
+        yield Candor(settings, store, embedder, retriever, answerer, tracker)
     finally:
         await store.close()
 

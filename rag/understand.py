@@ -22,7 +22,10 @@ _SLACK_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>")
 _TEAMS_MENTION = re.compile(r"<at>[^<]*</at>", re.IGNORECASE)
 _HTML_TAG = re.compile(r"</?(?:p|div|span|br|b|i|strong|em)\b[^>]*>", re.IGNORECASE)
 
-_WH = r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|will|would|should|may|must|has|have)"
+_WH = (
+    r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|will|would|should"
+    r"|may|must|has|have)"
+)
 _PART_BREAK = re.compile(rf"(?:,\s*|;\s*|\s+)(?:and|also|plus)\s+(?={_WH}\b)", re.IGNORECASE)
 _FOLLOW_UP_START = re.compile(
     r"^(?:and|also|but|so|ok(?:ay)?|what about|how about|and what about|and how about|same for|what if)\b[\s,]*",

@@ -1,0 +1,193 @@
+"""`candor eval`: ask every golden question through the full pipeline and score what came back.
+
+Scoring is pure (`score_question`, `summarise`), so it is tested without a database. Every rate
+comes with its counts, because on forty questions a rate alone misleads. Restricted questions are
+asked twice: once with their access group (scored like any other), once without (it must abstain
+and cite nothing from the restricted document: a leak otherwise).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rag.answers import Answer, Question
+from rag.golden import GoldenItem
+from rag.types import AccessScope, Passage
+
+Ask = Callable[[Question], Awaitable[Answer]]
+Search = Callable[[str, AccessScope], Awaitable[list[Passage]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    item: GoldenItem
+    route: str
+    hit1: bool | None
+    hit5: bool | None
+    keywords_ok: bool | None
+    conflict_flagged: bool
+    conflict_ok: bool | None
+    citations_ok: bool
+    sentences: int
+    dropped: int
+    parts_ok: bool | None
+    leak: bool | None
+    latency_ms: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.item.id,
+            "tags": list(self.item.tags),
+            "answerable": self.item.answerable,
+            "route": self.route,
+            "hit@1": self.hit1,
+            "hit@5": self.hit5,
+            "keywords_ok": self.keywords_ok,
+            "conflict_flagged": self.conflict_flagged,
+            "conflict_ok": self.conflict_ok,
+            "citations_ok": self.citations_ok,
+            "sentences": self.sentences,
+            "dropped": self.dropped,
+            "parts_ok": self.parts_ok,
+            "restricted_leak": self.leak,
+            "latency_ms": round(self.latency_ms, 1),
+        }
+
+
+async def run_eval(items: Sequence[GoldenItem], ask: Ask, search: Search, *, kb: str | None) -> list[Scored]:
+    bases = None if kb is None else frozenset([kb])
+    results = []
+    for item in items:
+        scope = AccessScope(frozenset(item.required_access), bases)
+        answer = await ask(Question(item.question, scope=scope, platform="eval"))
+        passages = await search(item.question, scope) if item.sources else []
+        leak = None
+        if item.required_access:
+            public = await ask(Question(item.question, scope=AccessScope(frozenset(), bases), platform="eval"))
+            leak = leaked(public, item)
+        results.append(score_question(item, answer, passages, leak))
+    return results
+
+
+def stem(document: str) -> str:
+    return Path(document).stem if "://" not in document else document.rstrip("/").rsplit("/", 1)[-1]
+
+
+def leaked(answer: Answer, item: GoldenItem) -> bool:
+    """Asked without the group: anything but an abstention citing nothing restricted is a leak."""
+    cited = {stem(s.document) for s in answer.sources}
+    return bool(cited & set(item.sources)) or any(k in answer.text for k in item.keywords)
+
+
+def score_question(item: GoldenItem, answer: Answer, passages: Sequence[Passage], leak: bool | None) -> Scored:
+    ranked = [stem(p.document) for p in passages]
+    hit1 = bool(ranked[:1]) and ranked[0] in item.sources if item.sources else None
+    hit5 = bool(set(ranked[:5]) & set(item.sources)) if item.sources else None
+    delivered = answer.route != "abstained"
+    keywords_ok = all(k in answer.text for k in item.keywords) if item.answerable and delivered else None
+    numbers = {s.n for s in answer.sources}
+    citations_ok = all(s.citations and set(s.citations) <= numbers for s in answer.sentences)
+    return Scored(
+        item=item,
+        route=answer.route,
+        hit1=hit1,
+        hit5=hit5,
+        keywords_ok=keywords_ok,
+        conflict_flagged=bool(answer.conflicts),
+        conflict_ok=_conflict_ok(item, answer) if item.conflict else None,
+        citations_ok=citations_ok,
+        sentences=len(answer.sentences),
+        dropped=len(answer.dropped),
+        parts_ok=_parts_ok(item, answer) if item.parts else None,
+        leak=leak,
+        latency_ms=answer.timings_ms.get("total", 0.0),
+    )
+
+
+def _conflict_ok(item: GoldenItem, answer: Answer) -> bool:
+    """Flagged with both values, and the preferred source is the golden one."""
+    assert item.conflict is not None
+    by_number = {s.n: stem(s.document) for s in answer.sources}
+    for c in answer.conflicts:
+        values = " ".join(c.values)
+        if item.conflict.preferred in values and item.conflict.stale in values:
+            return c.preferred is not None and by_number.get(c.preferred) == item.conflict.preferred_source
+    return False
+
+
+def _parts_ok(item: GoldenItem, answer: Answer) -> bool:
+    """Split into the golden number of parts; answerable parts answered, the others listed."""
+    if len(answer.parts) != len(item.parts):
+        return False
+    missing = set(answer.unanswered_parts)
+    for golden, asked in zip(item.parts, answer.parts, strict=True):
+        if golden.answerable == (asked in missing):
+            return False
+        if golden.answerable and not all(k in answer.text for k in golden.keywords):
+            return False
+    return True
+
+
+def rate(n: int, total: int) -> dict[str, Any]:
+    return {"n": n, "of": total, "rate": round(n / total, 4) if total else None}
+
+
+def summarise(results: Sequence[Scored]) -> dict[str, Any]:
+    answerable = [r for r in results if r.item.answerable]
+    unanswerable = [r for r in results if not r.item.answerable]
+    delivered_answerable = [r for r in answerable if r.keywords_ok is not None]
+    with_sources = [r for r in results if r.hit1 is not None]
+    conflicts = [r for r in results if r.item.conflict]
+    no_conflict = [r for r in results if not r.item.conflict]
+    restricted = [r for r in results if r.leak is not None]
+    with_parts = [r for r in results if r.parts_ok is not None]
+    drafted = sum(r.sentences + r.dropped for r in results)
+    latencies = sorted(r.latency_ms for r in results)
+    summary: dict[str, Any] = {
+        "questions": len(results),
+        "routes": {route: rate(sum(r.route == route for r in results), len(results)) for route in ROUTES},
+        "hit@1": rate(sum(bool(r.hit1) for r in with_sources), len(with_sources)),
+        "hit@5": rate(sum(bool(r.hit5) for r in with_sources), len(with_sources)),
+        "abstention_on_unanswerable": rate(sum(r.route == "abstained" for r in unanswerable), len(unanswerable)),
+        "wrong_abstention_on_answerable": rate(sum(r.route == "abstained" for r in answerable), len(answerable)),
+        "keyword_accuracy": rate(sum(bool(r.keywords_ok) for r in delivered_answerable), len(delivered_answerable)),
+        "conflict_flag_recall": rate(sum(r.conflict_flagged for r in conflicts), len(conflicts)),
+        "conflict_resolved_correctly": rate(sum(bool(r.conflict_ok) for r in conflicts), len(conflicts)),
+        "false_conflict_rate": rate(sum(r.conflict_flagged for r in no_conflict), len(no_conflict)),
+        "parts_correct": rate(sum(bool(r.parts_ok) for r in with_parts), len(with_parts)),
+        "citations_valid": rate(sum(r.citations_ok for r in results), len(results)),
+        "restricted_leaks": rate(sum(bool(r.leak) for r in restricted), len(restricted)),
+        "critic_dropped_share": rate(sum(r.dropped for r in results), drafted),
+        "latency_ms": {
+            "p50": round(statistics.median(latencies), 1) if latencies else None,
+            "p95": round(_percentile(latencies, 0.95), 1) if latencies else None,
+        },
+    }
+    summary["by_tag"] = {tag: _tag_summary([r for r in results if tag in r.item.tags]) for tag in _tags(results)}
+    return summary
+
+
+ROUTES = ("answered", "low_confidence", "abstained")
+
+
+def _tag_summary(results: Sequence[Scored]) -> dict[str, Any]:
+    delivered = [r for r in results if r.keywords_ok is not None]
+    return {
+        "questions": len(results),
+        **{route: sum(r.route == route for r in results) for route in ROUTES},
+        "keywords_ok": rate(sum(bool(r.keywords_ok) for r in delivered), len(delivered)),
+    }
+
+
+def _tags(results: Sequence[Scored]) -> list[str]:
+    return sorted({t for r in results for t in r.item.tags})
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q * 100) - 1]
