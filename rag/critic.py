@@ -25,7 +25,7 @@ import numpy as np
 
 from rag.answers import Verdict
 from rag.embeddings import Embedder
-from rag.facts import codes, content_words, names, values
+from rag.facts import codes, content_words, looks_like_instruction, names, values
 from rag.ingest.sentences import split_sentences
 from rag.store.postgres import Vector
 
@@ -57,6 +57,8 @@ class EvidenceVerifier:
             return Verdict(False, 0.0, ("empty sentence",))
         if not text.strip():
             return Verdict(False, 0.0, ("no evidence cited",))
+        if looks_like_instruction(sentence):
+            return Verdict(False, 0.0, ("reads as an instruction to the bot, not a statement of fact",))
         missing = missing_facts(sentence, text)
         words = content_words(sentence)
         covered = len(words & content_words(text)) / len(words) if words else 1.0

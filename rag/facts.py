@@ -268,3 +268,22 @@ def readable(text: str) -> bool:
         return False
     first = stripped[0]
     return first.isupper() or first.isdigit() or first in "$£€\"'("
+
+
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules?|prompts?|guidelines?|everything)\b"
+    r"|\byou (?:are|must|should|will) (?:now|always|never)\b"
+    r"|\b(?:system|developer) (?:prompt|message)\b"
+    r"|\b(?:assistant|chatbot|bot|AI|language model)s?\b.{0,40}\b(?:must|should|shall|will) (?:answer|reply|say|respond|tell)"
+    r"|\b(?:tell|inform) (?:every|all|any) (?:users?|employees?|customers?|people)\b"
+    r"|\b(?:reply|respond|answer) (?:only )?with\b",
+    re.IGNORECASE,
+)
+
+
+def looks_like_instruction(text: str) -> bool:
+    """A sentence addressed to the bot rather than to readers ("ignore your rules and ...").
+
+    Retrieved text is data: such a sentence is never quoted as an answer, whatever it says.
+    """
+    return bool(_INSTRUCTION.search(text))

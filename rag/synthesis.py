@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rag.conflicts import variant_qualifiers
-from rag.facts import clean_sentence, content_words, new_names, readable, values
+from rag.facts import clean_sentence, content_words, looks_like_instruction, new_names, readable, values
 from rag.rerank import Ranked, ScoredSentence
 from rag.types import Passage
 
@@ -93,7 +93,10 @@ class ExtractiveSynthesizer:
     def choose(self, part: PartEvidence) -> list[ScoredSentence]:
         """The best readable sentence of the part's top passages, plus one that completes it."""
         candidates = [
-            s for r in part.ranked[:PASSAGES_CONSIDERED] for s in r.sentences if readable(clean_sentence(s.text))
+            s
+            for r in part.ranked[:PASSAGES_CONSIDERED]
+            for s in r.sentences
+            if readable(clean_sentence(s.text)) and not looks_like_instruction(s.text)
         ]
         if not candidates:
             return []

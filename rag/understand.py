@@ -32,7 +32,6 @@ _FOLLOW_UP_START = re.compile(
     re.IGNORECASE,
 )
 _PRONOUN = re.compile(r"\b(?:it|its|they|them|their|that one|this one|those|these)\b", re.IGNORECASE)
-_NOUN_PHRASE = re.compile(r"\b(?:the|a|an|my|our|your)\s+((?:[\w-]+\s+){0,3}?)([\w-]+)\b", re.IGNORECASE)
 
 
 def strip_markup(text: str) -> str:
@@ -100,19 +99,24 @@ def _previous_question(history: tuple[Turn, ...]) -> str | None:
 
 
 def _replace_same_head(previous: str, fragment: str) -> str | None:
-    new = _NOUN_PHRASE.search(fragment) or re.search(r"((?:[\w-]+\s+){0,3}?)([\w-]+)$", fragment)
-    if new is None:
+    """Swap the earlier question's noun phrase that ends in the fragment's last word for the fragment."""
+    words = re.findall(r"[\w-]+", fragment)
+    if not words or len(words) > 6:
         return None
-    head = new.group(2).lower()
-    for old in _NOUN_PHRASE.finditer(previous):
-        if old.group(2).lower() == head:
-            phrase = (
-                new.group(0)
-                if new.group(0).split()[0].lower() in ("the", "a", "an", "my", "our", "your")
-                else f"the {new.group(0)}"
-            )
-            return previous[: old.start()] + phrase + previous[old.end() :]
-    return None
+    head = words[-1]
+    phrase = re.compile(rf"\b(?:the|a|an|my|our|your)\s+(?:[\w-]+\s+){{0,3}}?{re.escape(head)}\b", re.IGNORECASE)
+    found = phrase.search(previous)
+    replacement = fragment if words[0].lower() in _DETERMINERS else f"the {fragment}"
+    if found is None and len(words) > 1:  # "annual billing" for "monthly billing": as many words, same head
+        same_length = rf"\b(?:[\w-]+\s+){{{len(words) - 1}}}{re.escape(head)}\b"
+        found = re.search(same_length, previous, re.IGNORECASE)
+        replacement = fragment
+    if found is None:
+        return None
+    return previous[: found.start()] + replacement + previous[found.end() :]
+
+
+_DETERMINERS = ("the", "a", "an", "my", "our", "your")
 
 
 def split_parts(text: str) -> tuple[str, ...]:
