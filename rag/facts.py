@@ -274,7 +274,8 @@ _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules?|prompts?|guidelines?|everything)\b"
     r"|\byou (?:are|must|should|will) (?:now|always|never)\b"
     r"|\b(?:system|developer) (?:prompt|message)\b"
-    r"|\b(?:assistant|chatbot|bot|AI|language model)s?\b.{0,40}\b(?:must|should|shall|will) (?:answer|reply|say|respond|tell)"
+    r"|\b(?:assistant|chatbot|bot|AI|language model)s?\b.{0,40}"
+    r"\b(?:must|should|shall|will) (?:answer|reply|say|respond|tell)"
     r"|\b(?:tell|inform) (?:every|all|any) (?:users?|employees?|customers?|people)\b"
     r"|\b(?:reply|respond|answer) (?:only )?with\b",
     re.IGNORECASE,
