@@ -1,5 +1,7 @@
 """The demo behind `make demo`: ingest the sample handbook into the embedded database, then ask it
-questions and show the passages Candor would answer from, with their sources and dates.
+questions through the full gated pipeline and print each answer with its citations, conflict notes
+and route: answered, answered with an unanswered part, a dated conflict, a false premise, an
+unanswerable question, and a restricted one asked with and without its access group.
 
 Runs against CANDOR_HOME (default: the platform's data directory; /var/lib/candor as root).
 """
@@ -10,6 +12,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+from bot.text import render_text
+from rag.answers import Question
 from rag.config import load_settings
 from rag.errors import CandorError
 from rag.runtime import open_candor
@@ -19,11 +23,13 @@ SAMPLE = Path(__file__).resolve().parents[1] / "sample" / "handbook"
 KB = "handbook"
 QUESTIONS = [
     ("How many days of annual leave do full-time employees get?", ()),
-    ("What is the monthly price of the Team plan?", ()),
-    ("How long does Beacon Pro keep monitoring data?", ()),
-    ("Which plan includes single sign-on?", ()),
-    ("What is the salary band for an L3 engineer?", ()),
-    ("What is the salary band for an L3 engineer?", ("hr-confidential",)),
+    ("How much does the Team plan cost per user per month on monthly billing?", ()),
+    ("What is the minimum check interval in Beacon Pro?", ()),
+    ("What are the core hours for remote employees, and is there a gym or wellness allowance?", ()),
+    ("How many hosts can the NW-900 collector monitor?", ()),
+    ("Is there a pension contribution?", ()),
+    ("What is the salary band for an L3 Senior Software Engineer?", ()),
+    ("What is the salary band for an L3 Senior Software Engineer?", ("hr-confidential",)),
 ]
 
 
@@ -38,18 +44,16 @@ async def main() -> int:
             f"ingested {SAMPLE}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{len(report.skipped)} skipped; {report.chunks} chunks, {report.embedded} texts embedded\n"
         )
+        await candor.warm_up()
         for question, groups in QUESTIONS:
             scope = AccessScope(frozenset(groups), frozenset([KB]))
-            passages = await candor.retriever.run(question, scope, k=2)
+            answer = await candor.answer(Question(question, scope=scope, platform="cli"))
             who = f"  [as {', '.join(groups)}]" if groups else "  [public]"
             print(f"Q: {question}{who}")
-            for passage in passages:
-                dated = f", {passage.effective_date}" if passage.effective_date else ""
-                text = " ".join(passage.text.split())
-                print(f"   {passage.dense_score:.2f}  {Path(passage.document).name}{dated} | {passage.heading}")
-                print(f"         {text[:160]}{'…' if len(text) > 160 else ''}")
+            print("   " + render_text(answer).replace("\n", "\n   "))
             print()
-    print('Try it yourself:  .venv/bin/candor search "What is the uptime credit for Business customers?" --kb handbook')
+    print('Ask your own:   .venv/bin/candor ask "What is the uptime credit for Business customers?" --kb handbook')
+    print("Or chat:        .venv/bin/candor serve   (then open http://127.0.0.1:8080/)")
     return 0
 
 
