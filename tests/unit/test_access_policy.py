@@ -1,0 +1,146 @@
+"""`rag.access.AccessPolicy`: rules from a YAML file → the scope a question reads with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag.access import AccessPolicy, AccessRule
+from rag.answers import Question
+from rag.errors import ConfigError
+from rag.types import AccessScope
+
+POLICY = """\
+- platform: slack
+  conversation: "T0001/C0HR*"
+  groups: [hr-confidential]
+- asker: "U0ADMIN"
+  groups: [hr-confidential, finance]
+- platform: teams
+  groups: [sales]
+  knowledge_bases: [sales-kb]
+- platform: teams
+  conversation: "19:exec*"
+  groups: [exec]
+  knowledge_bases: [exec-kb]
+"""
+
+
+def policy_from(tmp_path: Path, text: str) -> AccessPolicy:
+    path = tmp_path / "access.yaml"
+    path.write_text(text, encoding="utf-8")
+    return AccessPolicy.from_file(path)
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> AccessPolicy:
+    return policy_from(tmp_path, POLICY)
+
+
+def test_the_file_is_read_into_rules(policy: AccessPolicy) -> None:
+    assert len(policy.rules) == 4
+    assert policy.rules[0] == AccessRule(
+        groups=frozenset({"hr-confidential"}), platform="slack", conversation="T0001/C0HR*"
+    )
+    assert policy.rules[2].knowledge_bases == frozenset({"sales-kb"})
+
+
+def test_an_explicit_scope_wins(policy: AccessPolicy) -> None:
+    explicit = AccessScope(frozenset({"engineering"}), frozenset({"docs"}))
+    question = Question("q", scope=explicit, platform="slack", conversation="T0001/C0HR42", asker="U0ADMIN")
+    assert policy.scope_for(question) is explicit
+    public = AccessScope.public()
+    assert policy.scope_for(Question("q", scope=public, asker="U0ADMIN")) is public
+
+
+def test_a_conversation_wildcard_grants_its_groups(policy: AccessPolicy) -> None:
+    question = Question("q", platform="slack", conversation="T0001/C0HR42", asker="U0042")
+    assert policy.scope_for(question) == AccessScope(frozenset({"hr-confidential"}), None)
+
+
+@pytest.mark.parametrize(
+    ("platform", "conversation"),
+    [
+        ("slack", "T0001/C0GENERAL"),  # another channel
+        ("slack", "T0002/C0HR42"),  # the same channel name in another workspace
+        ("teams", "T0001/C0HR42"),  # the rule is for Slack only
+        ("slack", None),  # a DM: no conversation to match
+    ],
+)
+def test_the_wildcard_does_not_match_elsewhere(policy: AccessPolicy, platform: str, conversation: str | None) -> None:
+    scope = policy.scope_for(Question("q", platform=platform, conversation=conversation))  # type: ignore[arg-type]
+    assert "hr-confidential" not in scope.groups
+
+
+def test_matching_is_case_sensitive(policy: AccessPolicy) -> None:
+    scope = policy.scope_for(Question("q", platform="slack", conversation="t0001/c0hr42"))
+    assert scope == AccessScope.public()
+
+
+def test_every_matching_rule_adds_its_groups(policy: AccessPolicy) -> None:
+    question = Question("q", platform="slack", conversation="T0001/C0HR42", asker="U0ADMIN")
+    assert policy.scope_for(question).groups == {"hr-confidential", "finance"}
+
+
+def test_an_asker_rule_applies_on_every_platform(policy: AccessPolicy) -> None:
+    for platform in ("slack", "web", "cli"):
+        scope = policy.scope_for(Question("q", platform=platform, asker="U0ADMIN"))  # type: ignore[arg-type]
+        assert scope.groups == {"hr-confidential", "finance"}
+    assert policy.scope_for(Question("q", platform="slack", asker="U0ADMIN2")) == AccessScope.public()
+
+
+def test_knowledge_bases_limit_the_scope(policy: AccessPolicy) -> None:
+    scope = policy.scope_for(Question("q", platform="teams", conversation="19:general"))
+    assert scope == AccessScope(frozenset({"sales"}), frozenset({"sales-kb"}))
+
+
+def test_limits_of_several_matching_rules_are_united(policy: AccessPolicy) -> None:
+    scope = policy.scope_for(Question("q", platform="teams", conversation="19:exec-board"))
+    assert scope.groups == {"sales", "exec"}
+    assert scope.knowledge_bases == frozenset({"sales-kb", "exec-kb"})
+
+
+def test_no_matching_rule_means_public_documents_in_every_knowledge_base(policy: AccessPolicy) -> None:
+    scope = policy.scope_for(Question("q", platform="web", conversation="browser", asker="someone"))
+    assert scope == AccessScope.public()
+    assert scope.knowledge_bases is None
+    assert scope.can_read(())
+    assert not scope.can_read(("hr-confidential",))
+
+
+def test_without_rules_every_question_is_public() -> None:
+    assert AccessPolicy().scope_for(Question("q", platform="slack", asker="U0ADMIN")) == AccessScope.public()
+
+
+def test_an_empty_file_has_no_rules(tmp_path: Path) -> None:
+    assert policy_from(tmp_path, "").rules == ()
+
+
+def test_a_rule_without_groups_grants_nothing(tmp_path: Path) -> None:
+    policy = policy_from(tmp_path, "- platform: web\n  knowledge_bases: [public-kb]\n")
+    assert policy.scope_for(Question("q", platform="web")) == AccessScope(frozenset(), frozenset({"public-kb"}))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("platform: slack\ngroups: [hr]\n", "must hold a list of rules"),
+        ("- slack\n", "rule 1: each rule is a mapping"),
+        ("- groups: [a]\n- platfrom: slack\n  groups: [hr]\n", r"rule 2: unknown keys \['platfrom'\]"),
+        ("- groups: hr-confidential\n", "rule 1: groups must be a list"),
+        ("- groups: [hr, 3]\n", "rule 1: groups must be a list"),
+        ("- groups: [hr]\n  knowledge_bases: hr-kb\n", "rule 1: knowledge_bases must be a list"),
+        ("- groups: [hr]\n  asker: 42\n", "rule 1: asker must be a string"),
+        ("- groups: [hr\n", "cannot read"),
+    ],
+)
+def test_malformed_files_name_the_setting(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as raised:
+        policy_from(tmp_path, text)
+    assert str(raised.value).startswith("CANDOR_ACCESS_POLICY")
+
+
+def test_a_missing_file_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^CANDOR_ACCESS_POLICY: cannot read"):
+        AccessPolicy.from_file(tmp_path / "missing.yaml")

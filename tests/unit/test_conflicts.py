@@ -1,0 +1,188 @@
+"""`rag.conflicts`: which sentence pairs from different documents disagree, and which one is preferred."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import numpy as np
+import pytest
+
+from rag.conflicts import find_conflicts, prefer, qualifiers, variant_qualifiers
+from rag.rerank import ScoredSentence, coverage, term_weights
+from rag.types import Passage
+
+TEAM_2026 = "The Team plan costs $15 per user per month on monthly billing."
+TEAM_2025 = "The Team plan costs $12 per user per month when billed monthly."
+CARRY_OVER = "Employees may carry over up to 5 days of unused annual leave into the next calendar year."
+ALLOWANCE = "Full-time employees receive 20 days of paid annual leave per calendar year."
+
+
+def unit(axis: int) -> np.ndarray:
+    vector = np.zeros(8, dtype=np.float32)
+    vector[axis] = 1.0
+    return vector
+
+
+SAME_MEANING = unit(0)
+
+
+def sentence(
+    text: str,
+    document_id: int,
+    *,
+    effective: date | None = None,
+    authority: int = 0,
+    terms: float = 0.8,
+    vector: np.ndarray = SAME_MEANING,
+    position: int = 0,
+) -> ScoredSentence:
+    passage = Passage(
+        chunk_id=100 * document_id + position,
+        document_id=document_id,
+        document=f"doc-{document_id}.md",
+        title=f"Document {document_id}",
+        heading="",
+        text=text,
+        score=0.5,
+        dense_score=0.6,
+        lexical_score=None,
+        effective_date=effective,
+        authority=authority,
+    )
+    return ScoredSentence(passage, position, text, 0.6, 0.7, terms, 1.0, vector)
+
+
+# ---------------------------------------------------------------- conflicts found
+
+
+def test_two_prices_for_the_same_plan_conflict_and_the_newer_is_preferred() -> None:
+    chosen = sentence(TEAM_2026, 1, effective=date(2026, 1, 1))
+    stale = sentence(TEAM_2025, 2, effective=date(2025, 4, 1))
+    [found] = find_conflicts(chosen, [chosen, stale])
+    assert found.other is stale
+    assert (found.chosen_value.surface, found.other_value.surface) == ("$15", "$12")
+    assert found.preferred == "chosen"
+    assert "newer effective date" in found.reason
+    assert "2026-01-01" in found.reason
+
+
+def test_the_other_sentence_is_preferred_when_it_is_newer() -> None:
+    chosen = sentence(TEAM_2025, 2, effective=date(2025, 4, 1))
+    newer = sentence(TEAM_2026, 1, effective=date(2026, 1, 1))
+    [found] = find_conflicts(chosen, [newer])
+    assert (found.chosen_value.surface, found.other_value.surface) == ("$12", "$15")
+    assert found.preferred == "other"
+    assert "2026-01-01" in found.reason
+
+
+@pytest.mark.parametrize("effective", [date(2026, 1, 1), None])
+def test_with_equal_dates_the_higher_authority_is_preferred(effective: date | None) -> None:
+    chosen = sentence(TEAM_2026, 1, effective=effective, authority=1)
+    official = sentence(TEAM_2025, 2, effective=effective, authority=3)
+    [found] = find_conflicts(chosen, [official])
+    assert found.preferred == "other"
+    assert "authority" in found.reason
+    [reverse] = find_conflicts(official, [chosen])
+    assert reverse.preferred == "chosen"
+
+
+def test_with_one_date_missing_authority_decides() -> None:
+    chosen = sentence(TEAM_2026, 1, effective=date(2026, 1, 1), authority=0)
+    undated = sentence(TEAM_2025, 2, effective=None, authority=2)
+    assert prefer(chosen, undated) == ("other", "higher authority")
+
+
+def test_when_neither_date_nor_authority_decides_nothing_is_preferred() -> None:
+    chosen = sentence(TEAM_2026, 1, effective=date(2026, 1, 1), authority=1)
+    other = sentence(TEAM_2025, 2, effective=date(2026, 1, 1), authority=1)
+    [found] = find_conflicts(chosen, [other])
+    assert found.preferred is None
+    assert "neither" in found.reason
+
+
+def test_one_conflict_per_other_document() -> None:
+    chosen = sentence(TEAM_2026, 1)
+    first = sentence(TEAM_2025, 2, position=0)
+    again = sentence("The Team plan costs $10 per user per month when billed monthly.", 2, position=1)
+    third = sentence("The Team plan costs $11 per user per month on monthly billing.", 3)
+    found = find_conflicts(chosen, [first, again, third])
+    assert [(f.other.passage.document_id, f.other_value.surface) for f in found] == [(2, "$12"), (3, "$11")]
+
+
+# ---------------------------------------------------------------- look-alikes left alone
+
+
+def test_monthly_and_annual_prices_are_not_a_conflict() -> None:
+    monthly = sentence(TEAM_2026, 1, effective=date(2026, 1, 1))
+    annual = sentence("The Team plan costs $12 per user per month when billed annually.", 2)
+    assert qualifiers(monthly.text) == {"monthly"}
+    assert qualifiers(annual.text) == {"annual"}
+    assert find_conflicts(monthly, [annual]) == []
+
+
+def test_a_different_product_name_is_not_a_conflict() -> None:
+    beacon = sentence("Beacon keeps check results and response-time metrics for 30 days.", 1)
+    pro = sentence("Beacon Pro keeps check results and response-time metrics for 365 days.", 2)
+    assert find_conflicts(beacon, [pro]) == []
+    assert find_conflicts(pro, [beacon]) == []
+
+
+def test_a_different_product_code_is_not_a_conflict() -> None:
+    small = sentence("The NW-200 collector supports up to 250 hosts.", 1)
+    large = sentence("The NW-200X collector supports up to 2,000 hosts.", 2)
+    assert find_conflicts(small, [large]) == []
+
+
+def test_sentences_of_the_same_document_never_conflict() -> None:
+    chosen = sentence(TEAM_2026, 1)
+    same_document = sentence(TEAM_2025, 1, position=3)
+    assert find_conflicts(chosen, [same_document]) == []
+
+
+def test_the_same_value_is_not_a_conflict() -> None:
+    chosen = sentence(TEAM_2026, 1)
+    agrees = sentence("The Team plan costs $15 per user per month when billed monthly.", 2)
+    assert find_conflicts(chosen, [agrees]) == []
+
+
+def test_different_meaning_is_not_a_conflict() -> None:
+    chosen = sentence(TEAM_2026, 1)
+    unrelated = sentence(TEAM_2025, 2, vector=unit(1))
+    assert find_conflicts(chosen, [unrelated]) == []
+
+
+def test_a_sentence_covering_far_fewer_question_terms_is_another_fact() -> None:
+    chosen = sentence(TEAM_2026, 1, terms=0.9)
+    weaker = sentence(TEAM_2025, 2, terms=0.7)  # 0.7 < 0.8 × 0.9
+    assert find_conflicts(chosen, [weaker]) == []
+    close = sentence(TEAM_2025, 2, terms=0.75)  # 0.75 ≥ 0.72
+    assert len(find_conflicts(chosen, [close])) == 1
+
+
+def test_carry_over_days_do_not_conflict_with_the_annual_allowance() -> None:
+    # Key terms of "How many unused annual leave days can I carry over into next year?", weighted by
+    # how rare they are in a handbook; lexemes as Postgres' English stemmer gives them.
+    weights = term_weights(
+        {"unus": 0.02, "carri": 0.02, "annual": 0.15, "leav": 0.1, "day": 0.4, "next": 0.2, "year": 0.35}
+    )
+    carry_lexemes = frozenset({"employe", "may", "carri", "unus", "day", "annual", "leav", "next", "calendar", "year"})
+    allowance_lexemes = frozenset({"full-tim", "full", "time", "employe", "receiv", "day", "paid", "annual", "leav"})
+    allowance_lexemes |= {"per", "calendar", "year"}
+    carry_terms = coverage(weights, carry_lexemes)
+    allowance_terms = coverage(weights, allowance_lexemes)
+    assert carry_terms == pytest.approx(1.0)
+    assert allowance_terms < 0.5
+
+    chosen = sentence(CARRY_OVER, 1, effective=date(2026, 1, 1), terms=carry_terms)
+    other = sentence(ALLOWANCE, 2, effective=date(2024, 1, 1), terms=allowance_terms)
+    assert find_conflicts(chosen, [other]) == []
+
+
+# ---------------------------------------------------------------- qualifiers
+
+
+def test_variant_qualifiers_leave_out_bounds() -> None:
+    text = "The minimum monthly fee for the first additional seat."
+    assert qualifiers(text) == {"minimum", "monthly", "first", "additional"}
+    assert variant_qualifiers(text) == {"monthly"}
+    assert qualifiers("Contractors and interns are paid yearly.") == {"contractor", "intern", "annual"}

@@ -1,0 +1,194 @@
+"""`rag.facts`: values, codes, names and acronyms read off a sentence; cleaning and readability."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.facts import acronyms, clean_sentence, codes, fold, mentions, names, new_names, readable, values
+
+
+def keys(text: str) -> list[tuple[str, str]]:
+    return [v.key for v in values(text)]
+
+
+# ---------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The annual plan costs $1,560 per year.", [("money$", "1560")]),
+        ("The band runs from £58,000 to £76,000.", [("money£", "58000"), ("money£", "76000")]),
+        ("Full-time employees receive 24 days of paid leave.", [("day", "24")]),
+        ("The primary carer gets 16 weeks of leave.", [("week", "16")]),
+        ("Uptime is 99.9% each month.", [("percent", "99.9")]),
+        ("Uptime is 99.9 percent each month.", [("percent", "99.9")]),
+        ("Days must be used by 31 March of the following year.", [("date", "31 march")]),
+        ("The policy is effective 2026-01-01.", [("date", "2026-01-01")]),
+        ("Core hours are 10:00 to 15:00.", [("time", "10:00"), ("time", "15:00")]),
+        ("It supports up to 2,000 monitored hosts.", [("number", "2000")]),
+        ("It supports up to 2,000 hosts.", [("host", "2000")]),
+        ("Expenses are paid within 10 business days.", [("business day", "10")]),
+        ("The Starter plan supports 5 users.", [("user", "5")]),
+        ("Passwords need 14 characters.", [("character", "14")]),
+        ("Call extension 4357.", [("number", "4357")]),
+        ("No values here at all.", []),
+    ],
+)
+def test_values(text: str, expected: list[tuple[str, str]]) -> None:
+    assert keys(text) == expected
+
+
+def test_values_keep_the_surface_as_written() -> None:
+    [value] = values("It costs $1,560 per year.")
+    assert value.surface == "$1,560"
+    assert value.amount == "1560"
+
+
+def test_values_of_one_fact_match_across_spellings() -> None:
+    assert keys("24 days") == keys("24 Days") == keys("24-day")
+    assert keys("$1,560") == keys("$1560")
+    assert keys("24 days") != keys("20 days")
+    assert keys("$15") != keys("£15")
+
+
+# ---------------------------------------------------------------- codes
+
+
+def test_codes() -> None:
+    assert codes("The NW-200X and NW-900 collectors") == {"NW-200X", "NW-900"}
+    assert codes("We are SOC2 compliant and P1 incidents page on-call.") == {"SOC2", "P1"}
+
+
+@pytest.mark.parametrize("text", ["Call 4357 today.", "Founded in 2017 with 120 engineers.", "It costs $15."])
+def test_plain_numbers_are_not_codes(text: str) -> None:
+    assert codes(text) == set()
+
+
+# ---------------------------------------------------------------- names
+
+
+def test_names_are_capitalised_terms_not_at_the_start() -> None:
+    assert names("What is the minimum check interval in Beacon Pro?") == {"Beacon Pro"}
+    assert names("The Team plan includes Beacon Pro.") == {"Team", "Beacon Pro"}
+    assert names("Our CEO is Priya Raman.") == {"CEO", "Priya Raman"}
+
+
+def test_the_first_word_of_a_sentence_is_not_a_name() -> None:
+    assert names("Beacon keeps check results for 30 days.") == set()
+    assert names("Employees may carry over 5 days. Managers approve it.") == set()
+    assert names("Ask HR. Then Finance approves.") == {"HR", "Finance"}
+
+
+def test_a_first_word_followed_by_another_capitalised_word_leaves_the_rest() -> None:
+    # The sentence-initial word itself is dropped: "The Team" → "Team", "Northwind Labs" → "Labs".
+    assert names("The Business plan costs $29.") == {"Business"}
+    assert names("Northwind Labs was founded in 2017.") == {"Labs"}
+
+
+def test_names_skip_codes_and_stop_words() -> None:
+    assert names("The collector is the NW-200X.") == set()
+    assert "It" not in names("Yes. It works.")
+
+
+def test_new_names() -> None:
+    assert new_names("What does the Zeta plan cost?", "Team plan and Business plan") == {"Zeta"}
+    assert new_names("Beacon Pro keeps data for 365 days.", "Beacon keeps data") == {"Pro"}
+    assert new_names("Acme sells Widgets.", "acme sells widgets") == set()
+    assert new_names("Beyoncé sings.", "beyonce") == set()
+
+
+def test_new_names_count_the_first_word_unless_it_is_a_common_word() -> None:
+    assert new_names("Zeta is fast.", "") == {"Zeta"}
+    assert new_names("What is the refund policy?", "") == set()
+
+
+# ---------------------------------------------------------------- acronyms and mentions
+
+
+def test_acronyms() -> None:
+    assert "ceo" in acronyms("Priya Raman is the Chief Executive Officer.")
+    assert acronyms("no capitalised runs here") == set()
+    assert acronyms("Only One") == {"oo"}
+
+
+def test_fold() -> None:
+    assert fold("Beyoncé") == fold("BEYONCE") == "beyonce"
+
+
+@pytest.mark.parametrize(
+    ("haystack", "term", "expected"),
+    [
+        ("Beyoncé sings.", "Beyonce", True),
+        ("Beyonce sings.", "Beyoncé", True),
+        ("the beacon pro spec", "Beacon Pro", True),
+        ("Priya Raman is the Chief Executive Officer.", "CEO", True),
+        ("Priya Raman is the Chief Executive Officer.", "CFO", False),
+        ("The NW-200X collector supports 2,000 hosts.", "NW-200", False),
+        ("The NW-200 collector supports 250 hosts.", "NW-200", True),
+        ("Beaconing is a word.", "Beacon", False),
+        ("Team plans differ.", "Business", False),
+    ],
+)
+def test_mentions(haystack: str, term: str, expected: bool) -> None:
+    assert mentions(haystack, term) is expected
+
+
+def test_mentions_acronyms_only_for_upper_case_terms() -> None:
+    assert not mentions("Priya Raman is the Chief Executive Officer.", "ceo")
+
+
+# ---------------------------------------------------------------- clean_sentence
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("- Employees get 24 days of leave", "Employees get 24 days of leave."),
+        ("* Employees get 24 days of leave", "Employees get 24 days of leave."),
+        ("1. Submit the claim within 30 days", "Submit the claim within 30 days."),
+        ("2) Attach a receipt", "Attach a receipt."),
+        ("The **Team** plan costs __$15__", "The Team plan costs $15."),
+        ("Read [the policy](https://x.example/p) first", "Read the policy first."),
+        ("Use `candor ask` to try it", "Use candor ask to try it."),
+        ("## Annual leave", "Annual leave."),
+        ("- Line one\n- line two", "Line one line two."),
+        ("Is it covered?", "Is it covered?"),
+        ("It is covered!", "It is covered!"),
+        ("Already ends.", "Already ends."),
+        ("", ""),
+    ],
+)
+def test_clean_sentence(raw: str, clean: str) -> None:
+    assert clean_sentence(raw) == clean
+
+
+# ---------------------------------------------------------------- readable
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Full-time employees receive 24 days of paid annual leave.",
+        "$15 per user per month on monthly billing.",
+        "2,000 hosts are supported by the NW-200X collector.",
+        '"Beacon Pro" keeps results for 365 days.',
+    ],
+)
+def test_readable_sentences(text: str) -> None:
+    assert readable(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Annual leave",  # a heading
+        "Leave policy 2026",  # a short fragment
+        "Short one here.",  # under 20 characters
+        "The following rules apply to every employee:",  # a list intro
+        "and then employees receive 24 days of leave.",  # starts mid-sentence
+        "",
+    ],
+)
+def test_unreadable_fragments(text: str) -> None:
+    assert not readable(text)

@@ -1,0 +1,257 @@
+"""`rag.understand`: markup stripping, follow-up rewriting, multi-part splitting, answer types."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rag.answers import Question, Turn
+from rag.errors import QuestionError
+from rag.understand import (
+    MAX_QUESTION_CHARS,
+    answer_type,
+    is_follow_up,
+    rewrite_follow_up,
+    split_parts,
+    strip_markup,
+    understand,
+)
+
+TEAM_PRICE = "How much does the Team plan cost per month?"
+SLACK_TOKEN = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>|<#[A-Z0-9]+(?:\|[^>]*)?>|<!(?:here|channel|everyone)[^>]*>")
+
+
+# ---------------------------------------------------------------- strip_markup
+
+
+@pytest.mark.parametrize(
+    ("raw", "plain"),
+    [
+        ("<@U123> how many leave days?", "how many leave days?"),
+        ("<@U123|priya> how many leave days?", "how many leave days?"),
+        ("ask in <#C123|general> please", "ask in #general please"),
+        ("see <https://x.example|the policy> now", "see the policy now"),
+        ("see <https://x.example> now", "see https://x.example now"),
+        ("<mailto:hr@x.example|HR> knows", "HR knows"),
+        ("<!here> who is the CEO?", "who is the CEO?"),
+        ("<!channel> <!everyone> hi there", "hi there"),
+        ("R&amp;D &lt;team&gt; budget", "R&D <team> budget"),
+        ("<at>Candor</at> what is the refund policy?", "what is the refund policy?"),
+        ("<AT>Candor</AT> hi", "hi"),
+        ("<p>What is <b>SSO</b>?</p>", "What is SSO ?"),
+        ("  lots   of\n\tspace  ", "lots of space"),
+        ("is a < b > c true?", "is a < b > c true?"),
+    ],
+)
+def test_strip_markup(raw: str, plain: str) -> None:
+    assert strip_markup(raw) == plain
+
+
+def test_strip_markup_decodes_entities_exactly_once() -> None:
+    # Slack sends a typed "&lt;" as "&amp;lt;": decoding twice would change what the person wrote.
+    assert strip_markup("type &amp;lt; for less-than") == "type &lt; for less-than"
+
+
+_plain = st.text(alphabet=st.characters(exclude_characters="<>&|", exclude_categories=["Cs"]), max_size=30)
+_ids = st.from_regex(r"[A-Z0-9]{1,10}", fullmatch=True)
+_labels = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ABCDEFXYZ0123456789.-_@#", max_size=15)
+_tokens = st.one_of(
+    _plain,
+    _ids.map(lambda i: f"<@{i}>"),
+    st.tuples(_ids, _labels).map(lambda t: f"<@{t[0]}|{t[1]}>"),
+    st.tuples(_ids, _labels).map(lambda t: f"<#{t[0]}|{t[1]}>"),
+    st.sampled_from(["<!here>", "<!channel>", "<!everyone>", "<at>Candor</at>"]),
+    st.tuples(st.sampled_from(["https://x.example", "http://y.example/a?b=1"]), _labels).map(
+        lambda t: f"<{t[0]}|{t[1]}>" if t[1] else f"<{t[0]}>"
+    ),
+)
+_messages = st.lists(_tokens, max_size=8).map(" ".join)
+
+
+@given(st.text(max_size=200))
+def test_strip_markup_never_raises_and_collapses_whitespace(text: str) -> None:
+    out = strip_markup(text)
+    assert out == " ".join(out.split())
+
+
+@given(_messages)
+def test_strip_markup_removes_every_mention_of_a_well_formed_message(message: str) -> None:
+    out = strip_markup(message)
+    assert "<@" not in out
+    assert SLACK_TOKEN.search(out) is None
+    assert "<at>" not in out.lower()
+
+
+@given(_messages)
+def test_strip_markup_is_idempotent_on_its_own_output(message: str) -> None:
+    once = strip_markup(message)
+    assert strip_markup(once) == once
+
+
+# ---------------------------------------------------------------- understand
+
+
+@pytest.mark.parametrize("text", ["", "   ", "<@U123>", "<@U123|bob> <!here>", "<at>Candor</at>"])
+def test_understand_rejects_a_question_that_is_empty_after_markup(text: str) -> None:
+    with pytest.raises(QuestionError, match="empty"):
+        understand(Question(text))
+
+
+def test_understand_rejects_an_overlong_question_but_accepts_the_limit() -> None:
+    with pytest.raises(QuestionError, match="too long"):
+        understand(Question("a" * (MAX_QUESTION_CHARS + 1)))
+    assert understand(Question("a" * MAX_QUESTION_CHARS)).text == "a" * MAX_QUESTION_CHARS
+    assert understand(Question("<@U123> " + "a" * MAX_QUESTION_CHARS)).text == "a" * MAX_QUESTION_CHARS
+
+
+def test_understand_keeps_the_original_and_reports_no_rewrite() -> None:
+    understood = understand(Question("<@U1> When was Northwind Labs founded, and who is the CEO?"))
+    assert understood.original == "<@U1> When was Northwind Labs founded, and who is the CEO?"
+    assert understood.text == "When was Northwind Labs founded, and who is the CEO?"
+    assert understood.parts == ("When was Northwind Labs founded?", "Who is the CEO?")
+    assert understood.rewritten is False
+
+
+def test_understand_marks_a_follow_up_as_rewritten() -> None:
+    understood = understand(Question("and for the Business plan?", history=(Turn(TEAM_PRICE),)))
+    assert (understood.text, understood.rewritten) == ("How much does the Business plan cost per month?", True)
+
+
+# ---------------------------------------------------------------- split_parts
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
+            "What is the daily meal allowance for international travel, "
+            "and how quickly are approved expenses paid back?",
+            (
+                "What is the daily meal allowance for international travel?",
+                "How quickly are approved expenses paid back?",
+            ),
+        ),
+        (
+            "When was Northwind Labs founded, and who is the CEO?",
+            ("When was Northwind Labs founded?", "Who is the CEO?"),
+        ),
+        (
+            "What is the refund policy? How do I cancel my plan?",
+            ("What is the refund policy?", "How do I cancel my plan?"),
+        ),
+        ("Who is the CEO; also where is the head office?", ("Who is the CEO?", "Where is the head office?")),
+    ],
+)
+def test_split_parts_splits_independent_questions(question: str, parts: tuple[str, ...]) -> None:
+    assert split_parts(question) == parts
+    assert all(p.endswith("?") for p in parts)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How long is the free trial, and do I need a credit card to start it?",  # "it" leans on the first part
+        "What are the terms and conditions?",  # "and" not followed by a question word
+        "How do I reset my password?",
+        "Hi. What is the policy?",  # a greeting is too short to be a part
+    ],
+)
+def test_split_parts_keeps_one_question_whole(question: str) -> None:
+    assert split_parts(question) == (question,)
+
+
+# ---------------------------------------------------------------- follow-ups
+
+
+@pytest.mark.parametrize(
+    ("previous", "follow_up", "standalone"),
+    [
+        (TEAM_PRICE, "and for the Business plan?", "How much does the Business plan cost per month?"),
+        (TEAM_PRICE, "what about Business plan?", "How much does the Business plan cost per month?"),
+        (
+            "How much is the Team plan on monthly billing?",
+            "and on annual billing?",
+            "How much is the Team plan on annual billing?",
+        ),
+        (
+            "How many days of annual leave do full-time employees get?",
+            "and for part-time employees?",
+            "How many days of annual leave do part-time employees get?",
+        ),
+    ],
+)
+def test_rewrite_follow_up_swaps_the_noun_phrase_with_the_same_head(
+    previous: str, follow_up: str, standalone: str
+) -> None:
+    assert rewrite_follow_up(follow_up, (Turn(previous),)) == standalone
+
+
+def test_rewrite_follow_up_without_a_shared_head_adds_the_previous_question_as_context() -> None:
+    assert rewrite_follow_up("what about Starter?", (Turn(TEAM_PRICE),)) == (
+        "How much does the Team plan cost per month: Starter?"
+    )
+
+
+@pytest.mark.parametrize("text", ["How do I reset my password?", "What is the refund policy for annual plans?"])
+def test_rewrite_follow_up_leaves_a_standalone_question_unchanged(text: str) -> None:
+    assert not is_follow_up(text)
+    assert rewrite_follow_up(text, (Turn(TEAM_PRICE),)) == text
+
+
+def test_rewrite_follow_up_without_history_is_unchanged() -> None:
+    assert rewrite_follow_up("and for the Business plan?", ()) == "and for the Business plan?"
+    only_bot = (Turn("Hello, ask me anything.", from_bot=True),)
+    assert rewrite_follow_up("and for the Business plan?", only_bot) == "and for the Business plan?"
+
+
+def test_rewrite_follow_up_uses_the_last_user_turn_and_skips_bot_turns() -> None:
+    history = (
+        Turn("When was Northwind Labs founded?", author="U1"),
+        Turn(TEAM_PRICE, author="U1"),
+        Turn("The Team plan costs $15 per user per month [1].", from_bot=True),
+        Turn("<@U9>", author="U2"),  # empty after markup: not a question
+    )
+    rewritten = rewrite_follow_up("and for the Business plan?", history)
+    assert rewritten == "How much does the Business plan cost per month?"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("and for the Business plan?", True),
+        ("What about annual billing?", True),
+        ("how much is it?", True),  # short, with a pronoun
+        ("How much does the Team plan cost per month?", False),
+        ("Can I carry over unused annual leave days into the next calendar year and use them?", False),
+    ],
+)
+def test_is_follow_up(text: str, expected: bool) -> None:
+    assert is_follow_up(text) is expected
+
+
+# ---------------------------------------------------------------- answer_type
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How many days of annual leave do I get?", "quantity"),
+        ("How much does the Team plan cost?", "quantity"),
+        ("How long is the free trial?", "quantity"),
+        ("What is the price of the Business plan?", "quantity"),
+        ("When was Northwind Labs founded?", "date"),
+        ("What year did Beacon launch?", "date"),
+        ("When do I need a receipt?", "other"),
+        ("Who is the CEO?", "person"),
+        ("Is there a gym allowance?", "yesno"),
+        ("Can I book premium economy?", "yesno"),
+        ("What is the refund policy?", "other"),
+        ("HOW MANY users?", "quantity"),
+        ("when did it launch", "date"),
+    ],
+)
+def test_answer_type(question: str, kind: str) -> None:
+    assert answer_type(question) == kind
