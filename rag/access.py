@@ -11,8 +11,9 @@ conversation id, ...) and the asker; the policy decides. Rules come from a YAML 
     - asker: "U0ADMIN"
       groups: [hr-confidential, finance]
 
-Every matching rule adds its groups. Without a file, or when no rule matches, a question reads
-public documents only, in every knowledge base.
+Every matching rule adds its groups; knowledge bases are limited only when every matching rule
+limits them (to the union of their lists). Without a file, or when no rule matches, a question
+reads public documents only, in every knowledge base.
 """
 
 from __future__ import annotations
@@ -69,14 +70,11 @@ class AccessPolicy:
         """The scope a question gets; a scope the caller set explicitly wins."""
         if question.scope is not None:
             return question.scope
-        groups: set[str] = set()
-        bases: set[str] | None = None
-        for rule in self.rules:
-            if rule.matches(question):
-                groups |= rule.groups
-                if rule.knowledge_bases is not None:
-                    bases = (bases or set()) | rule.knowledge_bases
-        return AccessScope(frozenset(groups), None if bases is None else frozenset(bases))
+        matching = [rule for rule in self.rules if rule.matches(question)]
+        groups = frozenset().union(*(rule.groups for rule in matching))
+        if not matching or any(rule.knowledge_bases is None for rule in matching):
+            return AccessScope(groups, None)  # a rule without a limit grants every knowledge base
+        return AccessScope(groups, frozenset().union(*(rule.knowledge_bases or () for rule in matching)))
 
 
 def _rule(entry: object, path: Path, number: int) -> AccessRule:

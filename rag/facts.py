@@ -26,7 +26,7 @@ _VALUE = re.compile(
     rf"(?P<cur>[$£€])\s?(?P<amt>{_NUMBER})(?:\s?(?P<mult>k|m|million|billion))?"
     rf"|(?P<date>\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}\s+(?:{_MONTHS})\w*\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\b\w*|(?:{_MONTHS})\w*\s+\d{{1,2}}(?:,\s*\d{{4}})?)"
     rf"|(?P<time>\b\d{{1,2}}:\d{{2}}\b)"
-    rf"|(?P<num>\b{_NUMBER})(?:[\s-]?(?P<unit>(?:{_UNIT_WORDS}))\b|(?P<pct>%))?",
+    rf"|(?P<num>\b{_NUMBER})(?:[\s-]?(?:(?!business|working)[a-z]+\s)?(?P<unit>(?:{_UNIT_WORDS}))\b|(?P<pct>%))?",
     re.IGNORECASE,
 )
 _CODE = re.compile(r"\b(?:[A-Z]{1,5}-?\d+[A-Z]*|[A-Z]+\d+[A-Z0-9-]*|\d+[A-Z]{2,})\b")
@@ -131,6 +131,9 @@ STOP_WORDS = frozenset(
         "just",
         "very",
         "per",
+        "however",
+        "please",
+        "note",
     ]
 )
 
@@ -194,6 +197,12 @@ def codes(text: str) -> set[str]:
     return {m.group(0) for m in _CODE.finditer(text) if not m.group(0).isdigit()}
 
 
+_IMPERATIVES = frozenset(
+    "ask tell list show give explain describe summarise summarize compare find contact email call see use check "
+    "visit read open send book".split()
+)
+
+
 def names(text: str) -> set[str]:
     """Capitalised terms not at the start of the sentence (plan, product and people names)."""
     found = set()
@@ -201,9 +210,12 @@ def names(text: str) -> set[str]:
         start = m.start()
         preceding = text[:start].rstrip()
         if not preceding or preceding[-1] in ".!?:;\n(\"'":
+            # At a sentence start a capital says nothing: "The Team plan" names Team, "Beacon Pro
+            # keeps" names Beacon Pro, "Employees may" names nothing.
             words = m.group(0).split()
             if len(words) > 1:
-                found.add(" ".join(words[1:]))
+                leading = words[0].lower() in STOP_WORDS or words[0].lower() in _IMPERATIVES
+                found.add(" ".join(words[1:]) if leading else m.group(0))
             continue
         found.add(m.group(0))
     in_codes = " ".join(codes(text))

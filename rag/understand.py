@@ -43,7 +43,7 @@ def strip_markup(text: str) -> str:
     text = _SLACK_LINK.sub(lambda m: m.group(2) or m.group(1), text)
     text = _HTML_TAG.sub(" ", text)
     text = html.unescape(text)
-    return " ".join(text.split())
+    return re.sub(r"\s+([?.!,;:])", r"\1", " ".join(text.split()))
 
 
 @dataclass(frozen=True, slots=True)

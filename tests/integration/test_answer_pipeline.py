@@ -291,3 +291,21 @@ async def test_a_trace_the_database_cannot_take_is_spooled_and_the_answer_still_
     assert await TraceStore(candor.store.engine, tmp_path / "spool").replay_spool() == 1
     trace = await candor.tracker.trace(answer.trace_id)
     assert trace is not None and trace["recorded_late"] is True
+
+
+async def test_rag_answer_opens_a_runtime_from_the_environment(
+    candor: Candor, handbook: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag
+
+    monkeypatch.setenv("CANDOR_HOME", str(candor.settings.home))
+    monkeypatch.setenv("CANDOR_EMBEDDER_BACKEND", candor.settings.embedder_backend)
+    try:
+        answer = await rag.answer(ask(handbook, "How often do we get a new work laptop?"))
+        again = await rag.answer(ask(handbook, "How soon must a lost laptop be reported?"))
+        assert (await rag.default_runtime()) is (await rag.default_runtime())
+    finally:
+        await rag.close()
+    assert answer.route == "answered" and "3 years" in answer.text
+    assert again.route == "answered" and "24 hours" in again.text
+    assert await candor.tracker.trace(answer.trace_id) is not None

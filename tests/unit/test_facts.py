@@ -26,7 +26,7 @@ def keys(text: str) -> list[tuple[str, str]]:
         ("Days must be used by 31 March of the following year.", [("date", "31 march")]),
         ("The policy is effective 2026-01-01.", [("date", "2026-01-01")]),
         ("Core hours are 10:00 to 15:00.", [("time", "10:00"), ("time", "15:00")]),
-        ("It supports up to 2,000 monitored hosts.", [("number", "2000")]),
+        ("It supports up to 2,000 monitored hosts.", [("host", "2000")]),
         ("It supports up to 2,000 hosts.", [("host", "2000")]),
         ("Expenses are paid within 10 business days.", [("business day", "10")]),
         ("The Starter plan supports 5 users.", [("user", "5")]),
@@ -80,10 +80,13 @@ def test_the_first_word_of_a_sentence_is_not_a_name() -> None:
     assert names("Ask HR. Then Finance approves.") == {"HR", "Finance"}
 
 
-def test_a_first_word_followed_by_another_capitalised_word_leaves_the_rest() -> None:
-    # The sentence-initial word itself is dropped: "The Team" → "Team", "Northwind Labs" → "Labs".
+def test_a_sentence_initial_name_keeps_all_its_words_but_not_a_leading_stop_word() -> None:
+    # "The Business" → "Business"; "Northwind Labs" and "Beacon Pro" are whole names.
     assert names("The Business plan costs $29.") == {"Business"}
-    assert names("Northwind Labs was founded in 2017.") == {"Labs"}
+    assert names("Northwind Labs was founded in 2017.") == {"Northwind Labs"}
+    assert (
+        names("Beacon Pro keeps results for 365 days.") == names("In Beacon Pro, results are kept.") == {"Beacon Pro"}
+    )
 
 
 def test_names_skip_codes_and_stop_words() -> None:
@@ -93,7 +96,7 @@ def test_names_skip_codes_and_stop_words() -> None:
 
 def test_new_names() -> None:
     assert new_names("What does the Zeta plan cost?", "Team plan and Business plan") == {"Zeta"}
-    assert new_names("Beacon Pro keeps data for 365 days.", "Beacon keeps data") == {"Pro"}
+    assert new_names("Beacon Pro keeps data for 365 days.", "Beacon keeps data") == {"Beacon Pro"}
     assert new_names("Acme sells Widgets.", "acme sells widgets") == set()
     assert new_names("Beyoncé sings.", "beyonce") == set()
 

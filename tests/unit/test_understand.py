@@ -41,7 +41,7 @@ SLACK_TOKEN = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>|<#[A-Z0-9]+(?:\|[^>]*)?>|<!(
         ("R&amp;D &lt;team&gt; budget", "R&D <team> budget"),
         ("<at>Candor</at> what is the refund policy?", "what is the refund policy?"),
         ("<AT>Candor</AT> hi", "hi"),
-        ("<p>What is <b>SSO</b>?</p>", "What is SSO ?"),
+        ("<p>What is <b>SSO</b>?</p>", "What is SSO?"),
         ("  lots   of\n\tspace  ", "lots of space"),
         ("is a < b > c true?", "is a < b > c true?"),
     ],
