@@ -198,8 +198,30 @@ def codes(text: str) -> set[str]:
 
 
 _IMPERATIVES = frozenset(
-    "ask tell list show give explain describe summarise summarize compare find contact email call see use check "
-    "visit read open send book".split()
+    [
+        "ask",
+        "tell",
+        "list",
+        "show",
+        "give",
+        "explain",
+        "describe",
+        "summarise",
+        "summarize",
+        "compare",
+        "find",
+        "contact",
+        "email",
+        "call",
+        "see",
+        "use",
+        "check",
+        "visit",
+        "read",
+        "open",
+        "send",
+        "book",
+    ]
 )
 
 
