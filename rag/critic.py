@@ -61,9 +61,9 @@ class EvidenceVerifier:
             return Verdict(False, 0.0, ("reads as an instruction to the bot, not a statement of fact",))
         missing = missing_facts(sentence, text)
         words = content_words(sentence)
-        covered = len(words & content_words(text)) / len(words) if words else 1.0
+        covered = len(words & content_words(text)) / len(words) if words else 0.0
         similarity = await self._similarity(sentence, text)
-        score = 0.5 * covered + 0.5 * max(0.0, similarity)
+        score = 0.5 * covered + 0.5 * min(1.0, max(0.0, similarity))
         reasons = [f"{kind} {token!r} is not in the cited evidence" for kind, token in missing]
         if score < self.min_support:
             detail = f"coverage {covered:.2f}, similarity {similarity:.2f}"

@@ -245,10 +245,15 @@ def names(text: str) -> set[str]:
 
 
 def acronyms(text: str) -> set[str]:
-    """Initials of capitalised word runs, lower-cased: "Chief Executive Officer" → "ceo"."""
+    """Initials of capitalised word runs, lower-cased: "Chief Executive Officer" → "ceo", and
+    "Union of Soviet Socialist Republics" → "ussr" (small connecting words skipped), plus every
+    shorter run inside a longer one ("New York City" also gives "nyc" when followed by more)."""
     found = set()
-    for m in re.finditer(r"\b(?:[A-Z][a-z]+\s+){1,5}[A-Z][a-z]+\b", text):
-        found.add("".join(word[0] for word in m.group(0).split()).lower())
+    run = r"[A-Z][a-z]+(?:\s+(?:(?:of|and|for|the|de|du|la)\s+)?[A-Z][a-z]+){1,6}"
+    for m in re.finditer(rf"\b{run}\b", text):
+        initials = [w[0] for w in m.group(0).split() if w[0].isupper()]
+        for end in range(2, len(initials) + 1):
+            found.add("".join(initials[:end]).lower())
     return found
 
 
@@ -259,12 +264,28 @@ def fold(text: str) -> str:
 
 
 def mentions(haystack: str, term: str) -> bool:
-    """Whether `haystack` names `term`: as written (accents and case aside) or as its acronym."""
+    """Whether `haystack` names `term`: as written (accents, case and a plural ending aside) or
+    as its acronym."""
     folded = fold(haystack)
-    needle = fold(term)
-    if re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", folded):
+    words = [_singular_word(w) for w in re.findall(r"[\w-]+", fold(term))]
+    if not words:
+        return False
+    pattern = r"[\s-]+".join(
+        re.escape(w) + r"(?:s|es)?" if not w.endswith("y") else re.escape(w[:-1]) + r"(?:y|ies)" for w in words
+    )
+    if re.search(rf"(?<![\w-]){pattern}(?![\w-])", folded):
         return True
-    return term.isupper() and needle in acronyms(haystack)
+    return term.isupper() and fold(term) in acronyms(haystack)
+
+
+def _singular_word(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("es") and len(word) > 4 and word[-3] in "sxz":
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
 
 
 def content_words(text: str) -> set[str]:
@@ -322,3 +343,27 @@ def looks_like_instruction(text: str) -> bool:
     Retrieved text is data: such a sentence is never quoted as an answer, whatever it says.
     """
     return bool(_INSTRUCTION.search(text))
+
+
+_KIND_NOUNS = (
+    "plan|plans|tier|tiers|model|models|product|products|edition|version|package|bundle|collector|device|"
+    "service|licen[cs]e|subscription|add-on|module|feature|app|programme|program|card|account|level|band|grade"
+)
+
+
+def premise_terms(question: str) -> list[tuple[str, ...]]:
+    """What the question presumes exists, each with the forms that count as a mention of it.
+
+    Codes ("NW-900"), names of several words ("Beacon Ultra"; their last words alone also count,
+    since a question's first word may have been read into the name), and single names used as a
+    kind of thing ("the Platinum plan"). A lone capitalised word ("Europe", "London") is left to
+    retrieval: it presumes nothing a document must define.
+    """
+    terms: list[tuple[str, ...]] = [(code,) for code in sorted(codes(question))]
+    for name in sorted(names(question)):
+        words = name.split()
+        if len(words) > 1:
+            terms.append((name, " ".join(words[1:])))
+        elif re.search(rf"\b{re.escape(name)}\s+(?:{_KIND_NOUNS})\b", question, re.IGNORECASE):
+            terms.append((name,))
+    return terms

@@ -17,7 +17,7 @@ from typing import Protocol
 from rag.answers import DroppedSentence, GateOutcome
 from rag.critic import Verifier
 from rag.embeddings import Embedder
-from rag.facts import STOP_WORDS, clean_sentence, codes, mentions, names, readable
+from rag.facts import STOP_WORDS, clean_sentence, mentions, premise_terms, readable
 from rag.rerank import Query, Ranked, Reranker
 from rag.retrieve import HybridRetriever
 from rag.synthesis import PASSAGES_CONSIDERED, Draft, PartEvidence, SynthesisRequest, Synthesizer
@@ -219,13 +219,14 @@ def unknown_names(part: str, passages: Sequence[Passage]) -> tuple[str, ...]:
     A question about "the Platinum plan" scores high against the plans that exist, so retrieval
     scores cannot catch it; an exact mention can.
     """
-    asked = sorted(codes(part) | names(part))
-    texts = [f"{p.title} {p.heading} {p.text}" for p in passages]
-    return tuple(term for term in asked if not any(mentions(text, term) for text in texts))
+    texts = [f"{p.title}.\n{p.heading}.\n{p.text}" for p in passages]
+    return tuple(
+        forms[0] for forms in premise_terms(part) if not any(mentions(text, form) for text in texts for form in forms)
+    )
 
 
 def _premise_gate(parts: Sequence[str], unknown: Mapping[int, tuple[str, ...]], number: int) -> GateOutcome:
-    asked = sum(len(codes(p) | names(p)) for p in parts)
+    asked = sum(len(premise_terms(p)) for p in parts)
     missing = sum(len(v) for v in unknown.values())
     score = 1.0 - missing / asked if asked else 1.0
     details = {"parts": [{"part": p, "unknown": list(unknown.get(i, ()))} for i, p in enumerate(parts)]}

@@ -30,9 +30,9 @@ from rag.store.postgres import Vector
 from rag.types import Passage
 from rag.understand import answer_type
 
-MEANING_WEIGHT = 0.55
-TERMS_WEIGHT = 0.35
-TYPE_WEIGHT = 0.10
+MEANING_WEIGHT = 0.5
+TERMS_WEIGHT = 0.3
+TYPE_WEIGHT = 0.2
 NAME_PENALTY = 0.15
 """Taken off a sentence for the share of the question's names (plans, products) it does not name."""
 CHUNK_WEIGHT = 0.2

@@ -138,14 +138,18 @@ def _as_question(text: str) -> str:
     return text if text.endswith("?") else text.rstrip(".!") + "?"
 
 
+_QUANTITY = re.compile(
+    r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old)"
+    r"|(?:what|which)(?:'s| is| are| was| were)? (?:the |a |an )?(?:[\w-]+ ){0,3}"
+    r"(?:price|cost|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period"
+    r"|capacity|budget|salary|band|duration|deadline|threshold|discount|count|quota)s?\b)"
+)
+
+
 def answer_type(text: str) -> str:
     """What kind of value answers the question: quantity, date, person, yesno or other."""
     lowered = text.lower()
-    if re.match(
-        r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old)|what(?:'s| is| are)? (?:the )?"
-        r"(?:price|cost|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period))",
-        lowered,
-    ):
+    if _QUANTITY.match(lowered):
         return "quantity"
     if re.match(
         r"^(?:when (?:was|were|did|will|is|are|does)|what (?:date|day|year|time)|which (?:date|day|year))\b", lowered

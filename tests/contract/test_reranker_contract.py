@@ -162,14 +162,7 @@ class RerankerContract(KnownFailures):
 
 
 class TestEvidenceReranker(RerankerContract):
-    known_failures: ClassVar[Mapping[str, pytest.MarkDecorator]] = {
-        "test_a_passing_mention_ranks_below_the_stated_fact[user-limit]": pytest.mark.xfail(
-            strict=True,
-            reason="EvidenceReranker scores the passing mention's sentence 0.90, the number's 0.79: 'limit' is a rare "
-            "question word only it contains, and answer_type calls 'what is the user limit' 'other', so the value "
-            "earns nothing (as a quantity question the mention still wins, 0.80 to 0.79)",
-        ),
-    }
+    known_failures: ClassVar[Mapping[str, pytest.MarkDecorator]] = {}
 
     @pytest.fixture
     def reranker(self, candor: Candor) -> Reranker:

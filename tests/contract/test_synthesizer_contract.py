@@ -188,13 +188,7 @@ class SynthesizerContract(KnownFailures):
 
 
 class TestExtractiveSynthesizer(SynthesizerContract):
-    known_failures: ClassVar[Mapping[str, pytest.MarkDecorator]] = {
-        "test_an_answerable_question_gets_the_value_with_its_source[team-plan-limit]": pytest.mark.xfail(
-            strict=True,
-            reason="ExtractiveSynthesizer quotes the best-scored sentence, and EvidenceReranker scores the passing "
-            "mention above the number (see test_reranker_contract, user-limit)",
-        ),
-    }
+    known_failures: ClassVar[Mapping[str, pytest.MarkDecorator]] = {}
 
     @pytest.fixture
     def synthesizer(self) -> Synthesizer:

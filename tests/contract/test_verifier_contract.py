@@ -180,11 +180,6 @@ class TestEvidenceVerifier(VerifierContract):
             reason="EvidenceVerifier checks that each value occurs somewhere in the evidence, not what it is "
             "stated for: 16 weeks (primary carers) passes for secondary carers",
         ),
-        "test_an_exact_copy_scores_at_most_1": pytest.mark.xfail(
-            strict=False,
-            reason="EvidenceVerifier clamps the cosine at 0 but not at 1: a copy's float32 cosine of 1.0000001 "
-            "gives a score of 1.00000006 (not strict: whether a copy rounds past 1 depends on the floats)",
-        ),
     }
 
     @pytest.fixture
