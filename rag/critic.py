@@ -17,20 +17,15 @@ it was.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
-
-import numpy as np
 
 from rag.answers import Verdict
 from rag.embeddings import Embedder
 from rag.facts import codes, content_words, looks_like_instruction, names, values
 from rag.ingest.sentences import split_sentences
-from rag.store.postgres import Vector
 
 DEFAULT_MIN_SUPPORT = 0.6
-_CACHE_SIZE = 4096
 
 
 class Verifier(Protocol):
@@ -49,7 +44,6 @@ class EvidenceVerifier:
             raise ValueError("min_support must lie in (0, 1]")
         self.embedder = embedder
         self.min_support = min_support
-        self._vectors: OrderedDict[str, Vector] = OrderedDict()
 
     async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict:
         text = " ".join(evidence)
@@ -62,7 +56,7 @@ class EvidenceVerifier:
         missing = missing_facts(sentence, text)
         words = content_words(sentence)
         covered = len(words & content_words(text)) / len(words) if words else 0.0
-        similarity = await self._similarity(sentence, text)
+        similarity = await self._similarity(sentence, evidence)
         score = 0.5 * covered + 0.5 * min(1.0, max(0.0, similarity))
         reasons = [f"{kind} {token!r} is not in the cited evidence" for kind, token in missing]
         if score < self.min_support:
@@ -70,24 +64,11 @@ class EvidenceVerifier:
             reasons.append(f"support {score:.2f} below {self.min_support:.2f} ({detail})")
         return Verdict(not reasons, score, tuple(reasons))
 
-    async def _similarity(self, sentence: str, evidence: str) -> float:
-        pieces = split_sentences(evidence) or [evidence]
-        vectors = await self._embed([sentence, *pieces])
-        claim, rest = vectors[0], np.stack(vectors[1:])
-        return float(np.max(rest @ claim))
-
-    async def _embed(self, texts: Sequence[str]) -> list[Vector]:
-        todo = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if todo:
-            for t, v in zip(todo, await self.embedder.embed(todo), strict=True):
-                self._vectors[t] = v
-        out = []
-        for t in texts:
-            self._vectors.move_to_end(t)
-            out.append(self._vectors[t])
-        while len(self._vectors) > _CACHE_SIZE:
-            self._vectors.popitem(last=False)
-        return out
+    async def _similarity(self, sentence: str, evidence: Sequence[str]) -> float:
+        """Cosine to the closest evidence sentence (split as at ingest, so stored vectors are reused)."""
+        pieces = [piece for passage in evidence for piece in (split_sentences(passage) or [passage])]
+        vectors = await self.embedder.embed([sentence, *pieces])
+        return float((vectors[1:] @ vectors[0]).max())
 
 
 def missing_facts(sentence: str, evidence: str) -> list[tuple[str, str]]:

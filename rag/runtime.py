@@ -24,6 +24,7 @@ from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequen
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
 from rag.tracking import TraceStore
+from rag.vector_cache import CachedEmbedder
 
 log = logging.getLogger("candor.runtime")
 
@@ -119,8 +120,12 @@ def build_answerer(
 ) -> Answerer:
     """The offline default stages unless others are given (tests and model-backed setups)."""
 
+    vectors = CachedEmbedder(embedder)
+
     async def sentences(chunk_ids: Sequence[int]) -> SentenceEvidence:
-        return await sentence_evidence(store, chunk_ids)
+        evidence = await sentence_evidence(store, chunk_ids)
+        vectors.remember((s.text, s.embedding) for s in evidence.sentences if s.embedding is not None)
+        return evidence
 
     async def frequencies(text: str) -> Mapping[str, float]:
         return await term_frequencies(store, text)
@@ -132,9 +137,9 @@ def build_answerer(
         retry=settings.retry,
         refusal=settings.refusal,
     )
-    reranker = reranker or EvidenceReranker(sentences, embedder)
+    reranker = reranker or EvidenceReranker(sentences, vectors)
     synthesizer = synthesizer or ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
-    verifier = verifier or EvidenceVerifier(embedder, min_support=settings.min_support)
+    verifier = verifier or EvidenceVerifier(vectors, min_support=settings.min_support)
     attempt = GatedAttempt(config, embedder, retriever, frequencies, reranker, synthesizer, verifier)
     policy = AccessPolicy.from_file(settings.access_policy) if settings.access_policy else AccessPolicy()
     models = {
