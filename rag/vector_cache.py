@@ -41,11 +41,13 @@ class CachedEmbedder:
         self.misses += len(todo)
         self.hits += len(texts) - len(todo)
         if todo:
-            self.remember(zip(todo, await self.embedder.embed(todo), strict=True))
+            for text, vector in zip(todo, await self.embedder.embed(todo), strict=True):
+                self._vectors[text] = vector
         rows = []
         for text in texts:
             self._vectors.move_to_end(text)
             rows.append(self._vectors[text])
+        self._trim()  # only now: this call's own texts must not be evicted before they are read
         if not rows:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack(rows).astype(np.float32, copy=False)
