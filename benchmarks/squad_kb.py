@@ -126,7 +126,8 @@ class Record:
     retrieval_score: float
     """Best dense cosine: what the retrieval threshold gates."""
     sentence_score: float
-    """Best readable sentence's rerank score over the question's parts: what the answer threshold gates."""
+    """Best readable sentence's rerank score over the question's parts (leaving out parts the premise
+    gate stopped, unless all were): what the answer threshold gates."""
     premise_passed: bool
     unknown_names: tuple[str, ...]
     """The names and codes the premise gate found in no passage."""
@@ -188,7 +189,12 @@ def record_of(q: SquadQuestion, answer: Answer) -> Record:
     premise = next((g for g in first if g.gate == "premise"), None)
     complete = next((g for g in first if g.gate == "completeness"), None)
     parts = complete.details.get("parts", []) if complete is not None else []
-    sentence = max((float(p["best_sentence_score"]) for p in parts), default=-1.0)
+    premise_parts = premise.details.get("parts", []) if premise is not None else []
+    unknown = {str(p["part"]) for p in premise_parts if p["unknown"]}
+    # A part naming something no passage mentions is never answered, whatever the threshold: its
+    # sentence score says nothing about the answer threshold unless every part is such a part.
+    known = [p for p in parts if str(p["part"]) not in unknown] or parts
+    sentence = max((float(p["best_sentence_score"]) for p in known), default=-1.0)
     delivered = answer.route != "abstained"
     return Record(
         question=q.question,
