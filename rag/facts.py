@@ -182,6 +182,61 @@ def _singular(unit: str) -> str:
     return unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
 
 
+_NOT_PEOPLE = frozenset(
+    [
+        "team",
+        "teams",
+        "officer",
+        "office",
+        "department",
+        "departments",
+        "policy",
+        "plan",
+        "plans",
+        "labs",
+        "inc",
+        "ltd",
+        "llc",
+        "company",
+        "group",
+        "product",
+        "manager",
+        "managers",
+        "director",
+        "head",
+        "chief",
+        "security",
+        "engineering",
+        "people",
+        "operations",
+        "sales",
+        "support",
+        "success",
+        "customer",
+        "board",
+        "committee",
+        "council",
+        "university",
+        "school",
+        "government",
+        "ministry",
+        "agency",
+        "bank",
+        "church",
+        "party",
+    ]
+)
+
+
+def people(text: str) -> set[str]:
+    """Names that can be a person's: capitalised words without organisation or role words."""
+    return {
+        name
+        for name in names(text) | new_names(text, "")
+        if not {word.lower() for word in name.split()} & _NOT_PEOPLE and not codes(name)
+    }
+
+
 def new_names(text: str, known: str) -> set[str]:
     """Names in `text` (its first word too, when capitalised and not a common word) absent from `known`."""
     found = names(text)

@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from rag.embeddings import Embedder
-from rag.facts import acronyms, mentions, names, values
+from rag.facts import acronyms, mentions, names, new_names, people, values
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
 from rag.types import Passage
@@ -106,7 +106,7 @@ class EvidenceReranker:
             ]
             context = evidence.context_lexemes.get(passage.chunk_id, frozenset())
             scored = sorted(
-                (self._score(passage, s, vectors, weights, context, wanted, asked_names) for s in stored),
+                (self._score(passage, s, vectors, weights, context, wanted, asked_names, query) for s in stored),
                 key=lambda s: (-s.score, s.position),
             )
             best = scored[0].score
@@ -143,6 +143,7 @@ class EvidenceReranker:
         context: frozenset[str],
         wanted: str,
         asked_names: set[str],
+        query: Query,
     ) -> ScoredSentence:
         vector = vectors.get((sentence.chunk_id, sentence.position))
         meaning = float(np.dot(vectors[(-1, -1)], vector)) if vector is not None else 0.0
@@ -153,6 +154,8 @@ class EvidenceReranker:
             where = f"{sentence.text} {passage.title} {passage.heading}"
             named = sum(mentions(where, name) for name in asked_names) / len(asked_names)
             score -= NAME_PENALTY * (1.0 - named)
+            if sibling_names(sentence.text, asked_names, query.text):
+                score -= NAME_PENALTY  # "Beacon Pro" answering a question about "Beacon"
         return ScoredSentence(passage, sentence.position, sentence.text, score, meaning, terms, fits, vector)
 
 
@@ -180,5 +183,16 @@ def type_match(wanted: str, text: str) -> float:
     if wanted == "date":
         return 1.0 if any(v.kind == "date" for v in values(text)) or _YEAR.search(text) else 0.0
     if wanted == "person":
-        return 1.0 if names(text) else 0.0
+        return 1.0 if people(text) else 0.0
     return 1.0
+
+
+def sibling_names(text: str, asked: set[str], question: str) -> set[str]:
+    """Names in the sentence that extend a name the question used without being asked for:
+    "Beacon Pro" when the question said "Beacon" (a sibling product, plan or variant)."""
+    asked_words = {word.lower() for name in asked for word in name.split()}
+    return {
+        name
+        for name in new_names(text, question)
+        if len(name.split()) > 1 and asked_words & {word.lower() for word in name.split()}
+    }
