@@ -41,6 +41,7 @@ from rag.config import load_settings
 from rag.embeddings import SentenceTransformerEmbedder
 from rag.ingest.sentences import split_sentences
 from rag.runtime import Candor, open_candor
+from rag.store.postgres import as_vector
 from rag.types import AccessScope
 
 BATCH = 2000
@@ -78,7 +79,7 @@ async def add_sentences(candor: Candor, kb_name: str) -> None:
                 "COPY sentences (chunk_id, position, text, text_hash, embedding) FROM STDIN"
             ) as copy:
                 for chunk_id, text, embedding in rows:
-                    base = np.asarray(embedding, dtype=np.float32)
+                    base = as_vector(embedding)
                     for position, sentence in enumerate(split_sentences(text)):
                         vec = base + 0.5 * rng.standard_normal(base.shape).astype(np.float32) / np.sqrt(base.size)
                         vec /= np.linalg.norm(vec)

