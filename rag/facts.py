@@ -346,16 +346,22 @@ def fold(text: str) -> str:
 def mentions(haystack: str, term: str) -> bool:
     """Whether `haystack` names `term`: as written (accents, case and a plural ending aside) or
     as its acronym."""
-    folded = fold(haystack)
+    pattern = _mention_pattern(term)
+    if pattern is None:
+        return False
+    if pattern.search(fold(haystack)):
+        return True
+    return term.isupper() and fold(term) in _acronyms(haystack)
+
+
+@lru_cache(maxsize=4096)
+def _mention_pattern(term: str) -> re.Pattern[str] | None:
     words = [_singular_word(w) for w in re.findall(r"[\w-]+", fold(term))]
     if not words:
-        return False
-    pattern = r"[\s-]+".join(
-        re.escape(w) + r"(?:s|es)?" if not w.endswith("y") else re.escape(w[:-1]) + r"(?:y|ies)" for w in words
-    )
-    if re.search(rf"(?<![\w-]){pattern}(?![\w-])", folded):
-        return True
-    return term.isupper() and fold(term) in acronyms(haystack)
+        return None
+    forms = [re.escape(w[:-1]) + r"(?:y|ies)" if w.endswith("y") else re.escape(w) + r"(?:s|es)?" for w in words]
+    joined = r"[\s-]+".join(forms)
+    return re.compile(rf"(?<![\w-]){joined}(?![\w-])")
 
 
 def _singular_word(word: str) -> str:

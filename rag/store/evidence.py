@@ -35,14 +35,14 @@ WITH stats AS (
     SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
     FROM pg_stats s
     WHERE s.schemaname = current_schema() AND s.tablename = 'chunks' AND s.attname = 'tsv'
+),
+asked AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme),
+common AS (
+    SELECT e.lexeme, e.freq FROM stats, unnest(stats.elems, stats.freqs) AS e(lexeme, freq)
+    WHERE e.lexeme IN (SELECT lexeme FROM asked)
 )
-SELECT t.lexeme, t.pos,
-       coalesce(
-           (SELECT e.freq FROM stats, unnest(stats.elems, stats.freqs) AS e(lexeme, freq) WHERE e.lexeme = t.lexeme),
-           (SELECT freqs[array_length(elems, 1) + 1] FROM stats),
-           0
-       ) AS freq
-FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) WITH ORDINALITY AS t(lexeme, pos)
+SELECT a.lexeme, coalesce(c.freq, (SELECT freqs[array_length(elems, 1) + 1] FROM stats), 0)
+FROM asked a LEFT JOIN common c ON c.lexeme = a.lexeme
 """
 
 
@@ -83,7 +83,7 @@ async def sentence_evidence(store: PostgresStore, chunk_ids: Sequence[int]) -> S
 async def term_frequencies(store: PostgresStore, text: str) -> dict[str, float]:
     """The English lexemes of `text`, each with its share of all chunks (stop words are gone)."""
     rows = await store.fetch_all(TERMS_SQL, {"text": text})
-    return {r[0]: float(r[2]) for r in rows}
+    return {r[0]: float(r[1]) for r in rows}
 
 
 def unit_rows(vectors: Sequence[Vector]) -> np.ndarray:
