@@ -64,13 +64,14 @@ async def add_sentences(candor: Candor, kb_name: str) -> None:
     start = time.perf_counter()
     last = 0
     total = 0
-    while True:
-        async with candor.store.engine.begin() as conn:
-            raw = (await conn.get_raw_connection()).driver_connection
+    async with candor.store.engine.begin() as conn:  # one transaction: a killed build leaves nothing half done
+        raw = (await conn.get_raw_connection()).driver_connection
+        while True:
             rows = await (
                 await raw.execute(
                     "SELECT id, text, embedding FROM chunks WHERE kb_id = %s AND id > %s ORDER BY id LIMIT %s",
                     (kb_id, last, BATCH),
+                    binary=True,
                 )
             ).fetchall()
             if not rows:
