@@ -26,8 +26,9 @@ cosine reaches r and its sentence score reaches a.
 - answer_threshold: with r fixed, the a (0.01 steps) maximising the mean over the two calibration
   sets of (answerable answered % - unanswerable answered %), subject to at most 10% wrong
   abstention (every cause counted) on the dev set's answerable questions, the product target; the
-  lowest a whose mean gap is within one point of the best (a tie, at this sample size). When no a meets the 10%, the a maximising the mean among those answering
-  as many dev answerable questions as any.
+  lowest a whose mean gap is within one point of the best (a tie, at this sample size). When no a
+  meets the 10%, the a maximising the mean among those answering as many dev answerable
+  questions as any.
 
     python benchmarks/calibrate.py              # runs the questions, writes rag/calibration.json
     python benchmarks/calibrate.py --dry-run    # prints the JSON without writing it

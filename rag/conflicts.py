@@ -13,45 +13,18 @@ is preferred and the answer says so.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from rag.facts import Value, codes, content_words, names, values
+from rag.facts import Value, codes, content_words, names, qualifiers, values
 from rag.rerank import ScoredSentence
 
 MIN_OVERLAP = 0.4
 MIN_COSINE = 0.7
 TERMS_RATIO = 0.8
 """The other sentence must cover the question's key terms nearly as well: else it is another fact."""
-
-_QUALIFIERS = {
-    "monthly": "monthly",
-    "month-to-month": "monthly",
-    "annual": "annual",
-    "annually": "annual",
-    "yearly": "annual",
-    "weekly": "weekly",
-    "daily": "daily",
-    "hourly": "hourly",
-    "international": "international",
-    "domestic": "domestic",
-    "primary": "primary",
-    "secondary": "secondary",
-    "minimum": "minimum",
-    "maximum": "maximum",
-    "part-time": "part-time",
-    "contractor": "contractor",
-    "contractors": "contractor",
-    "intern": "intern",
-    "interns": "intern",
-    "first": "first",
-    "additional": "additional",
-    "extra": "additional",
-}
-_QUALIFIER_WORD = re.compile(r"[a-z-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,18 +84,6 @@ def same_subject(a: ScoredSentence, b: ScoredSentence) -> bool:
     if a.vector is not None and b.vector is not None:
         return float(np.dot(a.vector, b.vector)) >= MIN_COSINE
     return True
-
-
-def qualifiers(text: str) -> frozenset[str]:
-    return frozenset(_QUALIFIERS[w] for w in _QUALIFIER_WORD.findall(text.lower()) if w in _QUALIFIERS)
-
-
-_BOUNDS = frozenset({"minimum", "maximum", "first", "additional"})
-
-
-def variant_qualifiers(text: str) -> frozenset[str]:
-    """Qualifiers that pick a variant of a fact (monthly/annual, primary/secondary), not a bound."""
-    return qualifiers(text) - _BOUNDS
 
 
 def _words_without_values(text: str) -> set[str]:

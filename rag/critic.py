@@ -6,7 +6,9 @@ offline default) checks, in order:
 
 1. exact facts: every value (amount, duration, count, date, time, percentage), product code and
    capitalised name in the sentence appears in the evidence, values compared after normalising
-   thousands separators and units, never approximately;
+   thousands separators and units, never approximately; each value is stated for the same subject
+   and variant, the claim is negated exactly when its closest evidence sentence is, and it does
+   not widen the scope to "all" or "every" (`rag/claims.py`);
 2. content coverage: the share of the sentence's content words found in the evidence;
 3. meaning: the cosine of the sentence and the closest evidence sentence.
 
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from rag.answers import Verdict
+from rag.claims import misattributed, negated, wider_scope
 from rag.embeddings import Embedder
 from rag.facts import codes, content_words, looks_like_instruction, names, values
 from rag.ingest.sentences import split_sentences
@@ -56,19 +59,29 @@ class EvidenceVerifier:
         missing = missing_facts(sentence, text)
         words = content_words(sentence)
         covered = len(words & content_words(text)) / len(words) if words else 0.0
-        similarity = await self._similarity(sentence, evidence)
+        pieces = [piece for passage in evidence for piece in (split_sentences(passage) or [passage])]
+        similarity, closest = await self._closest(sentence, pieces)
         score = 0.5 * covered + 0.5 * min(1.0, max(0.0, similarity))
         reasons = [f"{kind} {token!r} is not in the cited evidence" for kind, token in missing]
+        reasons.extend(
+            f"{surface!r} is stated for another subject in the evidence" for surface in misattributed(sentence, pieces)
+        )
+        if negated(sentence) != negated(closest):
+            reasons.append("negation differs from the closest evidence sentence")
+        if wider_scope(sentence, closest):
+            reasons.append("claims all/every where the evidence does not")
         if score < self.min_support:
             detail = f"coverage {covered:.2f}, similarity {similarity:.2f}"
             reasons.append(f"support {score:.2f} below {self.min_support:.2f} ({detail})")
         return Verdict(not reasons, score, tuple(reasons))
 
-    async def _similarity(self, sentence: str, evidence: Sequence[str]) -> float:
-        """Cosine to the closest evidence sentence (split as at ingest, so stored vectors are reused)."""
-        pieces = [piece for passage in evidence for piece in (split_sentences(passage) or [passage])]
+    async def _closest(self, sentence: str, pieces: Sequence[str]) -> tuple[float, str]:
+        """The closest evidence sentence and its cosine (evidence split as at ingest, so the
+        stored sentence vectors are reused)."""
         vectors = await self.embedder.embed([sentence, *pieces])
-        return float((vectors[1:] @ vectors[0]).max())
+        cosines = vectors[1:] @ vectors[0]
+        best = int(cosines.argmax())
+        return float(cosines[best]), pieces[best]
 
 
 def missing_facts(sentence: str, evidence: str) -> list[tuple[str, str]]:

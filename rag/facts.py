@@ -247,7 +247,7 @@ def people(text: str) -> set[str]:
 def new_names(text: str, known: str) -> set[str]:
     """Names in `text` (its first word too, when capitalised and not a common word) absent from `known`."""
     found = names(text)
-    first = re.match(r"\s*([A-Z][a-zA-Z0-9]+)", text)
+    first = re.match(r"\s*([A-Z][a-zA-Z0-9]+)(?=[\s,.;:!?]|$)", text)
     if first and first.group(1).lower() not in STOP_WORDS:
         found.add(first.group(1))
     lowered = fold(known)
@@ -361,7 +361,7 @@ def _mention_pattern(term: str) -> re.Pattern[str] | None:
         return None
     forms = [re.escape(w[:-1]) + r"(?:y|ies)" if w.endswith("y") else re.escape(w) + r"(?:s|es)?" for w in words]
     joined = r"[\s-]+".join(forms)
-    return re.compile(rf"(?<![\w-]){joined}(?![\w-])")
+    return re.compile(rf"(?<![\w-]){joined}(?!\w)")
 
 
 def _singular_word(word: str) -> str:
@@ -453,3 +453,42 @@ def premise_terms(question: str) -> list[tuple[str, ...]]:
         elif re.search(rf"\b{re.escape(name)}\s+(?:{_KIND_NOUNS})\b", question, re.IGNORECASE):
             terms.append((name,))
     return terms
+
+
+_QUALIFIERS = {
+    "monthly": "monthly",
+    "month-to-month": "monthly",
+    "annual": "annual",
+    "annually": "annual",
+    "yearly": "annual",
+    "weekly": "weekly",
+    "daily": "daily",
+    "hourly": "hourly",
+    "international": "international",
+    "domestic": "domestic",
+    "primary": "primary",
+    "secondary": "secondary",
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "part-time": "part-time",
+    "contractor": "contractor",
+    "contractors": "contractor",
+    "intern": "intern",
+    "interns": "intern",
+    "first": "first",
+    "additional": "additional",
+    "extra": "additional",
+}
+_QUALIFIER_WORD = re.compile(r"[a-z-]+")
+
+
+def qualifiers(text: str) -> frozenset[str]:
+    return frozenset(_QUALIFIERS[w] for w in _QUALIFIER_WORD.findall(text.lower()) if w in _QUALIFIERS)
+
+
+_BOUNDS = frozenset({"minimum", "maximum", "first", "additional"})
+
+
+def variant_qualifiers(text: str) -> frozenset[str]:
+    """Qualifiers that pick a variant of a fact (monthly/annual, primary/secondary), not a bound."""
+    return qualifiers(text) - _BOUNDS

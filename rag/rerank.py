@@ -23,8 +23,9 @@ from typing import Protocol
 
 import numpy as np
 
+from rag.claims import sibling_names
 from rag.embeddings import Embedder
-from rag.facts import acronyms, mentions, names, new_names, people, values
+from rag.facts import acronyms, mentions, names, people, values
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
 from rag.types import Passage
@@ -185,14 +186,3 @@ def type_match(wanted: str, text: str) -> float:
     if wanted == "person":
         return 1.0 if people(text) else 0.0
     return 1.0
-
-
-def sibling_names(text: str, asked: set[str], question: str) -> set[str]:
-    """Names in the sentence that extend a name the question used without being asked for:
-    "Beacon Pro" when the question said "Beacon" (a sibling product, plan or variant)."""
-    asked_words = {word.lower() for name in asked for word in name.split()}
-    return {
-        name
-        for name in new_names(text, question)
-        if len(name.split()) > 1 and asked_words & {word.lower() for word in name.split()}
-    }

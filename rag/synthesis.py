@@ -13,8 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rag.conflicts import variant_qualifiers
-from rag.facts import clean_sentence, content_words, looks_like_instruction, new_names, readable, values
+from rag.facts import (
+    clean_sentence,
+    content_words,
+    looks_like_instruction,
+    new_names,
+    readable,
+    values,
+    variant_qualifiers,
+)
 from rag.rerank import Ranked, ScoredSentence
 from rag.types import Passage
 

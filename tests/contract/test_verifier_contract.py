@@ -174,13 +174,7 @@ def minilm() -> SentenceTransformerEmbedder:
 
 
 class TestEvidenceVerifier(VerifierContract):
-    known_failures: ClassVar[Mapping[str, pytest.MarkDecorator]] = {
-        "test_a_value_moved_to_another_subject_fails": pytest.mark.xfail(
-            strict=True,
-            reason="EvidenceVerifier checks that each value occurs somewhere in the evidence, not what it is "
-            "stated for: 16 weeks (primary carers) passes for secondary carers",
-        ),
-    }
+    known_failures: ClassVar[Mapping[str, pytest.MarkDecorator]] = {}
 
     @pytest.fixture
     def verifier(self, minilm: SentenceTransformerEmbedder) -> Verifier:

@@ -7,7 +7,8 @@ from datetime import date
 import numpy as np
 import pytest
 
-from rag.conflicts import find_conflicts, prefer, qualifiers, variant_qualifiers
+from rag.conflicts import find_conflicts, prefer
+from rag.facts import qualifiers, variant_qualifiers
 from rag.rerank import ScoredSentence, coverage, term_weights
 from rag.types import Passage
 

@@ -1,0 +1,66 @@
+"""Sentence-level claim checks: a value moved to another subject, a flipped negation, a widened scope."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.claims import misattributed, negated, same_subject, sibling_names, wider_scope
+
+LEAVE = [
+    "The primary carer receives 16 weeks of fully paid parental leave.",
+    "The secondary carer receives 4 weeks of fully paid parental leave.",
+]
+BEACON = [
+    "Beacon keeps check results and response-time metrics for 30 days.",
+    "Beacon Pro keeps check results and response-time metrics for 365 days.",
+]
+
+
+@pytest.mark.parametrize(
+    ("claim", "wrong"),
+    [
+        ("The secondary carer receives 16 weeks of fully paid parental leave.", ["16 weeks"]),
+        ("The primary carer receives 16 weeks of paid parental leave.", []),
+        ("Primary carers get 16 weeks of parental leave.", []),
+        ("The secondary carer gets 4 weeks.", []),
+    ],
+)
+def test_a_value_must_be_stated_for_the_same_variant(claim: str, wrong: list[str]) -> None:
+    assert misattributed(claim, LEAVE) == wrong
+
+
+def test_a_value_must_not_belong_to_a_sibling_product() -> None:
+    assert misattributed("Beacon keeps check results for 365 days.", BEACON) == ["365 days"]
+    assert misattributed("Beacon Pro keeps check results for 30 days.", BEACON) == ["30 days"]
+    assert misattributed("Beacon Pro keeps check results for 365 days.", BEACON) == []
+    assert sibling_names(BEACON[1], {"Beacon"}, "How long does Beacon keep results?") == {"Beacon Pro"}
+
+
+def test_plans_are_subjects_too() -> None:
+    prices = ["The Business plan costs $29 per user per month on monthly billing."]
+    assert misattributed("The Team plan costs $29 per user per month on monthly billing.", prices) == ["$29"]
+    assert same_subject("The Business plan costs $29 a month.", prices[0])
+    # a value nobody states is not a misattribution (the exact-facts check reports it as missing)
+    assert misattributed("The Business plan costs $31 per user per month.", prices) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Business class flights are not reimbursed.", True),
+        ("Alcohol isn't reimbursed.", True),
+        ("No credit card is required.", True),
+        ("Business class flights are reimbursed.", False),
+        ("Notice periods are one month.", False),
+    ],
+)
+def test_negation(text: str, expected: bool) -> None:
+    assert negated(text) is expected
+
+
+def test_scope() -> None:
+    evidence = "The Business plan includes audit logs and invoice billing."
+    assert wider_scope("All plans include audit logs.", evidence)
+    assert wider_scope("Every plan includes audit logs.", evidence)
+    assert not wider_scope("The Business plan includes audit logs.", evidence)
+    assert not wider_scope("Every plan starts with a 14-day free trial.", "Every plan starts with a 14-day free trial.")
