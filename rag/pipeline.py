@@ -220,9 +220,11 @@ def unknown_names(part: str, passages: Sequence[Passage]) -> tuple[str, ...]:
     scores cannot catch it; an exact mention can.
     """
     texts = [f"{p.title}.\n{p.heading}.\n{p.text}" for p in passages]
-    return tuple(
+    unknown = [
         forms[0] for forms in premise_terms(part) if not any(mentions(text, form) for text in texts for form in forms)
-    )
+    ]
+    # "L3" inside "L3 Senior Software Engineer" is one unknown thing, not two
+    return tuple(term for term in unknown if not any(term != other and term in other for other in unknown))
 
 
 def _premise_gate(parts: Sequence[str], unknown: Mapping[int, tuple[str, ...]], number: int) -> GateOutcome:

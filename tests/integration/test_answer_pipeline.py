@@ -309,3 +309,13 @@ async def test_rag_answer_opens_a_runtime_from_the_environment(
     assert answer.route == "answered" and "3 years" in answer.text
     assert again.route == "answered" and "24 hours" in again.text
     assert await candor.tracker.trace(answer.trace_id) is not None
+
+
+async def test_a_restricted_name_asked_publicly_is_challenged_once_and_reveals_nothing(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    answer = await candor.answer(ask(handbook, "What is the salary band for an L3 Senior Software Engineer?"))
+    assert answer.route == "abstained"
+    challenges = [line for line in answer.text.splitlines() if line.startswith("The documents do not mention")]
+    assert challenges == ['The documents do not mention "L3 Senior Software Engineer"; check the name.']
+    assert "£" not in answer.text and "Salary Bands" not in answer.text
