@@ -9,7 +9,11 @@ carer) and lets a "not" appear or vanish. These checks look at the sentences the
   variant qualifiers the claim names (primary/secondary, monthly/annual, ...), and is not about a sibling
   whose name extends the claim's ("Beacon Pro" when the claim says "Beacon");
 - polarity: the claim and its closest evidence sentence are both negated or both not;
-- scope: a claim that says "all", "every", "any" or "always" needs evidence that says so too.
+- scope: a claim that says "all", "every", "any" or "always" of something needs evidence that
+  says so of the same thing;
+- names: the claim does not put other names where its closest evidence sentence has its own
+  ("Tomasz Nowak is the CEO" against "Priya Raman is the CEO"), and values keep their rate
+  ("$60 per day" is not "$60 per week").
 """
 
 from __future__ import annotations
@@ -19,8 +23,15 @@ from collections.abc import Sequence
 
 from rag.facts import Value, codes, mentions, new_names, values, variant_qualifiers
 
-_NEGATION = re.compile(r"\b(?:not|no|never|none|nobody|nothing|cannot|without)\b|n't\b", re.IGNORECASE)
-_UNIVERSAL = re.compile(r"\b(?:all|every|any|each|always|everyone|everybody|everything|whole)\b", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"\b(?:not|no(?! (?:fewer|less|more|later|earlier|sooner|longer) than)|never|none|nobody|nothing|cannot|without)\b"
+    r"|n't\b",
+    re.IGNORECASE,
+)
+_UNIVERSAL = re.compile(
+    r"\b(?:all|every|any|each|always|everyone|everybody|everything|whole)\b(?:\s+(\w+))?", re.IGNORECASE
+)
+_RATE = re.compile(r"\s*(?:a|an|per|each|every)\s+(\w+)", re.IGNORECASE)
 
 
 def sibling_names(text: str, asked: set[str], question: str) -> set[str]:
@@ -41,11 +52,36 @@ def _holds(value: Value, sentence: str) -> bool:
     )
 
 
+def _rate(text: str, value: Value) -> str | None:
+    """The unit of time or thing a value is given per: "$60 per day" → "day"."""
+    at = text.find(value.surface)
+    if at < 0:
+        return None
+    m = _RATE.match(text, at + len(value.surface))
+    return m.group(1).lower().rstrip("s") if m else None
+
+
+def _names_of(text: str) -> set[str]:
+    """Names and codes, the first word of the sentence included, without the parts of longer names."""
+    found = new_names(text, "") | codes(text)
+    return {n for n in found if not any(n != other and n in other.split() for other in found)}
+
+
+def swapped_names(claim: str, evidence_sentence: str) -> set[str]:
+    """Names the claim puts where its closest evidence sentence has others ("Tomasz Nowak is the
+    CEO" against "Priya Raman is the CEO"), or a sibling the evidence sentence is really about."""
+    claimed = _names_of(claim)
+    only_claim = {n for n in claimed if not mentions(evidence_sentence, n)}
+    only_evidence = {n for n in _names_of(evidence_sentence) if not mentions(claim, n)}
+    if only_claim and only_evidence:
+        return only_claim
+    return sibling_names(evidence_sentence, claimed, claim)
+
+
 def same_subject(claim: str, evidence_sentence: str) -> bool:
     """The evidence sentence is about what the claim is about: one of its names (its first word
     counts: "Beacon keeps ..."), no sibling of them, and every variant the claim names."""
-    found = new_names(claim, "") | codes(claim)
-    claimed = {n for n in found if not any(n != other and n in other.split() for other in found)}
+    claimed = _names_of(claim)
     if claimed and not any(mentions(evidence_sentence, name) for name in claimed):
         return False
     if sibling_names(evidence_sentence, claimed, claim):
@@ -58,7 +94,8 @@ def misattributed(claim: str, evidence_sentences: Sequence[str]) -> list[str]:
     wrong = []
     for value in values(claim):
         holders = [s for s in evidence_sentences if _holds(value, s)]
-        if holders and not any(same_subject(claim, s) for s in holders):
+        rate = _rate(claim, value)
+        if holders and not any(same_subject(claim, s) and _rate(s, value) == rate for s in holders):
             wrong.append(value.surface)
     return wrong
 
@@ -68,4 +105,9 @@ def negated(text: str) -> bool:
 
 
 def wider_scope(claim: str, evidence_sentence: str) -> bool:
-    return bool(_UNIVERSAL.search(claim)) and not _UNIVERSAL.search(evidence_sentence)
+    """The claim says "every plan" (or "all ...") where the evidence sentence does not say it of the same thing."""
+
+    def scopes(text: str) -> set[str]:
+        return {(m.group(1) or "").lower().rstrip("s") for m in _UNIVERSAL.finditer(text)}
+
+    return bool(scopes(claim) - scopes(evidence_sentence))

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from rag.answers import Verdict
-from rag.claims import misattributed, negated, wider_scope
+from rag.claims import misattributed, negated, swapped_names, wider_scope
 from rag.embeddings import Embedder
 from rag.facts import codes, content_words, looks_like_instruction, names, values
 from rag.ingest.sentences import split_sentences
@@ -70,6 +70,9 @@ class EvidenceVerifier:
             reasons.append("negation differs from the closest evidence sentence")
         if wider_scope(sentence, closest):
             reasons.append("claims all/every where the evidence does not")
+        swapped = swapped_names(sentence, closest)
+        if swapped:
+            reasons.append(f"names {', '.join(sorted(swapped))} where the closest evidence names another")
         if score < self.min_support:
             detail = f"coverage {covered:.2f}, similarity {similarity:.2f}"
             reasons.append(f"support {score:.2f} below {self.min_support:.2f} ({detail})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.claims import misattributed, negated, same_subject, sibling_names, wider_scope
+from rag.claims import misattributed, negated, same_subject, sibling_names, swapped_names, wider_scope
 
 LEAVE = [
     "The primary carer receives 16 weeks of fully paid parental leave.",
@@ -64,3 +64,26 @@ def test_scope() -> None:
     assert wider_scope("Every plan includes audit logs.", evidence)
     assert not wider_scope("The Business plan includes audit logs.", evidence)
     assert not wider_scope("Every plan starts with a 14-day free trial.", "Every plan starts with a 14-day free trial.")
+
+
+def test_swapped_names_against_the_closest_sentence() -> None:
+    evidence = "Priya Raman is the Chief Executive Officer of Northwind Labs."
+    assert swapped_names("Tomasz Nowak is the Chief Executive Officer of Northwind Labs.", evidence) == {"Tomasz Nowak"}
+    assert swapped_names("Priya Raman is the Chief Executive Officer.", evidence) == set()
+    assert swapped_names("Beacon checks websites and APIs.", "Beacon Pro checks websites and APIs.") == {"Beacon Pro"}
+    swapped = swapped_names("Severity P2 gets a response in 1 hour.", "Severity P1 gets a response in 1 hour.")
+    assert any("P2" in name for name in swapped)
+
+
+def test_a_rate_is_part_of_the_value() -> None:
+    evidence = ["Trip type: Domestic travel; Daily meal allowance: $60 per day."]
+    assert misattributed("The domestic meal allowance is $60 per week.", evidence) == ["$60"]
+    assert misattributed("The domestic meal allowance is $60 per day.", evidence) == []
+
+
+def test_scope_is_compared_noun_by_noun_and_no_fewer_than_is_not_a_negation() -> None:
+    evidence = "Downgrading is possible at the end of any billing period."
+    assert wider_scope("Every plan can downgrade at the end of a billing period.", evidence)
+    assert not wider_scope("Downgrading is possible at the end of any billing period.", evidence)
+    assert not negated("Flights should be booked no fewer than 14 days before travel.")
+    assert negated("There is no setup fee.")
