@@ -11,16 +11,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rag.answers import DroppedSentence, GateOutcome
+from rag.bridge import Bridge, describes, find_bridge
 from rag.critic import Verifier
 from rag.embeddings import Embedder
 from rag.facts import STOP_WORDS, clean_sentence, mentions, premise_terms, readable
 from rag.rerank import Query, Ranked, Reranker
 from rag.retrieve import HybridRetriever
-from rag.synthesis import PASSAGES_CONSIDERED, Draft, PartEvidence, SynthesisRequest, Synthesizer
+from rag.synthesis import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, SynthesisRequest, Synthesizer
 from rag.types import AccessScope, Passage
 from rag.understand import Understood
 
@@ -158,11 +159,49 @@ class GatedAttempt:
             attempt.draft = await self.synthesizer.synthesise(
                 SynthesisRequest(understood.text, attempt.evidence, context, number)
             )
+        bridges = await self._bridges(attempt, scope, k, clock)
+        if bridges:
+            attempt.evidence = tuple(
+                bridges[i].evidence if i in bridges else part for i, part in enumerate(attempt.evidence)
+            )
+            context = context_of(attempt.evidence)
+            with clock.stage("synthesise"):
+                draft = await self.synthesizer.synthesise(
+                    SynthesisRequest(understood.text, attempt.evidence, context, number)
+                )
+            attempt.draft = with_bridges(draft, bridges, context)
+            attempt.gates.append(_bridge_gate(understood.parts, bridges, attempt.draft, number))
         with clock.stage("critic"):
             attempt.checked = await self._check(attempt.draft, context)
         attempt.gates.append(self._faithfulness_gate(attempt, number))
         attempt.gates.append(_completeness_gate(attempt, number))
         return attempt
+
+    async def _bridges(self, attempt: Attempt, scope: AccessScope, k: int, clock: Clock) -> dict[int, Bridged]:
+        """Second hops where the evidence names a bridge: for the parts the first hop left
+        unanswered, and for parts that describe a thing instead of naming it ("the plan that
+        includes single sign-on"), whose first-hop answer is about whichever plan ranked first."""
+        assert attempt.draft is not None
+        found: dict[int, Bridge] = {}
+        described = {i for i, part in enumerate(attempt.evidence) if describes(part.text)}
+        for index in sorted(set(attempt.draft.unanswered_parts) | described):
+            part = attempt.evidence[index]
+            if index in attempt.unknown_names or not part.ranked:
+                continue
+            bridge = find_bridge(part.text, part.ranked)
+            if bridge is not None:
+                found[index] = bridge
+        out: dict[int, Bridged] = {}
+        for index, bridge in found.items():
+            with clock.stage("retrieve"):
+                probe = await self._probe(bridge.question)
+                passages = await self.retriever.run(bridge.question, scope, k=k, vector=probe.vector)
+            with clock.stage("rerank"):
+                ranked = await self.reranker.rerank(probe, passages)
+            usable = _best_meaning(passages, ranked) >= self.config.retrieval_threshold
+            hop = (*ranked, Ranked(bridge.sentence.passage, bridge.sentence.score, (bridge.sentence,)))
+            out[index] = Bridged(bridge, PartEvidence(bridge.question, hop, usable))
+        return out
 
     async def _probe(self, text: str) -> Query:
         vector, frequencies = await asyncio.gather(self.embedder.embed([text]), self.term_frequencies(text))
@@ -211,6 +250,37 @@ class GatedAttempt:
                 "verifier": self.verifier.name,
             },
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Bridged:
+    bridge: Bridge
+    evidence: PartEvidence
+
+
+def with_bridges(draft: Draft, bridges: Mapping[int, Bridged], context: Sequence[Passage]) -> Draft:
+    """The draft with each bridged part's linking sentence cited ahead of its answer."""
+    numbers = {p.chunk_id: n for n, p in enumerate(context, 1)}
+    sentences: list[DraftSentence] = []
+    for s in draft.sentences:
+        bridged = bridges.get(s.part)
+        if bridged is not None and not any(x.part == s.part and x.origin is bridged.bridge.sentence for x in sentences):
+            link = bridged.bridge.sentence
+            sentences.append(DraftSentence(clean_sentence(link.text), (numbers[link.passage.chunk_id],), s.part, link))
+        sentences.append(s)
+    return replace(draft, sentences=tuple(sentences))
+
+
+def _bridge_gate(parts: Sequence[str], bridges: Mapping[int, Bridged], draft: Draft, number: int) -> GateOutcome:
+    answered = {s.part for s in draft.sentences}
+    details = {
+        "parts": [
+            {"part": parts[i], "bridge": b.bridge.name, "asked": b.bridge.question, "answered": i in answered}
+            for i, b in bridges.items()
+        ]
+    }
+    share = sum(i in answered for i in bridges) / len(bridges)
+    return GateOutcome("bridge", share > 0, share, number, details)
 
 
 def unknown_names(part: str, passages: Sequence[Passage]) -> tuple[str, ...]:

@@ -319,3 +319,33 @@ async def test_a_restricted_name_asked_publicly_is_challenged_once_and_reveals_n
     challenges = [line for line in answer.text.splitlines() if line.startswith("The documents do not mention")]
     assert challenges == ['The documents do not mention "L3 Senior Software Engineer"; check the name.']
     assert "£" not in answer.text and "Salary Bands" not in answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "bridge", "value"),
+    [
+        (
+            "How much per user per month does the plan that includes single sign-on cost on monthly billing?",
+            "Business plan",
+            "$29",
+        ),
+        ("How long is monitoring data kept for customers on the Team plan?", "Beacon", "30 days"),
+        (
+            "Which on-premises collector do Business plan customers use, and how many hosts can it monitor?",
+            "Beacon Pro",
+            "2,000",
+        ),
+    ],
+)
+async def test_multi_hop_questions_are_answered_through_a_cited_bridge(
+    candor: Candor, handbook: KnowledgeBase, question: str, bridge: str, value: str
+) -> None:
+    answer = await candor.answer(ask(handbook, question))
+    assert answer.route == "answered", answer.text
+    assert value in answer.text
+    first = answer.sentences[0]
+    assert bridge in first.text  # the linking fact comes first, with its own citation
+    assert len({n for s in answer.sentences for n in s.citations}) >= 2
+    hop = gate(answer, "bridge")
+    details = hop["details"]
+    assert isinstance(details, dict) and details["parts"][0]["bridge"].startswith(bridge.split()[0])
