@@ -19,6 +19,7 @@ it was.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -56,6 +57,8 @@ class EvidenceVerifier:
             return Verdict(False, 0.0, ("no evidence cited",))
         if looks_like_instruction(sentence):
             return Verdict(False, 0.0, ("reads as an instruction to the bot, not a statement of fact",))
+        if quoted(sentence, evidence):
+            return Verdict(True, 1.0, ("quoted verbatim from the cited evidence",))
         missing = missing_facts(sentence, text)
         words = content_words(sentence)
         covered = len(words & content_words(text)) / len(words) if words else 0.0
@@ -85,6 +88,16 @@ class EvidenceVerifier:
         cosines = vectors[1:] @ vectors[0]
         best = int(cosines.argmax())
         return float(cosines[best]), pieces[best]
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[*_`~]", "", text).split()).lower()
+
+
+def quoted(sentence: str, evidence: Sequence[str]) -> bool:
+    """The sentence appears word for word in one cited passage (Markdown and spacing aside)."""
+    needle = _plain(sentence).rstrip(".!?;: ")
+    return len(needle) >= 20 and any(needle in _plain(passage) for passage in evidence)
 
 
 def missing_facts(sentence: str, evidence: str) -> list[tuple[str, str]]:

@@ -87,3 +87,12 @@ def test_scope_is_compared_noun_by_noun_and_no_fewer_than_is_not_a_negation() ->
     assert not wider_scope("Downgrading is possible at the end of any billing period.", evidence)
     assert not negated("Flights should be booked no fewer than 14 days before travel.")
     assert negated("There is no setup fee.")
+
+
+def test_a_verbatim_quote_is_recognised_despite_markdown_and_spacing() -> None:
+    from rag.critic import quoted
+
+    evidence = ["- The **primary** carer receives 16 weeks\nof fully paid parental leave. The secondary carer ..."]
+    assert quoted("The primary carer receives 16 weeks of fully paid parental leave.", evidence)
+    assert not quoted("The secondary carer receives 16 weeks of fully paid parental leave.", evidence)
+    assert not quoted("Leave.", evidence)  # too short to count as a quote
