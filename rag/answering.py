@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from rag.access import AccessPolicy
 from rag.answers import Answer, Question
 from rag.compose import compose
+from rag.conflicts import ContradictionDetector, ValueConflicts
 from rag.errors import CandorError
 from rag.pipeline import Attempt, AttemptRunner, PipelineConfig, dropped
 from rag.understand import understand
@@ -42,6 +43,7 @@ class Answerer:
         tracker: TraceRecorder | None = None,
         models: Mapping[str, str] | None = None,
         settings: Mapping[str, Any] | None = None,
+        conflicts: ContradictionDetector | None = None,
     ) -> None:
         self.attempt = attempt
         self.policy = policy
@@ -49,6 +51,7 @@ class Answerer:
         self.tracker = tracker
         self.models = dict(models or {})
         self.settings = dict(settings or {})
+        self.conflicts = conflicts or ValueConflicts()
 
     async def answer(self, question: Question) -> Answer:
         started = time.perf_counter()
@@ -59,7 +62,7 @@ class Answerer:
         if self.config.retry and _should_retry(attempts[0]):
             attempts.append(await self.attempt(understood, scope, 2))
         final = attempts[-1] if attempts[-1].rank() >= attempts[0].rank() else attempts[0]
-        composed = compose(final, refusal=self.config.refusal)
+        composed = compose(final, refusal=self.config.refusal, detector=self.conflicts)
         gates = [g for a in attempts for g in a.gates]
         if composed.gate is not None:
             gates.append(composed.gate)

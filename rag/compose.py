@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.answers import AnswerSentence, Conflict, GateOutcome, Route, Source
-from rag.conflicts import FoundConflict, find_conflicts
+from rag.conflicts import ContradictionDetector, FoundConflict, ValueConflicts
 from rag.facts import clean_sentence
 from rag.pipeline import Attempt, Checked
 from rag.rerank import ScoredSentence
@@ -40,12 +40,12 @@ class Composed:
     gate: GateOutcome | None
 
 
-def compose(attempt: Attempt, *, refusal: str) -> Composed:
+def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector | None = None) -> Composed:
     challenges = tuple(_challenge(names) for names in attempt.unknown_names.values())
     if not attempt.supported:
         text = "\n".join((refusal, *dict.fromkeys(challenges)))
         return Composed("abstained", text, (), (), (), attempt.parts, (), None)
-    finals = [_resolve(attempt, c) for c in attempt.supported]
+    finals = [_resolve(attempt, c, detector or ValueConflicts()) for c in attempt.supported]
     sources, number = _number_sources(finals)
     sentences = tuple(AnswerSentence(f.text, tuple(number[p.chunk_id] for p in f.passages)) for f in finals)
     conflicts = tuple(_conflict(f.conflict, number) for f in finals if f.conflict is not None)
@@ -71,11 +71,11 @@ def compose(attempt: Attempt, *, refusal: str) -> Composed:
     return Composed(route, text, sentences, sources, conflicts, unanswered, caveats, gate)
 
 
-def _resolve(attempt: Attempt, checked: Checked) -> Final:
+def _resolve(attempt: Attempt, checked: Checked, detector: ContradictionDetector) -> Final:
     """A supported sentence, swapped for the other source's when a conflict prefers that one."""
     origin = _origin(attempt, checked)
     shortlist = [s for r in attempt.evidence[checked.part].ranked[:SHORTLIST_FOR_CONFLICTS] for s in r.sentences]
-    found = find_conflicts(origin, shortlist)
+    found = detector.find(origin, shortlist)
     if not found:
         return Final(checked, checked.passages, checked.text, None)
     conflict = found[0]

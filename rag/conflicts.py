@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -36,6 +37,21 @@ class FoundConflict:
     preferred: str | None
     """"chosen", "other" or None."""
     reason: str
+
+
+class ContradictionDetector(Protocol):
+    name: str
+
+    def find(self, chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) -> list[FoundConflict]: ...
+
+
+class ValueConflicts:
+    """The offline default: different values of one kind for the same fact (module docstring)."""
+
+    name = "value-conflicts-v1"
+
+    def find(self, chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) -> list[FoundConflict]:
+        return find_conflicts(chosen, shortlist)
 
 
 def find_conflicts(chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) -> list[FoundConflict]:

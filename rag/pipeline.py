@@ -172,7 +172,7 @@ class GatedAttempt:
             attempt.draft = with_bridges(draft, bridges, context)
             attempt.gates.append(_bridge_gate(understood.parts, bridges, attempt.draft, number))
         with clock.stage("critic"):
-            attempt.checked = await self._check(attempt.draft, context)
+            attempt.checked = without_lone_bridges(await self._check(attempt.draft, context), attempt.draft, bridges)
         attempt.gates.append(self._faithfulness_gate(attempt, number))
         attempt.gates.append(_completeness_gate(attempt, number))
         return attempt
@@ -269,6 +269,18 @@ def with_bridges(draft: Draft, bridges: Mapping[int, Bridged], context: Sequence
             sentences.append(DraftSentence(clean_sentence(link.text), (numbers[link.passage.chunk_id],), s.part, link))
         sentences.append(s)
     return replace(draft, sentences=tuple(sentences))
+
+
+def without_lone_bridges(
+    checked: Sequence[Checked], draft: Draft, bridges: Mapping[int, Bridged]
+) -> tuple[Checked, ...]:
+    """A linking sentence is delivered only with the answer it leads to: when the critic dropped
+    that answer, the link alone would read as an answer to a question it does not answer."""
+    links = {
+        i for i, s in enumerate(draft.sentences) if s.part in bridges and s.origin is bridges[s.part].bridge.sentence
+    }
+    answered = {c.part for c in checked if c.supported and c.origin_index not in links}
+    return tuple(c for c in checked if c.origin_index not in links or c.part in answered)
 
 
 def _bridge_gate(parts: Sequence[str], bridges: Mapping[int, Bridged], draft: Draft, number: int) -> GateOutcome:

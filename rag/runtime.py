@@ -12,6 +12,7 @@ from rag.access import AccessPolicy
 from rag.answering import Answerer, TraceRecorder
 from rag.answers import Answer, Feedback, Question
 from rag.config import Settings
+from rag.conflicts import ContradictionDetector, ValueConflicts
 from rag.critic import EvidenceVerifier, Verifier
 from rag.embeddings import Embedder, build_embedder
 from rag.errors import TrackingError
@@ -117,6 +118,7 @@ def build_answerer(
     synthesizer: Synthesizer | None = None,
     verifier: Verifier | None = None,
     tracker: TraceRecorder | None = None,
+    conflicts: ContradictionDetector | None = None,
 ) -> Answerer:
     """The offline default stages unless others are given (tests and model-backed setups)."""
 
@@ -142,13 +144,17 @@ def build_answerer(
     verifier = verifier or EvidenceVerifier(vectors, min_support=settings.min_support)
     attempt = GatedAttempt(config, embedder, retriever, frequencies, reranker, synthesizer, verifier)
     policy = AccessPolicy.from_file(settings.access_policy) if settings.access_policy else AccessPolicy()
+    conflicts = conflicts or ValueConflicts()
     models = {
+        "conflicts": conflicts.name,
         "embedder": embedder.name,
         "reranker": reranker.name,
         "synthesizer": synthesizer.name,
         "verifier": verifier.name,
     }
-    return Answerer(attempt, policy, config, tracker=tracker, models=models, settings=answer_settings(settings))
+    return Answerer(
+        attempt, policy, config, tracker=tracker, models=models, settings=answer_settings(settings), conflicts=conflicts
+    )
 
 
 def answer_settings(settings: Settings) -> dict[str, Any]:
