@@ -41,7 +41,9 @@ class Composed:
 
 
 def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector | None = None) -> Composed:
-    challenges = tuple(_challenge(names) for names in attempt.unknown_names.values())
+    challenges = tuple(
+        _challenge(names, attempt.known_instead.get(i, ())) for i, names in attempt.unknown_names.items()
+    )
     if not attempt.supported:
         text = "\n".join((refusal, *dict.fromkeys(challenges)))
         return Composed("abstained", text, (), (), (), attempt.parts, (), None)
@@ -56,7 +58,11 @@ def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector |
     caveats = (LOW_CONFIDENCE,) if route == "low_confidence" else ()
     notes = [
         f"{NOT_FOUND.format(part=p)}"
-        + (f" ({_challenge(attempt.unknown_names[i])})" if i in attempt.unknown_names else "")
+        + (
+            f" ({_challenge(attempt.unknown_names[i], attempt.known_instead.get(i, ()))})"
+            if i in attempt.unknown_names
+            else ""
+        )
         for i, p in enumerate(attempt.parts)
         if i not in answered
     ]
@@ -148,9 +154,13 @@ def _conflict(found: FoundConflict, number: dict[int, int]) -> Conflict:
     )
 
 
-def _challenge(names: Sequence[str]) -> str:
+def _challenge(names: Sequence[str], instead: Sequence[str] = ()) -> str:
+    """ "There is no X; the documents describe Y and Z" (or only the first half, when nothing of the kind is found)."""
     quoted = ", ".join(f'"{n}"' for n in names)
-    return f"The documents do not mention {quoted}; check the name."
+    if not instead:
+        return f"The documents do not mention {quoted}; check the name."
+    described = ", ".join(instead[:-1]) + f" and {instead[-1]}" if len(instead) > 1 else instead[0]
+    return f"The documents do not mention {quoted}; they describe {described}."
 
 
 def _label(p: Passage) -> str:

@@ -349,3 +349,12 @@ async def test_multi_hop_questions_are_answered_through_a_cited_bridge(
     hop = gate(answer, "bridge")
     details = hop["details"]
     assert isinstance(details, dict) and details["parts"][0]["bridge"].startswith(bridge.split()[0])
+
+
+async def test_a_missing_tier_is_challenged_with_the_tiers_that_exist(candor: Candor, handbook: KnowledgeBase) -> None:
+    answer = await candor.answer(ask(handbook, "How much does the Platinum plan cost per user per month?"))
+    assert answer.route == "abstained"
+    challenge = answer.text.splitlines()[1]
+    assert challenge.startswith('The documents do not mention "Platinum"; they describe ')
+    assert all(plan in challenge for plan in ("Starter plan", "Team plan", "Business plan"))
+    assert "$" not in answer.text
