@@ -81,7 +81,7 @@ def differing_values(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value
     b_keys = {v.key for v in b_values}
     a_keys = {v.key for v in a_values}
     for va in a_values:
-        if va.key in b_keys or va.kind in ("date", "number"):
+        if va.key in b_keys or va.kind == "number":
             continue
         for vb in b_values:
             if vb.kind == va.kind and vb.key not in a_keys:
@@ -90,7 +90,7 @@ def differing_values(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value
 
 
 def same_subject(a: ScoredSentence, b: ScoredSentence) -> bool:
-    if names(a.text) != names(b.text) or codes(a.text) != codes(b.text):
+    if _names_but_months(a.text) != _names_but_months(b.text) or codes(a.text) != codes(b.text):
         return False
     if qualifiers(a.text) != qualifiers(b.text):
         return False
@@ -106,6 +106,29 @@ def _words_without_values(text: str) -> set[str]:
     for v in values(text):
         text = text.replace(v.surface, " ")
     return content_words(text)
+
+
+_MONTH_WORDS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
+)
+
+
+def _names_but_months(text: str) -> set[str]:
+    """Names, without month names: "born on 15 July 1905" and "born on 8 February 1900" name the same things."""
+    return {n for n in names(text) if not set(n.lower().split()) <= _MONTH_WORDS}
 
 
 def prefer(chosen: ScoredSentence, other: ScoredSentence) -> tuple[str | None, str]:
