@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rag.facts import Value, codes, content_words, names, qualifiers, values
+from rag.facts import Value, codes, content_words, mentions, names, qualifiers, values
 from rag.rerank import ScoredSentence
 
 MIN_OVERLAP = 0.4
@@ -64,7 +64,7 @@ def find_conflicts(chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) 
             continue
         if other.terms < TERMS_RATIO * chosen.terms:
             continue
-        pair = differing_values(chosen, other)
+        pair = differing_values(chosen, other) or differing_names(chosen, other)
         if pair is None:
             continue
         seen_documents.add(document)
@@ -87,6 +87,38 @@ def differing_values(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value
             if vb.kind == va.kind and vb.key not in a_keys:
                 return va, vb
     return None
+
+
+MIN_NAMED_COSINE = 0.8
+MIN_NAMED_OVERLAP = 0.5
+
+
+def differing_names(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value] | None:
+    """A named value that differs: "The house is in New Orleans" against "... in Cloutierville".
+
+    Both sentences share a name (the subject), say nearly the same words, mean nearly the same,
+    state no values of their own that differ, and each has exactly one name the other lacks. When
+    values differ too, the differing name is the subject ("Beacon" and "Beacon Pro" keep data 30 and
+    365 days): two products, not a conflict.
+    """
+    if a.vector is None or b.vector is None or float(np.dot(a.vector, b.vector)) < MIN_NAMED_COSINE:
+        return None
+    if {v.key for v in values(a.text)} != {v.key for v in values(b.text)}:
+        return None
+    if qualifiers(a.text) != qualifiers(b.text):
+        return None
+    a_names, b_names = _names_but_months(a.text), _names_but_months(b.text)
+    only_a = {n for n in a_names if not mentions(b.text, n)}
+    only_b = {n for n in b_names if not mentions(a.text, n)}
+    if len(only_a) != 1 or len(only_b) != 1 or not (a_names - only_a):
+        return None
+    (name_a,), (name_b,) = only_a, only_b
+    if mentions(name_a, name_b) or mentions(name_b, name_a):  # "Beacon" inside "Beacon Pro": a sibling
+        return None
+    wa, wb = content_words(a.text.replace(name_a, " ")), content_words(b.text.replace(name_b, " "))
+    if not wa or not wb or len(wa & wb) / len(wa | wb) < MIN_NAMED_OVERLAP:
+        return None
+    return Value("name", name_a, name_a), Value("name", name_b, name_b)
 
 
 def same_subject(a: ScoredSentence, b: ScoredSentence) -> bool:

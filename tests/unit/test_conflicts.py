@@ -187,3 +187,23 @@ def test_variant_qualifiers_leave_out_bounds() -> None:
     assert qualifiers(text) == {"minimum", "monthly", "first", "additional"}
     assert variant_qualifiers(text) == {"monthly"}
     assert qualifiers("Contractors and interns are paid yearly.") == {"contractor", "intern", "annual"}
+
+
+def _named(text: str, document: int, vector: np.ndarray) -> ScoredSentence:
+    passage = Passage(document, document, f"doc{document}.md", f"Doc {document}", "", text, 0.9, 0.9, 0.0)
+    return ScoredSentence(passage, 0, text, 0.9, 0.9, 0.5, 1.0, vector)
+
+
+def test_a_named_value_that_differs_is_a_conflict_but_a_sibling_product_is_not() -> None:
+    same = np.ones(4, dtype=np.float32) / 2
+    a = _named("The Kate Chopin House is located in New Orleans, Louisiana.", 1, same)
+    b = _named("The Kate Chopin House is located in Cloutierville, Louisiana.", 2, same)
+    found = find_conflicts(a, [b])
+    assert [(c.chosen_value.surface, c.other_value.surface) for c in found] == [("New Orleans", "Cloutierville")]
+    assert found[0].preferred is None  # same date, same authority
+
+    beacon = _named("Beacon keeps check results for 30 days.", 3, same)
+    pro = _named("Beacon Pro keeps check results for 365 days.", 4, same)
+    assert find_conflicts(beacon, [pro]) == []
+    unrelated = _named("The Kate Chopin House museum opened to visitors in Natchitoches.", 5, same)
+    assert find_conflicts(a, [unrelated]) == []
