@@ -6,6 +6,7 @@ import ast
 import csv
 import hashlib
 import json
+import shutil
 import statistics
 import time
 from collections.abc import Iterator
@@ -105,3 +106,11 @@ def percentile(values: list[float], q: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def cached_home(folder: Path, rebuild: bool = False) -> Path:
+    """A benchmark's cached Candor home, `folder/home` (emptied first when `rebuild`)."""
+    if rebuild and folder.exists():
+        shutil.rmtree(folder)
+    (folder / "home").mkdir(parents=True, exist_ok=True)
+    return folder / "home"

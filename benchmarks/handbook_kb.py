@@ -15,12 +15,11 @@ recorded as the same per-question `Record` as a SQuAD question (benchmarks/squad
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from benchmarks.common import CACHE, REPO, SquadQuestion, percentile
+from benchmarks.common import CACHE, REPO, SquadQuestion, cached_home, percentile
 from benchmarks.squad_kb import Record, record_of
 from rag.answers import Question
 from rag.golden import GoldenItem
@@ -33,11 +32,7 @@ KB = "handbook"
 
 
 def prepare_home(rebuild: bool = False) -> Path:
-    """The cached home folder (emptied first when `rebuild`)."""
-    if rebuild and HOME.exists():
-        shutil.rmtree(HOME)
-    (HOME / "home").mkdir(parents=True, exist_ok=True)
-    return HOME / "home"
+    return cached_home(HOME, rebuild)
 
 
 async def ensure_handbook(candor: Candor, progress: Callable[[str], None] = print) -> None:

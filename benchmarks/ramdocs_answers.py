@@ -57,7 +57,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import CACHE, RAMDOCS, percentile
+from benchmarks.common import CACHE, RAMDOCS, cached_home, percentile
 from benchmarks.squad_kb import code_version
 from rag.answers import Answer, Question
 from rag.config import load_settings
@@ -127,10 +127,7 @@ def fingerprint(item: Item, embedder: str) -> str:
 
 
 def prepare_home(rebuild: bool = False) -> Path:
-    if rebuild and HOME.exists():
-        shutil.rmtree(HOME)
-    (HOME / "home").mkdir(parents=True, exist_ok=True)
-    return HOME / "home"
+    return cached_home(HOME, rebuild)
 
 
 async def ensure_knowledge_bases(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -24,8 +23,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import CACHE, REPO, SquadParagraph, SquadQuestion, percentile
+from benchmarks.common import CACHE, REPO, SquadParagraph, SquadQuestion, cached_home, percentile
 from rag.answers import Answer, Question
+from rag.facts import MONTH_NAMES
 from rag.runtime import Candor
 from rag.types import AccessScope
 
@@ -79,11 +79,7 @@ def fingerprint(paragraphs: Sequence[SquadParagraph], embedder: str) -> str:
 
 
 def prepare_home(rebuild: bool = False) -> Path:
-    """The cached home folder (emptied first when `rebuild`)."""
-    if rebuild and HOME.exists():
-        shutil.rmtree(HOME)
-    (HOME / "home").mkdir(parents=True, exist_ok=True)
-    return HOME / "home"
+    return cached_home(HOME, rebuild)
 
 
 async def ensure_knowledge_bases(
@@ -145,23 +141,7 @@ class Record:
         return asdict(self)
 
 
-MONTHS = {
-    m[:3]: m
-    for m in (
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    )
-}
+MONTHS = {m[:3]: m for m in MONTH_NAMES}
 SPREADSHEET_DATE = re.compile(r"^(\d{1,2})-([A-Za-z]{3})(?:-(\d{2}))?$")
 """The CSV's dates went through a spreadsheet: "May 7, 2009" is "7-May-09", "January 2003" is "3-Jan"."""
 

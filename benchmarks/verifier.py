@@ -37,8 +37,9 @@ from benchmarks import handbook_kb
 from benchmarks.common import RAMDOCS
 from rag.config import load_settings
 from rag.critic import EvidenceVerifier, Verifier
-from rag.facts import clean_sentence, names, readable, values
+from rag.facts import clean_sentence, readable, values
 from rag.ingest.sentences import split_sentences
+from rag.names import names
 from rag.runtime import open_candor
 from rag.vector_cache import CachedEmbedder
 

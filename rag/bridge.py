@@ -19,7 +19,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.facts import content_words, mentions, names, new_names
+from rag.facts import content_words
+from rag.names import mentions, names, new_names
 from rag.rerank import Ranked, ScoredSentence
 
 _RELATIVE = re.compile(

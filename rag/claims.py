@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.facts import Value, codes, mentions, new_names, values, variant_qualifiers
+from rag.facts import Value, values, variant_qualifiers
+from rag.names import codes, mentions, new_names
 
 _NEGATION = re.compile(
     r"\b(?:not|no(?! (?:fewer|less|more|later|earlier|sooner|longer) than)|never|none|nobody|nothing|cannot|without)\b"

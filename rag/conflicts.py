@@ -19,7 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
-from rag.facts import Value, codes, content_words, mentions, names, qualifiers, values
+from rag.facts import MONTH_NAMES, Value, content_words, qualifiers, values
+from rag.names import codes, mentions, names
 from rag.rerank import ScoredSentence
 
 MIN_OVERLAP = 0.4
@@ -140,27 +141,9 @@ def _words_without_values(text: str) -> set[str]:
     return content_words(text)
 
 
-_MONTH_WORDS = frozenset(
-    [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ]
-)
-
-
 def _names_but_months(text: str) -> set[str]:
     """Names, without month names: "born on 15 July 1905" and "born on 8 February 1900" name the same things."""
-    return {n for n in names(text) if not set(n.lower().split()) <= _MONTH_WORDS}
+    return {n for n in names(text) if not set(n.lower().split()) <= MONTH_NAMES}
 
 
 def prefer(chosen: ScoredSentence, other: ScoredSentence) -> tuple[str | None, str]:

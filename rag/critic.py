@@ -26,8 +26,9 @@ from typing import Protocol
 from rag.answers import Verdict
 from rag.claims import misattributed, negated, swapped_names, wider_scope
 from rag.embeddings import Embedder
-from rag.facts import codes, content_words, looks_like_instruction, names, values
+from rag.facts import content_words, looks_like_instruction, values
 from rag.ingest.sentences import split_sentences
+from rag.names import codes, names
 
 DEFAULT_MIN_SUPPORT = 0.6
 

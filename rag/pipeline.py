@@ -9,7 +9,6 @@ Every gate's outcome goes into the `Answer`, and from there into the gate log.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,7 +18,8 @@ from rag.answers import DroppedSentence, GateOutcome
 from rag.bridge import Bridge, describes, find_bridge
 from rag.critic import Verifier
 from rag.embeddings import Embedder
-from rag.facts import STOP_WORDS, clean_sentence, codes, mentions, names, premise_terms, readable
+from rag.facts import STOP_WORDS, clean_sentence, readable
+from rag.premise import alternatives, premise_gate, unknown_names
 from rag.rerank import Query, Ranked, Reranker
 from rag.retrieve import HybridRetriever
 from rag.synthesis import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, SynthesisRequest, Synthesizer
@@ -151,7 +151,7 @@ class GatedAttempt:
         attempt.known_instead = {
             i: alternatives(understood.parts[i], names_, found[i]) for i, names_ in attempt.unknown_names.items()
         }
-        attempt.gates.append(_premise_gate(understood.parts, attempt.unknown_names, number))
+        attempt.gates.append(premise_gate(understood.parts, attempt.unknown_names, number))
         attempt.evidence = tuple(
             PartEvidence(
                 part,
@@ -299,58 +299,6 @@ def _bridge_gate(parts: Sequence[str], bridges: Mapping[int, Bridged], draft: Dr
     }
     share = sum(i in answered for i in bridges) / len(bridges)
     return GateOutcome("bridge", share > 0, share, number, details)
-
-
-def unknown_names(part: str, passages: Sequence[Passage]) -> tuple[str, ...]:
-    """Names and codes the question uses that no passage mentions: a premise the documents lack.
-
-    A question about "the Platinum plan" scores high against the plans that exist, so retrieval
-    scores cannot catch it; an exact mention can.
-    """
-    texts = [f"{p.title}.\n{p.heading}.\n{p.text}" for p in passages]
-    unknown = [
-        forms[0] for forms in premise_terms(part) if not any(mentions(text, form) for text in texts for form in forms)
-    ]
-    # "L3" inside "L3 Senior Software Engineer" is one unknown thing, not two
-    return tuple(term for term in unknown if not any(term != other and term in other for other in unknown))
-
-
-def alternatives(part: str, unknown: Sequence[str], passages: Sequence[Passage]) -> tuple[str, ...]:
-    """What the documents describe instead of an unknown name: the same kind of thing ("the Platinum
-    plan" → the plans the passages name) or codes of the same family ("NW-900" → "NW-200")."""
-    texts = [p.text for p in passages]
-    found: dict[str, None] = {}
-    for term in unknown:
-        kind = re.search(rf"{re.escape(term)}\s+(\w+)", part)
-        if term in codes(term):
-            prefix = re.match(r"[A-Z]+", term)
-            for text in texts:
-                for code in sorted(codes(text)):
-                    if prefix and code.startswith(prefix.group(0)) and code != term:
-                        found.setdefault(code)
-        elif kind and kind.group(1).lower() not in STOP_WORDS:
-            noun = kind.group(1)
-            pattern = re.compile(rf"\b([A-Z][\w-]*(?: [A-Z][\w-]*)*) {re.escape(noun)}s?\b")
-            for text in texts:
-                for m in pattern.finditer(text):
-                    name = re.sub(r"^(?:The|A|An|Each|Every|This|That|Our|Your)\b\s*", "", m.group(1))
-                    if name:
-                        found.setdefault(f"the {name} {noun}")
-        else:
-            first, size = term.split()[0], len(term.split())
-            for text in texts:
-                for name in sorted(names(text)):
-                    if name.split()[0] == first and len(name.split()) == size and name != term:
-                        found.setdefault(name)
-    return tuple(found)[:4]
-
-
-def _premise_gate(parts: Sequence[str], unknown: Mapping[int, tuple[str, ...]], number: int) -> GateOutcome:
-    asked = sum(len(premise_terms(p)) for p in parts)
-    missing = sum(len(v) for v in unknown.values())
-    score = 1.0 - missing / asked if asked else 1.0
-    details = {"parts": [{"part": p, "unknown": list(unknown.get(i, ()))} for i, p in enumerate(parts)]}
-    return GateOutcome("premise", not unknown, score, number, details)
 
 
 def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:

@@ -25,7 +25,8 @@ import numpy as np
 
 from rag.claims import sibling_names
 from rag.embeddings import Embedder
-from rag.facts import acronyms, mentions, names, people, values
+from rag.facts import values
+from rag.names import acronyms, mentions, names, people
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
 from rag.types import Passage

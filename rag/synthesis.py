@@ -13,15 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rag.facts import (
-    clean_sentence,
-    content_words,
-    looks_like_instruction,
-    new_names,
-    readable,
-    values,
-    variant_qualifiers,
-)
+from rag.facts import clean_sentence, content_words, looks_like_instruction, readable, values, variant_qualifiers
+from rag.names import new_names
 from rag.rerank import Ranked, ScoredSentence
 from rag.types import Passage
 

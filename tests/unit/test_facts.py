@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.facts import acronyms, clean_sentence, codes, fold, mentions, names, new_names, readable, values
+from rag.facts import clean_sentence, readable, values
+from rag.names import acronyms, codes, fold, mentions, names, new_names
 
 
 def keys(text: str) -> list[tuple[str, str]]:
