@@ -1,4 +1,4 @@
-"""Calibrate the two gate thresholds on two calibration sets and write rag/calibration.json.
+"""Calibrate the three answer thresholds on two calibration sets and write rag/calibration.json.
 
 Calibration sets (thresholds are chosen on these only):
 
@@ -13,12 +13,13 @@ Calibration sets (thresholds are chosen on these only):
 Report sets (only printed as a check, never used to choose): the SQuAD report half, and
 sample/golden.yaml asked through the same handbook home.
 
-Each question runs once with both thresholds at -1 and no retry, so no threshold gates anything,
+Each question runs once with every threshold open and no retry, so no threshold gates anything,
 and the gate log gives, per question: the best dense cosine (what the retrieval threshold gates),
-the best sentence's rerank score over the question's parts (what the answer threshold gates), and
-whether the premise gate passed. A question is "answered" at thresholds (r, a) when it was
-delivered with the gates open (so the premise gate and the critic count as abstentions), its
-cosine reaches r and its sentence score reaches a.
+the best sentence's rerank score over the question's parts (what the answer threshold gates), the
+focus check's least word shift (what the focus threshold gates, rag/focus.py), and whether the
+premise gate passed. A question is "answered" at thresholds (r, a, f) when it was delivered with
+the gates open (so the premise gate and the critic count as abstentions), its cosine reaches r, its
+sentence score reaches a and its focus shift reaches -f.
 
 - retrieval_threshold: the largest r (0.01 steps) at which the retrieval gate blocks at most 2% of
   the answerable questions of both calibration sets pooled: a coarse off-topic filter that almost
@@ -28,7 +29,10 @@ cosine reaches r and its sentence score reaches a.
   abstention (every cause counted) on the dev set's answerable questions, the product target; the
   lowest a whose mean gap is within one point of the best (a tie, at this sample size). When no a
   meets the 10%, the a maximising the mean among those answering as many dev answerable
-  questions as any.
+  questions as any;
+- focus_threshold: with r and a fixed, the smallest f (0.01 steps) at which the focus check takes the
+  answer from at most 2% of the answerable questions answered at (r, a), both calibration sets
+  pooled: like the retrieval gate, a filter that almost never costs an answerable question.
 
     python benchmarks/calibrate.py              # runs the questions, writes rag/calibration.json
     python benchmarks/calibrate.py --dry-run    # prints the JSON without writing it
@@ -71,6 +75,8 @@ HANDBOOK_RECORDS = {"dev": CACHE / "calibration-dev-records.json", "golden": CAC
 DEV = REPO / "sample" / "dev.yaml"
 GOLDEN = REPO / "sample" / "golden.yaml"
 MAX_RETRIEVAL_BLOCK = 0.02
+MAX_FOCUS_BLOCK = 0.02
+OPEN_FOCUS = 2.0
 MAX_WRONG_ABSTENTION = 0.10
 NEAR_BEST = 0.01
 """Mean gaps within one point of the best are a tie: on ~240 calibration questions one point is two
@@ -88,23 +94,25 @@ class Set:
     records: list[Record]
 
 
-def answered(r: Record, retrieval: float, answer: float) -> bool:
+def answered(r: Record, retrieval: float, answer: float, focus: float = OPEN_FOCUS) -> bool:
     """Would the pipeline deliver this answer at these thresholds (simulated from the open-gate run)?
 
     Delivered with the gates open already counts the premise gate and the critic: a single-part
     question whose premise failed is never delivered."""
-    return r.delivered and r.retrieval_score >= retrieval and r.sentence_score >= answer
+    return (
+        r.delivered and r.retrieval_score >= retrieval and r.sentence_score >= answer and r.focus_shift >= -focus - EPS
+    )
 
 
 def rate(n: int, total: int) -> float:
     return n / total if total else float("nan")
 
 
-def tally(records: Sequence[Record], retrieval: float, answer: float) -> dict[str, Any]:
+def tally(records: Sequence[Record], retrieval: float, answer: float, focus: float = OPEN_FOCUS) -> dict[str, Any]:
     yes = [r for r in records if r.answerable]
     no = [r for r in records if not r.answerable]
-    a = sum(answered(r, retrieval, answer) for r in yes)
-    u = sum(answered(r, retrieval, answer) for r in no)
+    a = sum(answered(r, retrieval, answer, focus) for r in yes)
+    u = sum(answered(r, retrieval, answer, focus) for r in no)
     return {
         "answerable_answered": a,
         "answerable": len(yes),
@@ -141,6 +149,24 @@ def choose_retrieval(answerable_scores: Sequence[float]) -> float:
 def blocked(records: Sequence[Record], tau: float) -> tuple[int, int]:
     yes = [r for r in records if r.answerable]
     return sum(r.retrieval_score < tau for r in yes), len(yes)
+
+
+def focus_blocked(records: Sequence[Record], retrieval: float, answer: float, focus: float) -> tuple[int, int]:
+    """Answerable questions the focus check takes the answer from, of those answered at (r, a)."""
+    kept = [r for r in records if r.answerable and answered(r, retrieval, answer)]
+    return sum(not answered(r, retrieval, answer, focus) for r in kept), len(kept)
+
+
+def choose_focus(sets: Sequence[Set], retrieval: float, answer: float) -> float:
+    """The smallest focus threshold blocking <= 2% of the pooled answerable questions answered at (r, a)."""
+    counts = lambda f: [focus_blocked(s.records, retrieval, answer, f) for s in sets]  # noqa: E731
+    allowed = math.floor(MAX_FOCUS_BLOCK * sum(n for _, n in counts(OPEN_FOCUS)))
+    return min(f for f in grid(0.0, 0.5) if sum(b for b, _ in counts(f)) <= allowed)
+
+
+def pooled_focus_blocked(sets: Sequence[Set], retrieval: float, answer: float, focus: float) -> str:
+    counts = [focus_blocked(s.records, retrieval, answer, focus) for s in sets]
+    return f"{sum(b for b, _ in counts)}/{sum(n for _, n in counts)}"
 
 
 def pooled_blocked(sets: Sequence[Set], tau: float) -> str:
@@ -181,7 +207,7 @@ def print_curves(
     title: str,
     sets: Sequence[Set],
     points: Sequence[float],
-    row: Callable[[float], tuple[float, float]],
+    row: Callable[[float], tuple[float, ...]],
     chosen: float,
     extra: Callable[[float], str] | None = None,
     extra_head: str = "",
@@ -203,7 +229,7 @@ def print_curves(
 
 
 def curve_rows(
-    records: Sequence[Record], points: Sequence[float], row: Callable[[float], tuple[float, float]]
+    records: Sequence[Record], points: Sequence[float], row: Callable[[float], tuple[float, ...]]
 ) -> list[dict[str, Any]]:
     return [{"tau": tau, **tally(records, *row(tau))} for tau in points]
 
@@ -231,32 +257,40 @@ def open_gate_losses(s: Set) -> str:
     )
 
 
-def print_questions(s: Set, retrieval: float, answer: float) -> None:
+def print_questions(s: Set, retrieval: float, answer: float, focus: float) -> None:
     """One line per question: scores, open-gate route, answered at the chosen thresholds, keywords."""
     print(
         f"\nper question, {s.label} (cos = retrieval score, sent = best sentence score; "
         "* = answered at the chosen thresholds)"
     )
     for r in sorted(s.records, key=lambda r: (not r.answerable, r.sentence_score)):
-        yes = answered(r, retrieval, answer)
+        yes = answered(r, retrieval, answer, focus)
         verdict = ("ok" if yes else "WRONG ABSTENTION") if r.answerable else ("WRONG ANSWER" if yes else "ok")
         kw = "" if r.gold_in_answer is None else (" keywords ok" if r.gold_in_answer else " keywords MISSING")
         unknown = f" unknown {list(r.unknown_names)}" if r.unknown_names else ""
         text = " ".join(r.text.split())
         print(
             f"  {'*' if yes else ' '} {r.paragraph_id:<28} {'A' if r.answerable else 'U'} cos {r.retrieval_score:.3f} "
-            f"sent {r.sentence_score:.3f} open:{r.route:<14} {verdict}{kw}{unknown}\n      {text[:150]}"
+            f"sent {r.sentence_score:.3f} focus {r.focus_shift:+.3f} open:{r.route:<14} {verdict}{kw}{unknown}"
+            f"\n      {text[:150]}"
         )
 
 
 async def collect_squad(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
     paragraphs, questions = load_squad()
     home = prepare_home(rebuild)
-    settings = load_settings(home=home, database_url=None, retrieval_threshold=-1.0, answer_threshold=-1.0, retry=False)
+    settings = load_settings(
+        home=home,
+        database_url=None,
+        retrieval_threshold=-1.0,
+        answer_threshold=-1.0,
+        focus_threshold=OPEN_FOCUS,
+        retry=False,
+    )
     start = time.perf_counter()
     async with open_candor(settings) as candor:
         await ensure_knowledge_bases(candor, paragraphs, progress=lambda line: print(line, flush=True))
-        print(f"asking {len(questions)} SQuAD questions with both thresholds at -1 and no retry", flush=True)
+        print(f"asking {len(questions)} SQuAD questions with every threshold open and no retry", flush=True)
         records = await ask_all(candor, questions, progress=lambda line: print(line, flush=True))
         embedder = candor.embedder.name
     meta = {
@@ -273,7 +307,14 @@ async def collect_squad(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
 
 async def collect_handbook(rebuild: bool) -> dict[str, tuple[dict[str, Any], list[Record]]]:
     home = handbook_kb.prepare_home(rebuild)
-    settings = load_settings(home=home, database_url=None, retrieval_threshold=-1.0, answer_threshold=-1.0, retry=False)
+    settings = load_settings(
+        home=home,
+        database_url=None,
+        retrieval_threshold=-1.0,
+        answer_threshold=-1.0,
+        focus_threshold=OPEN_FOCUS,
+        retry=False,
+    )
     out = {}
     async with open_candor(settings) as candor:
         await handbook_kb.ensure_handbook(candor, progress=lambda line: print(line, flush=True))
@@ -281,7 +322,7 @@ async def collect_handbook(rebuild: bool) -> dict[str, tuple[dict[str, Any], lis
             items = load_golden(path)
             start = time.perf_counter()
             print(
-                f"asking the {len(items)} questions of {path.relative_to(REPO)} with both thresholds at -1 and no retry"
+                f"asking the {len(items)} questions of {path.relative_to(REPO)} with every threshold open and no retry"
             )
             records = await handbook_kb.ask_items(candor, items, progress=lambda line: print(line, flush=True))
             meta = {
@@ -370,6 +411,18 @@ def main() -> None:
         "mean gap   dev wrong abstention",
     )
 
+    focus = choose_focus(calibration, retrieval, answer)
+    focus_points = sorted(set(grid(0.0, 0.3, CURVE_STEP)) | {focus})
+    print_curves(
+        f"focus threshold (least word shift), retrieval {retrieval}, answer {answer} -- calibration sets",
+        calibration,
+        focus_points,
+        lambda tau: (retrieval, answer, tau),
+        focus,
+        lambda tau: pooled_focus_blocked(calibration, retrieval, answer, tau),
+        "answerable answers taken (pooled)",
+    )
+
     n_yes = len(pooled)
     print(
         f"\nchosen retrieval_threshold = {retrieval}: the largest blocking <= {MAX_RETRIEVAL_BLOCK:.0%} "
@@ -390,22 +443,28 @@ def main() -> None:
         f"{100 * objective(calibration, retrieval, unconstrained):.1f} points, dev wrong abstention "
         f"{100 * wrong_abstention(dev.records, retrieval, unconstrained):.1f}%)"
     )
-    figures = {s.key: tally(s.records, retrieval, answer) for s in (*calibration, golden, report)}
+    print(
+        f"chosen focus_threshold = {focus}: the smallest taking the answer from <= {MAX_FOCUS_BLOCK:.0%} of the "
+        f"pooled answerable questions answered at ({retrieval}, {answer}): "
+        f"{pooled_focus_blocked(calibration, retrieval, answer, focus)}"
+    )
+    figures = {s.key: tally(s.records, retrieval, answer, focus) for s in (*calibration, golden, report)}
     for s in calibration:
         print(f"  calibration, {s.label}: {describe(figures[s.key])}")
     print("report sets (a check only: nothing was chosen on these):")
     for s in (golden, report):
-        kw = [r for r in s.records if r.answerable and answered(r, retrieval, answer)]
+        kw = [r for r in s.records if r.answerable and answered(r, retrieval, answer, focus)]
         print(
             f"  {s.label}: {describe(figures[s.key])}; answer contains the "
             f"{'keywords' if s is golden else 'gold answer'} {sum(bool(r.gold_in_answer) for r in kw)}/{len(kw)}"
         )
     for s in (dev, golden):
-        print_questions(s, retrieval, answer)
+        print_questions(s, retrieval, answer, focus)
 
     out = {
         "retrieval_threshold": retrieval,
         "answer_threshold": answer,
+        "focus_threshold": focus,
         "calibrated_on": [
             f"sample/dev.yaml ({n_dev} questions)",
             f"squad2-1000 calibration half (titles at even positions), {len(squad.records)} questions",
@@ -419,14 +478,17 @@ def main() -> None:
         "embedder": meta.get("embedder"),
         "code": {"squad": meta.get("code"), "handbook": handbook["dev"][0].get("code")},
         "rule": {
-            "answered": "delivered with both thresholds open and no retry (premise gate and critic count), "
-            "best cosine >= retrieval_threshold, best sentence score >= answer_threshold",
+            "answered": "delivered with every threshold open and no retry (premise gate and critic count), "
+            "best cosine >= retrieval_threshold, best sentence score >= answer_threshold, "
+            "focus shift >= -focus_threshold",
             "retrieval_threshold": "largest tau (0.01 grid) blocking <= 2% of the answerable questions of both "
             "calibration sets pooled",
             "answer_threshold": "tau (0.01 grid) maximising the mean over the two calibration sets of "
             "(answerable answered % - unanswerable answered %), with wrong abstention <= 10% on the dev set's "
             "answerable questions (lowest on ties); when no tau meets 10%, among those answering as many dev "
             "answerable questions as any",
+            "focus_threshold": "with both fixed, the smallest tau (0.01 grid) at which the focus check takes the "
+            "answer from <= 2% of the answerable questions answered, both calibration sets pooled",
         },
         **({"note": note} if note else {}),
         "curves": {
@@ -435,6 +497,9 @@ def main() -> None:
             },
             "answer_threshold": {
                 s.key: curve_rows(s.records, answer_points, lambda tau: (retrieval, tau)) for s in calibration
+            },
+            "focus_threshold": {
+                s.key: curve_rows(s.records, focus_points, lambda tau: (retrieval, answer, tau)) for s in calibration
             },
         },
         "calibration": {s.key: figures[s.key] for s in calibration},

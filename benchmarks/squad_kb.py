@@ -132,6 +132,9 @@ class Record:
     attempts: int
     total_ms: float
     text: str
+    focus_shift: float = 1.0
+    """The focus check's least word shift (rag/focus.py), the highest over the answered parts: the
+    question loses its answer to the focus threshold when every answered part does."""
 
     @property
     def delivered(self) -> bool:
@@ -176,6 +179,7 @@ def record_of(q: SquadQuestion, answer: Answer) -> Record:
     known = [p for p in parts if str(p["part"]) not in unknown] or parts
     sentence = max((float(p["best_sentence_score"]) for p in known), default=-1.0)
     delivered = answer.route != "abstained"
+    shifts = [float(p["focus_shift"]) for p in parts if "focus_shift" in p]
     return Record(
         question=q.question,
         gold=q.answer,
@@ -193,6 +197,7 @@ def record_of(q: SquadQuestion, answer: Answer) -> Record:
         attempts=max((g.attempt for g in answer.gates), default=1),
         total_ms=answer.timings_ms.get("total", 0.0),
         text=answer.text,
+        focus_shift=max(shifts, default=1.0),
     )
 
 

@@ -227,7 +227,10 @@ def evaluate(
         async def search(text: str, scope: AccessScope) -> list[Passage]:
             return await candor.retriever.run(text, scope, k=5)
 
-        results = await run_eval(items, candor.answer, search, kb=kb)
+        async def reranked(text: str, scope: AccessScope) -> list[Passage]:
+            return [r.passage for r in await candor.rerank(text, scope)]
+
+        results = await run_eval(items, candor.answer, search, kb=kb, rerank=reranked)
         summary = summarise(results)
         per_question = [r.as_json() for r in results]
         run_id = await candor.tracker.record_eval_run(

@@ -39,6 +39,8 @@ def _rate(value: Mapping[str, Any]) -> str:
 _SUMMARY_ROWS = (
     ("hit@1 (retrieval)", "hit@1"),
     ("hit@5 (retrieval)", "hit@5"),
+    ("hit@1 (after rerank)", "rerank_hit@1"),
+    ("hit@5 (after rerank)", "rerank_hit@5"),
     ("abstained on unanswerable", "abstention_on_unanswerable"),
     ("wrong abstention on answerable", "wrong_abstention_on_answerable"),
     ("keywords present (answered, answerable)", "keyword_accuracy"),
@@ -60,7 +62,7 @@ def render_summary(summary: Mapping[str, Any], per_question: Sequence[Mapping[st
         "",
     ]
     width = max(len(label) for label, _ in _SUMMARY_ROWS)
-    lines.extend(f"{label:<{width}}  {_rate(summary[key])}" for label, key in _SUMMARY_ROWS)
+    lines.extend(f"{label:<{width}}  {_rate(summary.get(key, {}))}" for label, key in _SUMMARY_ROWS)
     latency = summary["latency_ms"]
     lines.append(f"{'latency p50 / p95':<{width}}  {latency['p50']} / {latency['p95']} ms")
     lines.extend(["", "by tag:"])

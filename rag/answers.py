@@ -136,13 +136,16 @@ class Conflict:
 
 @dataclass(frozen=True, slots=True)
 class DroppedSentence:
-    """A draft sentence the critic rejected: logged, never delivered."""
+    """A draft sentence withheld: logged, never delivered."""
 
     text: str
     citations: tuple[int, ...]
     attempt: int
     score: float
     reasons: tuple[str, ...]
+    stage: str = "critic"
+    """"critic": its evidence does not support it; "focus": supported, but its part's answer
+    ignores what the part asks (rag/focus.py). Only the critic's count as the gate's dropped rate."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -151,6 +154,7 @@ class DroppedSentence:
             "attempt": self.attempt,
             "score": round(self.score, 4),
             "reasons": list(self.reasons),
+            "stage": self.stage,
         }
 
 

@@ -116,6 +116,14 @@ class Settings(BaseSettings):
         validation_alias=_env("CANDOR_ANSWER_THRESHOLD"),
     )
     """CANDOR_ANSWER_THRESHOLD: a part is answered only by a sentence whose rerank score reaches this."""
+    focus_threshold: float = Field(
+        default_factory=lambda: calibrated("focus_threshold", 0.09),
+        ge=0.0,
+        le=2.0,
+        validation_alias=_env("CANDOR_FOCUS_THRESHOLD"),
+    )
+    """CANDOR_FOCUS_THRESHOLD: a part is unanswered when its answer ignores one of its words by more
+    than this (rag/focus.py; 2 switches the check off)."""
     min_support: float = Field(0.6, gt=0.0, le=1.0, validation_alias=_env("CANDOR_MIN_SUPPORT"))
     """CANDOR_MIN_SUPPORT: the critic's support score a sentence needs (and the faithfulness gate's mean)."""
     shortlist: int = Field(20, ge=1, le=200, validation_alias=_env("CANDOR_SHORTLIST"))

@@ -13,12 +13,14 @@ is preferred and the answer says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from rag.claims import negated
 from rag.facts import MONTH_NAMES, Value, content_words, qualifiers, values
 from rag.names import codes, mentions, names
 from rag.rerank import ScoredSentence
@@ -65,7 +67,7 @@ def find_conflicts(chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) 
             continue
         if other.terms < TERMS_RATIO * chosen.terms:
             continue
-        pair = differing_values(chosen, other) or differing_names(chosen, other)
+        pair = differing_values(chosen, other) or differing_names(chosen, other) or differing_polarity(chosen, other)
         if pair is None:
             continue
         seen_documents.add(document)
@@ -120,6 +122,41 @@ def differing_names(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value]
     if not wa or not wb or len(wa & wb) / len(wa | wb) < MIN_NAMED_OVERLAP:
         return None
     return Value("name", name_a, name_a), Value("name", name_b, name_b)
+
+
+MIN_POLARITY_OVERLAP = 0.6
+
+
+def differing_polarity(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value] | None:
+    """A yes/no value that differs: "SSO is available on the Team plan" against "... is not available".
+
+    The two sentences name the same things with the same values and qualifiers, say nearly the same
+    words and mean nearly the same, and exactly one of them is negated."""
+    if negated(a.text) == negated(b.text):
+        return None
+    if a.vector is None or b.vector is None or float(np.dot(a.vector, b.vector)) < MIN_NAMED_COSINE:
+        return None
+    if _names_but_months(a.text) != _names_but_months(b.text) or codes(a.text) != codes(b.text):
+        return None
+    if {v.key for v in values(a.text)} != {v.key for v in values(b.text)} or qualifiers(a.text) != qualifiers(b.text):
+        return None
+    wa, wb = content_words(_NEGATION_WORDS.sub(" ", a.text)), content_words(_NEGATION_WORDS.sub(" ", b.text))
+    if not wa or not wb or len(wa & wb) / len(wa | wb) < MIN_POLARITY_OVERLAP:
+        return None
+    return _polarity(a.text, b.text), _polarity(b.text, a.text)
+
+
+_NEGATION_WORDS = re.compile(r"\b(?:not|no|never|cannot|without)\b|n't\b", re.IGNORECASE)
+_NEGATED_WORD = re.compile(r"\b(?:not|never|cannot|no)\s+(?:be\s+)?([A-Za-z-]+)|n't\s+([A-Za-z-]+)", re.IGNORECASE)
+
+
+def _polarity(text: str, other: str) -> Value:
+    """How a sentence answers yes or no, in its own words where they can be found ("not available")."""
+    found = _NEGATED_WORD.search(text if negated(text) else other)
+    word = (found.group(1) or found.group(2)) if found else None
+    if negated(text):
+        return Value("yes/no", "no", f"not {word}" if word else "no")
+    return Value("yes/no", "yes", word if word and re.search(rf"\b{re.escape(word)}\b", text) else "yes")
 
 
 def same_subject(a: ScoredSentence, b: ScoredSentence) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,9 @@ class Scored:
     parts_ok: bool | None
     leak: bool | None
     latency_ms: float
+    rerank_hit1: bool | None = None
+    """hit@1 of the shortlist as the reranker orders it (None: not measured)."""
+    rerank_hit5: bool | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +49,8 @@ class Scored:
             "route": self.route,
             "hit@1": self.hit1,
             "hit@5": self.hit5,
+            "rerank_hit@1": self.rerank_hit1,
+            "rerank_hit@5": self.rerank_hit5,
             "keywords_ok": self.keywords_ok,
             "conflict_flagged": self.conflict_flagged,
             "conflict_ok": self.conflict_ok,
@@ -58,7 +63,11 @@ class Scored:
         }
 
 
-async def run_eval(items: Sequence[GoldenItem], ask: Ask, search: Search, *, kb: str | None) -> list[Scored]:
+async def run_eval(
+    items: Sequence[GoldenItem], ask: Ask, search: Search, *, kb: str | None, rerank: Search | None = None
+) -> list[Scored]:
+    """`search` gives the retrieval order; `rerank`, when given, the order after the reranker, so the
+    report shows what reranking adds (the ablation)."""
     bases = None if kb is None else frozenset([kb])
     results = []
     for item in items:
@@ -69,7 +78,11 @@ async def run_eval(items: Sequence[GoldenItem], ask: Ask, search: Search, *, kb:
         if item.required_access:
             public = await ask(Question(item.question, scope=AccessScope(frozenset(), bases), platform="eval"))
             leak = leaked(public, item)
-        results.append(score_question(item, answer, passages, leak))
+        scored = score_question(item, answer, passages, leak)
+        if rerank is not None and item.sources:
+            hit1, hit5 = hits(await rerank(item.question, scope), item)
+            scored = replace(scored, rerank_hit1=hit1, rerank_hit5=hit5)
+        results.append(scored)
     return results
 
 
@@ -83,10 +96,16 @@ def leaked(answer: Answer, item: GoldenItem) -> bool:
     return bool(cited & set(item.sources)) or any(k in answer.text for k in item.keywords)
 
 
-def score_question(item: GoldenItem, answer: Answer, passages: Sequence[Passage], leak: bool | None) -> Scored:
+def hits(passages: Sequence[Passage], item: GoldenItem) -> tuple[bool | None, bool | None]:
+    """(hit@1, hit@5) of the golden sources in `passages`; None for a question without sources."""
+    if not item.sources:
+        return None, None
     ranked = [stem(p.document) for p in passages]
-    hit1 = bool(ranked[:1]) and ranked[0] in item.sources if item.sources else None
-    hit5 = bool(set(ranked[:5]) & set(item.sources)) if item.sources else None
+    return bool(ranked[:1]) and ranked[0] in item.sources, bool(set(ranked[:5]) & set(item.sources))
+
+
+def score_question(item: GoldenItem, answer: Answer, passages: Sequence[Passage], leak: bool | None) -> Scored:
+    hit1, hit5 = hits(passages, item)
     delivered = answer.route != "abstained"
     keywords_ok = all(k in answer.text for k in item.keywords) if item.answerable and delivered else None
     numbers = {s.n for s in answer.sources}
@@ -101,7 +120,7 @@ def score_question(item: GoldenItem, answer: Answer, passages: Sequence[Passage]
         conflict_ok=_conflict_ok(item, answer) if item.conflict else None,
         citations_ok=citations_ok,
         sentences=len(answer.sentences),
-        dropped=len(answer.dropped),
+        dropped=sum(d.stage == "critic" for d in answer.dropped),
         parts_ok=_parts_ok(item, answer) if item.parts else None,
         leak=leak,
         latency_ms=answer.timings_ms.get("total", 0.0),
@@ -141,6 +160,7 @@ def summarise(results: Sequence[Scored]) -> dict[str, Any]:
     unanswerable = [r for r in results if not r.item.answerable]
     delivered_answerable = [r for r in answerable if r.keywords_ok is not None]
     with_sources = [r for r in results if r.hit1 is not None]
+    reranked = [r for r in results if r.rerank_hit1 is not None]
     conflicts = [r for r in results if r.item.conflict]
     no_conflict = [r for r in results if not r.item.conflict]
     restricted = [r for r in results if r.leak is not None]
@@ -152,6 +172,8 @@ def summarise(results: Sequence[Scored]) -> dict[str, Any]:
         "routes": {route: rate(sum(r.route == route for r in results), len(results)) for route in ROUTES},
         "hit@1": rate(sum(bool(r.hit1) for r in with_sources), len(with_sources)),
         "hit@5": rate(sum(bool(r.hit5) for r in with_sources), len(with_sources)),
+        "rerank_hit@1": rate(sum(bool(r.rerank_hit1) for r in reranked), len(reranked)),
+        "rerank_hit@5": rate(sum(bool(r.rerank_hit5) for r in reranked), len(reranked)),
         "abstention_on_unanswerable": rate(sum(r.route == "abstained" for r in unanswerable), len(unanswerable)),
         "wrong_abstention_on_answerable": rate(sum(r.route == "abstained" for r in answerable), len(answerable)),
         "keyword_accuracy": rate(sum(bool(r.keywords_ok) for r in delivered_answerable), len(delivered_answerable)),

@@ -1,7 +1,8 @@
 """`AnswerPipeline`: question → gated answer (DESIGN.md, "The flow").
 
 understand → per part: retrieve, gate `retrieval_score`, rerank → synthesise → critic
-(faithfulness per sentence, contradiction over the shortlist) → gate `faithfulness` → one retry
+(faithfulness per sentence, focus per answered part, contradiction over the shortlist) → gate
+`faithfulness` → one retry
 with rewritten queries and twice the shortlist → answered, low_confidence or abstained.
 Every gate's outcome goes into the `Answer`, and from there into the gate log.
 """
@@ -19,6 +20,7 @@ from rag.bridge import Bridge, describes, find_bridge
 from rag.critic import Verifier
 from rag.embeddings import Embedder
 from rag.facts import STOP_WORDS, clean_sentence, readable
+from rag.focus import Focus, FocusCheck
 from rag.premise import alternatives, premise_gate, unknown_names
 from rag.rerank import Query, Ranked, Reranker
 from rag.retrieve import HybridRetriever
@@ -37,6 +39,8 @@ class PipelineConfig:
     min_support: float = 0.6
     retry: bool = True
     refusal: str = "I don't know - the knowledge base does not cover this."
+    focus_threshold: float = 0.09
+    """A part is unanswered when its answer ignores a question word (rag/focus.py) by more than this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +69,22 @@ class Attempt:
     """Per part: names and codes of the question that no retrieved passage mentions."""
     known_instead: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """Per such part: what the passages name of the same kind ("Starter plan", "NW-200X")."""
+    focus: dict[int, Focus] = field(default_factory=dict)
+    """Per part with supported sentences: does that answer address every word of the part?"""
 
     @property
     def supported(self) -> tuple[Checked, ...]:
-        return tuple(c for c in self.checked if c.supported)
+        """Sentences the critic passed, of parts whose answer addresses what the part asks."""
+        return tuple(c for c in self.checked if c.supported and c.part not in self.off_topic_parts)
+
+    @property
+    def off_topic_parts(self) -> frozenset[int]:
+        return frozenset(i for i, f in self.focus.items() if not f.addressed)
+
+    @property
+    def off_topic(self) -> tuple[Checked, ...]:
+        """Faithful sentences withheld because their part's answer ignores what it asks."""
+        return tuple(c for c in self.checked if c.supported and c.part in self.off_topic_parts)
 
     @property
     def unsupported(self) -> tuple[Checked, ...]:
@@ -129,6 +145,7 @@ class GatedAttempt:
         self.reranker = reranker
         self.synthesizer = synthesizer
         self.verifier = verifier
+        self.focus = FocusCheck(embedder, threshold=config.focus_threshold)
 
     async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt:
         queries = understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts)
@@ -179,6 +196,8 @@ class GatedAttempt:
             attempt.gates.append(_bridge_gate(understood.parts, bridges, attempt.draft, number))
         with clock.stage("critic"):
             attempt.checked = without_lone_bridges(await self._check(attempt.draft, context), attempt.draft, bridges)
+        with clock.stage("focus"):
+            attempt.focus = await self._focus(attempt)
         attempt.gates.append(self._faithfulness_gate(attempt, number))
         attempt.gates.append(_completeness_gate(attempt, number))
         return attempt
@@ -208,6 +227,18 @@ class GatedAttempt:
             hop = (*ranked, Ranked(bridge.sentence.passage, bridge.sentence.score, (bridge.sentence,)))
             out[index] = Bridged(bridge, PartEvidence(bridge.question, hop, usable))
         return out
+
+    async def _focus(self, attempt: Attempt) -> dict[int, Focus]:
+        by_part: dict[int, list[Checked]] = {}
+        for c in attempt.checked:
+            if c.supported:
+                by_part.setdefault(c.part, []).append(c)
+
+        async def one(part: int, checked: Sequence[Checked]) -> tuple[int, Focus]:
+            context = [f"{p.title} {p.heading}" for c in checked for p in c.passages]
+            return part, await self.focus.check(attempt.parts[part], [c.text for c in checked], context)
+
+        return dict(await asyncio.gather(*(one(i, cs) for i, cs in sorted(by_part.items()))))
 
     async def _probe(self, text: str) -> Query:
         vector, frequencies = await asyncio.gather(self.embedder.embed([text]), self.term_frequencies(text))
@@ -306,11 +337,26 @@ def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:
     answer threshold can be calibrated from the gate log alone."""
     answered = {c.part for c in attempt.supported}
     status = [
-        {"part": p, "answered": i in answered, "best_sentence_score": round(_best_sentence(attempt.evidence[i]), 4)}
+        {
+            "part": p,
+            "answered": i in answered,
+            "best_sentence_score": round(_best_sentence(attempt.evidence[i]), 4),
+            **_focus_details(attempt.focus.get(i)),
+        }
         for i, p in enumerate(attempt.parts)
     ]
     share = len(answered) / len(attempt.parts) if attempt.parts else 0.0
     return GateOutcome("completeness", share == 1.0, share, number, {"parts": status})
+
+
+def _focus_details(focus: Focus | None) -> dict[str, object]:
+    if focus is None:
+        return {}
+    return {
+        "focus": [w.as_json() for w in focus.words],
+        "focus_shift": round(focus.least_shift, 4),
+        "unaddressed": [w.word for w in focus.unaddressed],
+    }
 
 
 def _best_sentence(part: PartEvidence) -> float:
@@ -352,4 +398,9 @@ def dropped(attempts: Sequence[Attempt]) -> tuple[DroppedSentence, ...]:
         for c in attempt.unsupported:
             cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
             out.append(DroppedSentence(c.text, cites, attempt.number, c.score, c.reasons))
+        for c in attempt.off_topic:
+            cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
+            missed = ", ".join(f'"{w.word}"' for w in attempt.focus[c.part].unaddressed)
+            reason = f"supported, but does not address {missed} of: {attempt.parts[c.part]}"
+            out.append(DroppedSentence(c.text, cites, attempt.number, c.score, (reason,), stage="focus"))
     return tuple(out)

@@ -19,12 +19,13 @@ from rag.errors import TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
 from rag.pipeline import GatedAttempt, PipelineConfig
-from rag.rerank import EvidenceReranker, Reranker
+from rag.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
 from rag.retrieve import HybridRetriever
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
 from rag.tracking import TraceStore
+from rag.types import AccessScope
 from rag.vector_cache import CachedEmbedder
 
 log = logging.getLogger("candor.runtime")
@@ -40,10 +41,20 @@ class Candor:
     retriever: HybridRetriever
     answerer: Answerer
     tracker: TraceStore
+    reranker: Reranker
+    """The answerer's reranker: `rerank` uses it to show what the stage adds over retrieval alone."""
 
     async def answer(self, question: Question) -> Answer:
         """The gated answer to one question, logged (DESIGN.md, "The flow")."""
         return await self.answerer.answer(question)
+
+    async def rerank(self, text: str, scope: AccessScope, *, k: int | None = None) -> list[Ranked]:
+        """The shortlist for `text` as the answer pipeline orders it (retrieval, then the reranker)."""
+        k = k or self.settings.shortlist
+        vectors = await self.embedder.embed([text])
+        passages = await self.retriever.run(text, scope, k=k, vector=vectors[0])
+        query = Query(text, vectors[0], await term_frequencies(self.store, text))
+        return await self.reranker.rerank(query, passages)
 
     async def warm_up(self) -> None:
         """Load the models now, so the first question does not pay for it."""
@@ -102,8 +113,12 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             replayed = 0
         if replayed:
             log.warning("wrote %d traces or votes spooled while the database was away", replayed)
-        answerer = build_answerer(settings, store, embedder, retriever, tracker=tracker)
-        yield Candor(settings, store, embedder, retriever, answerer, tracker)
+        vectors = CachedEmbedder(embedder)
+        reranker = EvidenceReranker(sentence_source(store, vectors), vectors)
+        answerer = build_answerer(
+            settings, store, embedder, retriever, reranker=reranker, vectors=vectors, tracker=tracker
+        )
+        yield Candor(settings, store, embedder, retriever, answerer, tracker, reranker)
     finally:
         await store.close()
 
@@ -119,15 +134,13 @@ def build_answerer(
     verifier: Verifier | None = None,
     tracker: TraceRecorder | None = None,
     conflicts: ContradictionDetector | None = None,
+    vectors: CachedEmbedder | None = None,
 ) -> Answerer:
-    """The offline default stages unless others are given (tests and model-backed setups)."""
+    """The offline default stages unless others are given (tests and model-backed setups).
 
-    vectors = CachedEmbedder(embedder)
+    `vectors` is the sentence-vector cache the offline reranker and critic share."""
 
-    async def sentences(chunk_ids: Sequence[int]) -> SentenceEvidence:
-        evidence = await sentence_evidence(store, chunk_ids)
-        vectors.remember((s.text, s.embedding) for s in evidence.sentences if s.embedding is not None)
-        return evidence
+    vectors = vectors or CachedEmbedder(embedder)
 
     async def frequencies(text: str) -> Mapping[str, float]:
         return await term_frequencies(store, text)
@@ -138,8 +151,9 @@ def build_answerer(
         min_support=settings.min_support,
         retry=settings.retry,
         refusal=settings.refusal,
+        focus_threshold=settings.focus_threshold,
     )
-    reranker = reranker or EvidenceReranker(sentences, vectors)
+    reranker = reranker or EvidenceReranker(sentence_source(store, vectors), vectors)
     synthesizer = synthesizer or ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
     verifier = verifier or EvidenceVerifier(vectors, min_support=settings.min_support)
     attempt = GatedAttempt(config, embedder, retriever, frequencies, reranker, synthesizer, verifier)
@@ -157,11 +171,23 @@ def build_answerer(
     )
 
 
+def sentence_source(store: PostgresStore, vectors: CachedEmbedder) -> SentenceSource:
+    """A shortlist's stored sentences, their vectors remembered so that the critic need not embed them."""
+
+    async def sentences(chunk_ids: Sequence[int]) -> SentenceEvidence:
+        evidence = await sentence_evidence(store, chunk_ids)
+        vectors.remember((s.text, s.embedding) for s in evidence.sentences if s.embedding is not None)
+        return evidence
+
+    return sentences
+
+
 def answer_settings(settings: Settings) -> dict[str, Any]:
     """The settings an answer depends on, stored with every trace and eval run (no secrets)."""
     return {
         "retrieval_threshold": settings.retrieval_threshold,
         "answer_threshold": settings.answer_threshold,
+        "focus_threshold": settings.focus_threshold,
         "min_support": settings.min_support,
         "shortlist": settings.shortlist,
         "retry": settings.retry,

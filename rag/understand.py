@@ -120,7 +120,14 @@ _DETERMINERS = ("the", "a", "an", "my", "our", "your")
 
 
 def split_parts(text: str) -> tuple[str, ...]:
-    """Several questions in one message → one part each; a single question stays whole."""
+    """Several questions in one message → one part each; a single question stays whole.
+
+    Splits at question marks and at "and"/"also" before a question word; then a part asking about
+    several named things that share a head noun ("the Team and Business plans") becomes one part
+    per thing, and a part asking for a list of attributes ("the price, the user limit and the
+    retention of the Team plan") one part per attribute. One thing with "and" in its name ("Beacon
+    and Compass", "terms and conditions") and comparisons ("the difference between ...") stay whole.
+    """
     pieces = [p.strip() for p in re.split(r"(?<=\?)\s+", text) if p.strip()]
     parts: list[str] = []
     for piece in pieces:
@@ -130,7 +137,87 @@ def split_parts(text: str) -> tuple[str, ...]:
                 parts.append(_as_question(sub))
     if any(_PRONOUN.search(p) for p in parts[1:]):
         return (text,)  # "..., and do I need a card to start it?": the later part leans on the first
+    parts = [each for part in parts for each in (_by_named_thing(part) or _by_attribute(part) or [part])]
     return tuple(parts) if len(parts) > 1 else (text,)
+
+
+_NAME = r"[A-Z][\w-]*(?:\s+[A-Z0-9][\w-]*)*"
+_SHARED_HEAD = re.compile(
+    rf"\b(?P<items>{_NAME}(?:\s*,\s*{_NAME})*,?\s+(?:and|or)\s+{_NAME})\s+(?P<head>[a-z]{{3,}}s)\b"
+)
+_COMPARING = re.compile(r"\b(?:between|compare[ds]?|comparison|difference|versus|vs\.?|both|either|neither)\b", re.I)
+_ITEM_SEPARATOR = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+_SINGULAR_VERB = {"do": "does", "are": "is", "have": "has", "were": "was"}
+
+
+def _by_named_thing(part: str) -> list[str] | None:
+    """ "How much do the Team and Business plans cost?" → one question per plan."""
+    if _COMPARING.search(part):
+        return None
+    found = _SHARED_HEAD.search(part)
+    if found is None or found.start() == 0:
+        return None  # a capitalised first word is the start of the sentence, not a name
+    items = [i for i in _ITEM_SEPARATOR.split(found["items"]) if i]
+    if len(items) < 2:
+        return None
+    before = _singular_verb(part[: found.start()])
+    after = part[found.end() :]
+    head = _singular(found["head"])
+    return [_as_question(f"{before}{item} {head}{after}") for item in items]
+
+
+_ATTRIBUTES = re.compile(
+    r"^(?P<frame>(?:what|which)\s+(?:is|are|was|were)\s+)(?P<items>.+?)"
+    r"(?P<tail>\s+(?:of|for|on|in|with)\s+[^,]+?)?\?$",
+    re.IGNORECASE,
+)
+_DETERMINER_START = re.compile(r"^(?:the|a|an|its|their|your|my|our)\s", re.IGNORECASE)
+
+
+def _by_attribute(part: str) -> list[str] | None:
+    """ "What are the price, the user limit and the retention of the Team plan?" → one per attribute.
+
+    A list counts when it has commas ("the price, user limit and retention") or when the second
+    item has its own determiner ("the price and the user limit"); "the terms and conditions" shares
+    one determiner and stays one thing."""
+    found = _ATTRIBUTES.match(part)
+    if found is None or _COMPARING.search(part):
+        return None
+    tail = found["tail"] or ""
+    if re.search(r"\b(?:and|or)\b", tail):
+        return None
+    items = [i.strip() for i in _ITEM_SEPARATOR.split(found["items"]) if i.strip()]
+    has_comma = "," in found["items"]
+    if len(items) < 2 or any(len(i.split()) > 5 for i in items):
+        return None
+    if not has_comma and not (len(items) == 2 and _DETERMINER_START.match(items[1])):
+        return None
+    first_determiner = _DETERMINER_START.match(items[0])
+    frame = _singular_verb(found["frame"])
+    out = []
+    for item in items:
+        if first_determiner and not _DETERMINER_START.match(item):
+            item = f"{first_determiner.group(0)}{item}"
+        out.append(_as_question(f"{frame}{item}{tail}"))
+    return out
+
+
+def _singular_verb(prefix: str) -> str:
+    """ "How much do the " → "How much does the ": the verb agrees with one thing now."""
+    return re.sub(
+        r"\b(do|are|have|were)(\s+(?:the\s+)?)$",
+        lambda m: _SINGULAR_VERB[m.group(1).lower()] + m.group(2),
+        prefix,
+        flags=re.IGNORECASE,
+    )
+
+
+def _singular(noun: str) -> str:
+    if noun.endswith("ies"):
+        return noun[:-3] + "y"
+    if noun.endswith(("sses", "ches", "shes", "xes")):
+        return noun[:-2]
+    return noun[:-1]
 
 
 def _as_question(text: str) -> str:

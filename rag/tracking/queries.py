@@ -30,9 +30,9 @@ INSERT_SOURCE = text(
 )
 
 INSERT_DROPPED = text(
-    "INSERT INTO dropped_sentences (trace_id, attempt, text, citations, score, reasons) "
+    "INSERT INTO dropped_sentences (trace_id, attempt, text, citations, score, reasons, stage) "
     "VALUES (CAST(:trace_id AS uuid), :attempt, :text, CAST(:citations AS integer[]), :score, "
-    "CAST(:reasons AS text[]))"
+    "CAST(:reasons AS text[]), :stage)"
 )
 
 # A vote replaces the same user's earlier vote on the trace, unless it is older than that vote
@@ -69,7 +69,7 @@ SELECT_SOURCES = text(
 )
 
 SELECT_DROPPED = text(
-    "SELECT attempt, text, citations, score, reasons FROM dropped_sentences "
+    "SELECT attempt, text, citations, score, reasons, stage FROM dropped_sentences "
     "WHERE trace_id = CAST(:id AS uuid) ORDER BY attempt, id"
 )
 

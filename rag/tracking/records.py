@@ -90,6 +90,7 @@ def trace_record(
                 "citations": list(dropped.citations),
                 "score": dropped.score,
                 "reasons": list(dropped.reasons),
+                "stage": dropped.stage,
             }
             for dropped in answer.dropped
         ],

@@ -237,7 +237,8 @@ async def _write_trace(conn: AsyncConnection, record: dict[str, Any], *, recorde
     trace_id = {"trace_id": trace["id"]}
     gates = [{**gate, **trace_id, "details": dumps(gate["details"])} for gate in record["gates"]]
     sources = [{**source, **trace_id} for source in record["sources"]]
-    dropped = [{**sentence, **trace_id} for sentence in record["dropped"]]
+    # Spooled before the stage was recorded: only the critic dropped sentences then.
+    dropped = [{"stage": "critic", **sentence, **trace_id} for sentence in record["dropped"]]
     for statement, rows in (
         (queries.INSERT_GATE, gates),
         (queries.INSERT_SOURCE, sources),

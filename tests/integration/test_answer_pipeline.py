@@ -91,6 +91,34 @@ async def test_unanswerable_question_abstains_with_the_fixed_refusal(candor: Can
     assert trace is not None and trace["route"] == "abstained"
 
 
+async def test_an_answer_about_the_subject_but_not_the_question_is_withheld_and_logged(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    # The Leeds office's opening hours are true, cited and about the Leeds office, but not about parking.
+    answer = await candor.answer(ask(handbook, "Is there free parking at the Leeds office?"))
+    assert answer.route == "abstained"
+    assert "08:00" not in answer.text
+    part = gate(answer, "completeness")["details"]["parts"][0]  # type: ignore[index]
+    assert part["answered"] is False
+    assert part["unaddressed"] == ["parking"]
+    assert part["focus_shift"] < -candor.settings.focus_threshold
+    withheld = [d for d in answer.dropped if d.stage == "focus"]
+    assert withheld and all("parking" in d.reasons[0] for d in withheld)
+    assert any("Leeds office is open" in d.text for d in withheld)
+    assert not [d for d in answer.dropped if d.stage == "critic"]  # faithful: not the critic's drop
+
+    trace = await candor.tracker.trace(answer.trace_id)
+    assert trace is not None
+    assert {d["stage"] for d in trace["dropped"]} == {"focus"}
+
+
+async def test_the_focus_check_lets_a_reworded_answer_through(candor: Candor, handbook: KnowledgeBase) -> None:
+    answer = await candor.answer(ask(handbook, "What's the phone extension for the IT helpdesk?"))
+    assert answer.route == "answered"
+    assert "4357" in answer.text
+    assert gate(answer, "completeness")["details"]["parts"][0]["unaddressed"] == []  # type: ignore[index]
+
+
 async def test_off_topic_question_stops_at_the_retrieval_gate(candor: Candor, handbook: KnowledgeBase) -> None:
     settings = candor.settings.model_copy(update={"retrieval_threshold": 0.6})
     strict = build_answerer(settings, candor.store, candor.embedder, candor.retriever)

@@ -74,7 +74,10 @@ async def evaluate(candor: Candor, kb: KnowledgeBase, answerer: Answerer) -> dic
     async def search(text: str, scope: AccessScope) -> list[Passage]:
         return await candor.retriever.run(text, scope, k=5)
 
-    return summarise(await run_eval(GOLDEN, answerer.answer, search, kb=kb.name))
+    async def reranked(text: str, scope: AccessScope) -> list[Passage]:
+        return [r.passage for r in await candor.rerank(text, scope)]
+
+    return summarise(await run_eval(GOLDEN, answerer.answer, search, kb=kb.name, rerank=reranked))
 
 
 def answerer(candor: Candor, **stages: Any) -> Answerer:
@@ -89,6 +92,7 @@ def rate(summary: dict[str, Any], key: str) -> float:
 
 async def test_the_real_stages_meet_the_targets(candor: Candor, handbook: KnowledgeBase) -> None:
     summary = await evaluate(candor, handbook, answerer(candor))
+    assert rate(summary, "abstention_on_unanswerable") >= 0.95
     assert rate(summary, "wrong_abstention_on_answerable") <= 0.10
     assert rate(summary, "conflict_flag_recall") >= 0.90
     assert rate(summary, "conflict_resolved_correctly") >= 0.90
@@ -96,6 +100,59 @@ async def test_the_real_stages_meet_the_targets(candor: Candor, handbook: Knowle
     assert rate(summary, "citations_valid") == 1.0
     assert summary["restricted_leaks"]["n"] == 0
     assert rate(summary, "keyword_accuracy") >= 0.85
+
+
+async def test_without_the_focus_check_answers_about_the_topic_pass_for_answers(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    # "Is there free parking at the Leeds office?" gets the office's opening hours: cited, faithful, wrong.
+    unfocused = candor.settings.model_copy(update={"focus_threshold": 2.0})
+    toy = build_answerer(unfocused, candor.store, candor.embedder, candor.retriever)
+    summary = await evaluate(candor, handbook, toy)
+    assert rate(summary, "abstention_on_unanswerable") < 0.95
+
+
+async def test_reranking_puts_the_answering_passage_first_more_often_than_retrieval(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    summary = await evaluate(candor, handbook, answerer(candor))
+    retrieval, reranked = summary["hit@1"], summary["rerank_hit@1"]
+    assert reranked["of"] == retrieval["of"] >= 25
+    assert reranked["n"] > retrieval["n"], (retrieval, reranked)
+    assert summary["rerank_hit@5"]["n"] >= summary["hit@5"]["n"]
+
+
+FACT = "# Price list\n\nThe Team plan costs $15 per user per month on monthly billing.\n"
+OVERVIEW = "# Team plan overview\n\nThe Team plan is the plan for growing teams.\n"
+FILLER = (
+    "Customers often ask what the Team plan costs each month. The Team plan is popular with growing "
+    "companies. Teams on the Team plan share monitors, alerts and status pages. Many teams move to the "
+    "Team plan from the Starter plan. The Team plan suits teams of every size. "
+)
+
+
+async def test_padding_a_passage_with_on_topic_filler_does_not_lift_it_above_the_fact(
+    candor: Candor, tmp_path: Path
+) -> None:
+    question = "How much does the Team plan cost per month?"
+    scores = {}
+    for variant, overview in (("short", OVERVIEW), ("padded", OVERVIEW + "\n" + FILLER * 3 + "\n")):
+        folder = tmp_path / variant
+        folder.mkdir()
+        (folder / "price-list.md").write_text(FACT, encoding="utf-8")
+        (folder / "team-plan-overview.md").write_text(overview, encoding="utf-8")
+        kb = await candor.knowledge_base(f"pad-{variant}-{uuid.uuid4().hex[:8]}", create=True)
+        assert kb is not None
+        assert (await candor.ingestor().ingest([folder], kb=kb)).ok
+        ranked = await candor.rerank(question, AccessScope(frozenset(), frozenset([kb.name])))
+        assert Path(ranked[0].passage.document).name == "price-list.md", [r.passage.document for r in ranked]
+        fact = ranked[0].score
+        best_overview = max(r.score for r in ranked if r.passage.document.endswith("team-plan-overview.md"))
+        assert best_overview < fact
+        scores[variant] = (fact, best_overview)
+    assert len(scores) == 2
+    # The filler's sentences are closer to the question than the overview's one line, and still lose.
+    assert scores["padded"][1] < scores["padded"][0]
 
 
 async def test_a_detector_that_never_finds_a_conflict_misses_every_planted_one(

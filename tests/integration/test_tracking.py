@@ -244,6 +244,7 @@ async def test_a_recorded_answer_reads_back_with_every_part(store: TraceStore) -
             "citations": [2],
             "score": 0.12,
             "reasons": ["no cited passage supports it", "contradicts source 2"],
+            "stage": "critic",
         }
     ]
     assert trace["feedback"] == []
@@ -374,6 +375,26 @@ async def test_an_unreachable_database_spools_the_trace_and_replay_writes_it_lat
     assert spooled(store.spool_dir) == []
     assert await store.replay_spool() == 0
     assert await rows_of(candor, "gate_outcomes", answer.trace_id) == 3
+
+
+async def test_a_trace_spooled_before_dropped_sentences_had_a_stage_replays_as_the_critics(
+    store: TraceStore, unreachable: AsyncEngine
+) -> None:
+    answer = make_answer()
+    assert (
+        await TraceStore(unreachable, store.spool_dir).record(make_question(), answer, config=CONFIG, models=MODELS)
+        is False
+    )
+    path = store.spool_dir / f"trace-{answer.trace_id}.json"
+    saved = json.loads(path.read_text())
+    for dropped in saved["dropped"]:
+        del dropped["stage"]  # the spool format of the previous release
+    path.write_text(json.dumps(saved))
+
+    assert await store.replay_spool() == 1
+    trace = await store.trace(answer.trace_id)
+    assert trace is not None
+    assert [d["stage"] for d in trace["dropped"]] == ["critic"]
 
 
 async def test_a_trace_spooled_after_it_was_written_is_skipped_on_replay(

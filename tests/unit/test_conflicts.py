@@ -207,3 +207,25 @@ def test_a_named_value_that_differs_is_a_conflict_but_a_sibling_product_is_not()
     assert find_conflicts(beacon, [pro]) == []
     unrelated = _named("The Kate Chopin House museum opened to visitors in Natchitoches.", 5, same)
     assert find_conflicts(a, [unrelated]) == []
+
+
+def test_a_yes_and_a_no_for_the_same_fact_conflict_and_name_both_answers() -> None:
+    yes = sentence("Single sign-on is available on the Team plan.", 1, effective=date(2026, 1, 1))
+    no = sentence("Single sign-on is not available on the Team plan.", 2, effective=date(2025, 1, 1))
+    found = find_conflicts(yes, [no])
+    assert [(c.chosen_value.surface, c.other_value.surface) for c in found] == [("available", "not available")]
+    assert found[0].preferred == "chosen"
+    assert [(c.chosen_value.amount, c.other_value.amount) for c in find_conflicts(no, [yes])] == [("no", "yes")]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "Single sign-on is not available on the Starter plan.",  # another tier: a look-alike
+        "Single sign-on is available on the Team plan.",  # the same answer
+        "Phone support is not available on the Team plan.",  # another feature
+    ],
+)
+def test_yes_no_look_alikes_are_not_conflicts(other: str) -> None:
+    chosen = sentence("Single sign-on is available on the Team plan.", 1)
+    assert find_conflicts(chosen, [sentence(other, 2)]) == []

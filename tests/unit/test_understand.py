@@ -143,6 +143,38 @@ def test_understand_marks_a_follow_up_as_rewritten() -> None:
             ("What is the refund policy?", "How do I cancel my plan?"),
         ),
         ("Who is the CEO; also where is the head office?", ("Who is the CEO?", "Where is the head office?")),
+        (
+            "How much do the Team and Business plans cost per month?",
+            ("How much does the Team plan cost per month?", "How much does the Business plan cost per month?"),
+        ),
+        (
+            "Do the Starter, Team and Business plans include SSO?",
+            (
+                "Does the Starter plan include SSO?",
+                "Does the Team plan include SSO?",
+                "Does the Business plan include SSO?",
+            ),
+        ),
+        (
+            "What are the opening hours of the London and Leeds offices?",
+            ("What are the opening hours of the London office?", "What are the opening hours of the Leeds office?"),
+        ),
+        (
+            "What are the price, user limit and data retention of the Team plan?",
+            (
+                "What is the price of the Team plan?",
+                "What is the user limit of the Team plan?",
+                "What is the data retention of the Team plan?",
+            ),
+        ),
+        (
+            "What is the price and the user limit of the Team plan?",
+            ("What is the price of the Team plan?", "What is the user limit of the Team plan?"),
+        ),
+        (
+            "What is the Business plan price and the nonprofit discount?",
+            ("What is the Business plan price?", "What is the nonprofit discount?"),
+        ),
     ],
 )
 def test_split_parts_splits_independent_questions(question: str, parts: tuple[str, ...]) -> None:
@@ -157,6 +189,11 @@ def test_split_parts_splits_independent_questions(question: str, parts: tuple[st
         "What are the terms and conditions?",  # "and" not followed by a question word
         "How do I reset my password?",
         "Hi. What is the policy?",  # a greeting is too short to be a part
+        "What does Beacon and Compass cost?",  # one product with "and" in its name: no shared head noun
+        "What are the terms and conditions of the Team plan?",  # one determiner: one thing
+        "What is the difference between the Team and Business plans?",  # a comparison is one question
+        "How many SMS alerts are included with Beacon Pro and Beacon?",
+        "Which laptops can new employees choose from?",
     ],
 )
 def test_split_parts_keeps_one_question_whole(question: str) -> None:

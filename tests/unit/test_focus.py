@@ -1,0 +1,90 @@
+"""The focus check: does an answer address the words of the question, or only the topic around them?"""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.config import load_settings
+from rag.embeddings import Embedder, build_embedder
+from rag.focus import Focus, FocusCheck, FocusWord, asked, candidates, without
+
+
+def test_only_the_asking_sentences_count() -> None:
+    part = "I left my work laptop on the train. How soon do I have to report it?"
+    assert asked(part) == "How soon do I have to report it?"
+    assert asked("Tell me about parking.") == "Tell me about parking."
+    assert asked("Is there parking? Is it free?") == "Is there parking? Is it free?"
+
+
+def test_candidates_are_the_question_words_the_answer_lacks() -> None:
+    answer = "The Leeds office is open Monday to Friday from 08:00 to 19:00."
+    assert candidates("Is there free parking at the Leeds office?", answer) == ["free", "parking"]
+
+
+def test_a_word_the_answer_holds_in_another_form_is_covered() -> None:
+    answer = "Staff can park for free in the car park behind the Leeds office."
+    assert candidates("Is there free parking at the Leeds office?", answer) == []
+
+
+def test_titles_and_headings_cover_words_too() -> None:
+    covered = "Employees may carry over up to 5 days. Annual leave policy > Carry-over"
+    assert "policy" not in candidates("What is the annual leave policy on carrying days over?", covered)
+
+
+def test_a_modifier_of_an_answered_head_word_is_not_a_candidate() -> None:
+    answer = "The IT helpdesk can be reached on internal extension 4357."
+    assert candidates("What's the phone extension for the IT helpdesk?", answer) == []
+
+
+def test_without_removes_every_occurrence_of_the_word() -> None:
+    assert without("Is Parking free? Where is the parking?", "parking") == "Is free? Where is the ?"
+
+
+def test_focus_properties() -> None:
+    focus = Focus((FocusWord("parking", -0.11), FocusWord("free", -0.02)), threshold=0.05)
+    assert [w.word for w in focus.unaddressed] == ["parking"]
+    assert not focus.addressed
+    assert focus.least_shift == pytest.approx(-0.11)
+    assert Focus((), threshold=0.05).least_shift == 1.0
+    assert Focus((), threshold=0.05).addressed
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    home = tmp_path_factory.mktemp("focus-home")
+    return build_embedder(load_settings(home=home, database_url=None, embedder="minilm", embedder_backend="torch"))
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "missed"),
+    [
+        (
+            "Is there free parking at the Leeds office?",
+            "The Leeds office is open Monday to Friday from 08:00.",
+            "parking",
+        ),
+        ("How do I rotate my API key?", "The API uses bearer-token authentication.", "rotate"),
+    ],
+)
+async def test_an_answer_about_the_topic_but_not_the_question_is_unaddressed(
+    embedder: Embedder, question: str, answer: str, missed: str
+) -> None:
+    focus = await FocusCheck(embedder, threshold=0.05).check(question, [answer], [])
+    assert [w.word for w in focus.unaddressed] == [missed]
+    assert focus.least_shift < -0.05
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("How many days of holiday do I get?", "Employees receive 25 days of paid annual leave each year."),
+        (
+            "How much does the company pay towards a gym membership?",
+            "The company pays up to $40 a month towards fitness classes or a gym.",
+        ),
+    ],
+)
+async def test_an_answer_in_other_words_addresses_the_question(embedder: Embedder, question: str, answer: str) -> None:
+    focus = await FocusCheck(embedder, threshold=0.05).check(question, [answer], [])
+    assert focus.words, "the answer lacks a question word, so there is something to check"
+    assert focus.addressed, focus
