@@ -19,14 +19,8 @@ import re
 from collections.abc import Iterable
 from html import escape
 
+from bot.wording import LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
 from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
-
-LOW_CONFIDENCE_NOTE = (
-    "Low confidence: parts of this answer could not be fully verified against the sources. "
-    "Check the cited passages before relying on it."
-)
-UNANSWERED_NOTE = "No relevant information found in your knowledge base for:"
-NO_PREFERENCE_REASON = "neither the effective date nor the source's authority decides"
 
 _LINKABLE_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f\"'<>\\`]+", re.IGNORECASE)
 _NOT_ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")

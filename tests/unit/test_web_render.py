@@ -10,7 +10,8 @@ from html.parser import HTMLParser
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.web.render import LOW_CONFIDENCE_NOTE, UNANSWERED_NOTE, answer_html, linkable_url, source_anchor
+from bot.web.render import answer_html, linkable_url, source_anchor
+from bot.wording import LOW_CONFIDENCE_NOTE, UNANSWERED_NOTE
 from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
 TRACE = "3f2a9c1e-7d4b-4b8e-9a51-0c6d2e8f1a77"
