@@ -1,0 +1,329 @@
+"""`EventLedger`: each chat-platform question answered exactly once by one of several replicas (migration 0005).
+
+Slack (and later Teams) may announce one question several times: a retry when the ack was late,
+an `app_mention` and a `message` for the same post, a redelivery to another replica. The adapter
+names the question with a key of its own (for Slack "team/channel/ts") and claims it here before
+answering; only one claim wins, whichever replica and whichever event it comes from.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import TextClause, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from rag.errors import ConfigError, StoreError
+from rag.tracking.records import dumps, parse_trace_id, plain_dict
+
+DATABASE_ERRORS = (SQLAlchemyError, OSError)
+
+CLAIM_COLUMNS = "platform, key, owner, attempt, payload, lease_until, question, team, conversation, thread, asker"
+ROW_COLUMNS = (
+    "id, platform, key, event_ids, team, conversation, thread, asker, question, payload, status, owner, "
+    "attempt, lease_until, created_at, updated_at, trace_id, reply, error"
+)
+LEASE = "now() + make_interval(secs => :lease)"
+LAPSED = "(e.status = 'claimed' AND e.lease_until < now())"
+
+# One statement decides: a new key is inserted as claimed; an existing one is taken over only when
+# its lease ran out; every other conflict just records the event id (no write at all when it is
+# already recorded). `claim_token` changes only when this statement inserts or takes over the row,
+# so comparing it with this call's token says whether this call won.
+CLAIM = text(
+    "INSERT INTO platform_events AS e (platform, key, event_ids, team, conversation, thread, asker, question, "
+    "payload, status, owner, lease_until, claim_token) "
+    "VALUES (:platform, :key, array_remove(ARRAY[CAST(:event_id AS text)], NULL), :team, :conversation, "
+    f":thread, :asker, :question, CAST(:payload AS jsonb), 'claimed', :owner, {LEASE}, CAST(:token AS uuid)) "
+    "ON CONFLICT (platform, key) DO UPDATE SET "
+    "event_ids = CASE WHEN EXCLUDED.event_ids <@ e.event_ids THEN e.event_ids "
+    "ELSE e.event_ids || EXCLUDED.event_ids END, "
+    f"owner = CASE WHEN {LAPSED} THEN EXCLUDED.owner ELSE e.owner END, "
+    f"attempt = CASE WHEN {LAPSED} THEN e.attempt + 1 ELSE e.attempt END, "
+    f"lease_until = CASE WHEN {LAPSED} THEN EXCLUDED.lease_until ELSE e.lease_until END, "
+    f"claim_token = CASE WHEN {LAPSED} THEN EXCLUDED.claim_token ELSE e.claim_token END, "
+    "updated_at = now() "
+    f"WHERE {LAPSED} OR NOT EXCLUDED.event_ids <@ e.event_ids "
+    f"RETURNING e.claim_token = CAST(:token AS uuid) AS won, {CLAIM_COLUMNS}"
+)
+
+# Rows another replica is taking over right now are locked, and skipped rather than waited for.
+TAKE_OVER_EXPIRED = text(
+    "WITH due AS MATERIALIZED (SELECT id FROM platform_events "
+    "WHERE platform = :platform AND status = 'claimed' AND lease_until < now() "
+    "ORDER BY lease_until, id LIMIT :limit FOR UPDATE SKIP LOCKED) "
+    f"UPDATE platform_events AS e SET owner = :owner, attempt = e.attempt + 1, lease_until = {LEASE}, "
+    "claim_token = gen_random_uuid(), updated_at = now() "
+    f"FROM due WHERE e.id = due.id RETURNING {CLAIM_COLUMNS}"
+)
+
+HELD = "platform = :platform AND key = :key AND owner = :owner AND attempt = :attempt AND status = 'claimed'"
+
+RENEW = text(f"UPDATE platform_events SET lease_until = {LEASE}, updated_at = now() WHERE {HELD} RETURNING id")
+
+RELEASE = text(f"UPDATE platform_events SET lease_until = now(), updated_at = now() WHERE {HELD} RETURNING id")
+
+COMPLETE = text(
+    "UPDATE platform_events SET status = :status, trace_id = COALESCE(CAST(:trace_id AS uuid), trace_id), "
+    f"reply = reply || CAST(:reply AS jsonb), error = :error, updated_at = now() WHERE {HELD} RETURNING id"
+)
+
+SELECT_ROW = text(f"SELECT {ROW_COLUMNS} FROM platform_events WHERE platform = :platform AND key = :key")
+
+UPDATE_REPLY = text(
+    "UPDATE platform_events SET reply = reply || CAST(:reply AS jsonb), "
+    "trace_id = COALESCE(CAST(:trace_id AS uuid), trace_id), question = COALESCE(:question, question), "
+    "updated_at = now() WHERE platform = :platform AND key = :key AND status <> 'deleted' RETURNING id"
+)
+
+MARK_DELETED = text(
+    "UPDATE platform_events SET status = 'deleted', updated_at = now() "
+    f"WHERE platform = :platform AND key = :key RETURNING {ROW_COLUMNS}"
+)
+
+_TURNS = (
+    "SELECT key, asker, question, reply ->> 'answer_text' AS answer, status, created_at FROM platform_events "
+    "WHERE platform = :platform AND {team} AND conversation = :conversation AND thread = :thread "
+    "AND status IN ('claimed', 'answered', 'failed') ORDER BY created_at DESC, id DESC LIMIT :limit"
+)
+# Two texts rather than `IS NOT DISTINCT FROM`, which the thread index cannot serve.
+THREAD_TURNS = text(_TURNS.format(team="team = :team"))
+THREAD_TURNS_NO_TEAM = text(_TURNS.format(team="team IS NULL"))
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """This replica's right to answer one question until `lease_until` (the database's clock)."""
+
+    platform: str
+    key: str
+    owner: str
+    attempt: int
+    payload: dict[str, Any]
+    lease_until: datetime
+    taken_over: bool
+    """True when this owner took the question from one whose lease ran out."""
+    question: str | None = None
+    team: str | None = None
+    conversation: str | None = None
+    thread: str | None = None
+    asker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadTurn:
+    """One question asked in a thread, with the answer text when it was recorded."""
+
+    key: str
+    asker: str | None
+    question: str | None
+    answer: str | None
+    status: str
+    created_at: datetime
+
+
+class EventLedger:
+    """Who answers which platform question, in Postgres, shared by every replica.
+
+    A question (`platform`, `key`) moves through these states:
+
+        claimed ──complete()──> answered
+           │    ──complete(failed=True)──> failed
+           └─── mark_deleted() from any state ──> deleted
+
+    `claim` wins a question for this ledger's `owner` for `lease_seconds`. While the lease runs,
+    every other claim of the same key, from any replica, gets None, and the event ids it carried
+    are recorded. The owner keeps the lease alive with `renew` while it works (every third of the
+    lease is a safe rhythm) and ends with `complete`. If the owner dies, its lease runs out and the
+    next `claim` of that key, or any replica's `expired` poll, takes the question over with the
+    attempt counted up. A claim is held by (owner, attempt): once taken over, the old holder's
+    `renew`, `complete` and `release` return False or do nothing, so it learns that its answer
+    may be a duplicate. `release` hands unfinished work over at once on a graceful shutdown.
+
+    Leases are compared with the database's `now()`, never this process's clock.
+    """
+
+    def __init__(self, engine: AsyncEngine, *, owner: str | None = None, lease_seconds: float = 60.0) -> None:
+        if not (lease_seconds > 0 and math.isfinite(lease_seconds)):
+            raise ConfigError(f"lease_seconds must be a positive number of seconds, got {lease_seconds!r}")
+        if owner is not None and not owner.strip():
+            raise ConfigError("an event ledger owner must not be empty")
+        self.engine = engine
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.lease_seconds = float(lease_seconds)
+
+    async def claim(
+        self,
+        platform: str,
+        key: str,
+        payload: Mapping[str, Any],
+        *,
+        event_id: str | None = None,
+        question: str | None = None,
+        team: str | None = None,
+        conversation: str | None = None,
+        thread: str | None = None,
+        asker: str | None = None,
+    ) -> Claim | None:
+        """Win the question for this owner, or None when it is answered, failed, deleted or held by a live lease."""
+        params = {
+            "platform": platform,
+            "key": key,
+            "event_id": event_id,
+            "team": team,
+            "conversation": conversation,
+            "thread": thread,
+            "asker": asker,
+            "question": question,
+            "payload": dumps(dict(payload)),
+            "owner": self.owner,
+            "lease": self.lease_seconds,
+            "token": str(uuid.uuid4()),
+        }
+        rows = await self._execute(f"claim {platform} event {key}", CLAIM, params)
+        if not rows or not rows[0]["won"]:
+            return None
+        return _claim(rows[0], taken_over=rows[0]["attempt"] > 1)
+
+    async def renew(self, claim: Claim) -> bool:
+        """Extend the lease from now; False when the claim is no longer this owner's (taken over, or done)."""
+        params = {**_held(claim), "lease": self.lease_seconds}
+        return bool(await self._execute(f"renew the claim on {claim.platform} event {claim.key}", RENEW, params))
+
+    async def complete(
+        self,
+        claim: Claim,
+        *,
+        trace_id: str | None = None,
+        reply: Mapping[str, Any] | None = None,
+        failed: bool = False,
+        error: str | None = None,
+    ) -> bool:
+        """Mark the question answered (or failed) with where the reply went; False when the claim was lost.
+
+        False means another replica took the question over (or it was deleted) meanwhile: an answer
+        already posted may be a duplicate.
+        """
+        params = {
+            **_held(claim),
+            "status": "failed" if failed else "answered",
+            "trace_id": _trace_id(trace_id),
+            "reply": dumps(dict(reply or {})),
+            "error": error,
+        }
+        return bool(await self._execute(f"complete {claim.platform} event {claim.key}", COMPLETE, params))
+
+    async def release(self, claim: Claim) -> None:
+        """End the lease now, unanswered, so another replica takes the question over at once."""
+        await self._execute(f"release {claim.platform} event {claim.key}", RELEASE, _held(claim))
+
+    async def expired(self, platform: str, *, limit: int = 10) -> list[Claim]:
+        """Take over up to `limit` questions of `platform` whose owner's lease ran out."""
+        if limit < 1:
+            return []
+        params = {"platform": platform, "limit": limit, "owner": self.owner, "lease": self.lease_seconds}
+        rows = await self._execute(f"take over expired {platform} events", TAKE_OVER_EXPIRED, params)
+        return [_claim(row, taken_over=True) for row in rows]
+
+    async def get(self, platform: str, key: str) -> dict[str, Any] | None:
+        """The ledger row as JSON data (timestamps in ISO form), or None when the key is unknown."""
+        rows = await self._execute(f"read {platform} event {key}", SELECT_ROW, {"platform": platform, "key": key})
+        return plain_dict(rows[0]) if rows else None
+
+    async def update_reply(
+        self,
+        platform: str,
+        key: str,
+        reply: Mapping[str, Any],
+        *,
+        trace_id: str | None = None,
+        question: str | None = None,
+    ) -> bool:
+        """Merge `reply` into the stored one (an edited question answered again); False when unknown or deleted."""
+        params = {
+            "platform": platform,
+            "key": key,
+            "reply": dumps(dict(reply)),
+            "trace_id": _trace_id(trace_id),
+            "question": question,
+        }
+        return bool(await self._execute(f"update the reply of {platform} event {key}", UPDATE_REPLY, params))
+
+    async def mark_deleted(self, platform: str, key: str) -> dict[str, Any] | None:
+        """Mark the question deleted; the row (its `reply` says which answer to delete), or None when unknown."""
+        params = {"platform": platform, "key": key}
+        rows = await self._execute(f"mark {platform} event {key} deleted", MARK_DELETED, params)
+        return plain_dict(rows[0]) if rows else None
+
+    async def thread_turns(
+        self, platform: str, team: str | None, conversation: str, thread: str, *, limit: int = 20
+    ) -> list[ThreadTurn]:
+        """The latest `limit` questions of a thread (claimed, answered or failed), oldest first."""
+        if limit < 1:
+            return []
+        statement = THREAD_TURNS_NO_TEAM if team is None else THREAD_TURNS
+        params = {"platform": platform, "team": team, "conversation": conversation, "thread": thread, "limit": limit}
+        rows = await self._execute(f"read {platform} thread {conversation}/{thread}", statement, params)
+        return [
+            ThreadTurn(
+                key=row["key"],
+                asker=row["asker"],
+                question=row["question"],
+                answer=row["answer"],
+                status=row["status"],
+                created_at=row["created_at"],
+            )
+            for row in reversed(rows)
+        ]
+
+    async def _execute(self, what: str, statement: TextClause, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Run one statement in its own transaction, its rows as dicts; database failures become `StoreError`."""
+        try:
+            async with self.engine.begin() as conn:
+                return [dict(row._mapping) for row in await conn.execute(statement, params)]
+        except DATABASE_ERRORS as exc:
+            raise StoreError(f"could not {what}: {_describe(exc)}") from exc
+
+
+def _claim(row: Mapping[str, Any], *, taken_over: bool) -> Claim:
+    return Claim(
+        platform=row["platform"],
+        key=row["key"],
+        owner=row["owner"],
+        attempt=row["attempt"],
+        payload=dict(row["payload"]),
+        lease_until=row["lease_until"],
+        taken_over=taken_over,
+        question=row["question"],
+        team=row["team"],
+        conversation=row["conversation"],
+        thread=row["thread"],
+        asker=row["asker"],
+    )
+
+
+def _held(claim: Claim) -> dict[str, Any]:
+    return {"platform": claim.platform, "key": claim.key, "owner": claim.owner, "attempt": claim.attempt}
+
+
+def _trace_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    canonical = parse_trace_id(value)
+    if canonical is None:
+        raise StoreError(f"trace id {value!r} is not a UUID")
+    return canonical
+
+
+def _describe(exc: BaseException) -> str:
+    """The driver's message when there is one: SQLAlchemy's own text repeats the SQL and its parameters."""
+    cause = getattr(exc, "orig", None) or exc
+    return f"{type(cause).__name__}: {cause}".strip()
