@@ -256,13 +256,21 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
 ) -> None:
-    """Run the server: the chat page at /, health at /healthz (Slack and Teams mount here too)."""
-    from bot.server import build_app
+    """Run the server: the chat page at /, health at /healthz, Slack at /slack/events (or Socket Mode)."""
+    from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app
     from bot.server import serve as run_server
 
     async def work(candor: Candor) -> None:
         await candor.warm_up()
-        app_ = build_app(candor)
+        settings = candor.settings
+        slack = settings.slack_bot_token is not None
+        app_ = build_app(candor, max_body_bytes=PLATFORM_BODY_BYTES if slack else MAX_BODY_BYTES)
+        if slack:
+            from bot.slack.app import SlackAdapter, slack_config
+
+            SlackAdapter(slack_config(settings), candor, candor.events).mount(app_)
+            mode = "Socket Mode" if settings.slack_app_token else f"http://{host}:{port}/slack/events"
+            err.print(f"Slack: {mode}", highlight=False)
         err.print(f"Candor is listening on http://{host}:{port}/", highlight=False)
         await run_server(app_, host, port)
 

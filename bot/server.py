@@ -27,6 +27,8 @@ log = logging.getLogger("candor.server")
 
 MAX_BODY_BYTES = 64 * 1024
 """Largest request body any route accepts; larger ones get 413 before a handler parses them."""
+PLATFORM_BODY_BYTES = 1024 * 1024
+"""With Slack or Teams mounted: an interactivity payload carries the whole message it came from."""
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -43,11 +45,13 @@ class AnswerService(Protocol):
         ...
 
 
-def build_app(service: AnswerService, *, max_question_chars: int = 4000) -> web.Application:
+def build_app(
+    service: AnswerService, *, max_question_chars: int = 4000, max_body_bytes: int = MAX_BODY_BYTES
+) -> web.Application:
     """The application `candor serve` runs: `/healthz` and the chat page at `/`."""
     if max_question_chars < 1:
         raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app = web.Application(client_max_size=max_body_bytes)
     app.router.add_get("/healthz", _healthz_handler(service))
     add_web_routes(app, service, max_question_chars=max_question_chars)
     return app

@@ -13,7 +13,10 @@ conversation id, ...) and the asker; the policy decides. Rules come from a YAML 
 
 Every matching rule adds its groups; knowledge bases are limited only when every matching rule
 limits them (to the union of their lists). Without a file, or when no rule matches, a question
-reads public documents only, in every knowledge base.
+reads public documents only, in every knowledge base. A question from a public or shared
+conversation (`Question.audience`: a public Slack channel, a Slack Connect channel) gets no groups
+whatever the rules say: everyone there, guests of other organisations included, would read the
+answer.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ def _match(pattern: str | None, value: str | None) -> bool:
     return pattern is None or (value is not None and fnmatchcase(value, pattern))
 
 
+OPEN_AUDIENCES = frozenset({"public", "shared"})
+
+
 class AccessPolicy:
     def __init__(self, rules: Sequence[AccessRule] = ()) -> None:
         self.rules = tuple(rules)
@@ -72,6 +78,8 @@ class AccessPolicy:
             return question.scope
         matching = [rule for rule in self.rules if rule.matches(question)]
         groups = frozenset().union(*(rule.groups for rule in matching))
+        if question.audience in OPEN_AUDIENCES:
+            groups = frozenset()
         if not matching or any(rule.knowledge_bases is None for rule in matching):
             return AccessScope(groups, None)  # a rule without a limit grants every knowledge base
         return AccessScope(groups, frozenset().union(*(rule.knowledge_bases or () for rule in matching)))

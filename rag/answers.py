@@ -17,6 +17,9 @@ from rag.types import AccessScope
 Route = Literal["answered", "low_confidence", "abstained"]
 Platform = Literal["cli", "web", "slack", "teams", "eval"]
 Rating = Literal["up", "down"]
+Audience = Literal["public", "shared", "private", "direct"]
+"""Who can read the conversation: a public channel, one shared with other organisations (Slack
+Connect), a private channel or group chat, a direct message."""
 
 DEFAULT_REFUSAL = "I don't know - the knowledge base does not cover this."
 
@@ -44,6 +47,9 @@ class Question:
     """Workspace/team and channel or chat id, as the platform names them ("T1/C2")."""
     thread: str | None = None
     history: tuple[Turn, ...] = ()
+    audience: Audience | None = None
+    """Reported by chat adapters; a public or shared conversation never gets restricted documents,
+    whatever the access rules grant (`AccessPolicy`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,6 +139,12 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_app_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_APP_TOKEN"))
     slack_api_url: str | None = Field(None, validation_alias=_env("SLACK_API_URL"))
+    """SLACK_API_URL: the Web API base URL (tests, proxies); Slack's own when unset."""
+    slack_ask_human: str | None = Field(None, validation_alias=_env("SLACK_ASK_HUMAN"))
+    """SLACK_ASK_HUMAN: shown under a refusal: a channel id ("C0123") or a URL (an on-call page)."""
+    event_lease_seconds: float = Field(60.0, ge=0.5, le=3600, validation_alias=_env("CANDOR_EVENT_LEASE_SECONDS"))
+    """CANDOR_EVENT_LEASE_SECONDS: how long a replica holds a chat event it is answering before another
+    replica may take it over (renewed while the answer is being made)."""
     microsoft_app_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_ID"))
     microsoft_app_password: SecretStr | None = Field(None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
     microsoft_app_tenant_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_TENANT_ID"))

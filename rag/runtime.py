@@ -25,6 +25,7 @@ from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequen
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
 from rag.tracking import TraceStore
+from rag.tracking.events import EventLedger
 from rag.types import AccessScope
 from rag.vector_cache import CachedEmbedder
 
@@ -43,6 +44,8 @@ class Candor:
     tracker: TraceStore
     reranker: Reranker
     """The answerer's reranker: `rerank` uses it to show what the stage adds over retrieval alone."""
+    events: EventLedger
+    """Chat platform events claimed for answering, so each is answered once by one replica."""
 
     async def answer(self, question: Question) -> Answer:
         """The gated answer to one question, logged (DESIGN.md, "The flow")."""
@@ -55,6 +58,10 @@ class Candor:
         passages = await self.retriever.run(text, scope, k=k, vector=vectors[0])
         query = Query(text, vectors[0], await term_frequencies(self.store, text))
         return await self.reranker.rerank(query, passages)
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
+        """Each knowledge base with its number of public documents (what a bot's home page may show)."""
+        return await self.store.public_summary()
 
     async def warm_up(self) -> None:
         """Load the models now, so the first question does not pay for it."""
@@ -118,7 +125,8 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
         answerer = build_answerer(
             settings, store, embedder, retriever, reranker=reranker, vectors=vectors, tracker=tracker
         )
-        yield Candor(settings, store, embedder, retriever, answerer, tracker, reranker)
+        events = EventLedger(store.engine, lease_seconds=settings.event_lease_seconds)
+        yield Candor(settings, store, embedder, retriever, answerer, tracker, reranker, events)
     finally:
         await store.close()
 

@@ -252,6 +252,15 @@ class PostgresStore:
         async with self._transaction() as conn:
             await conn.execute(text("ANALYZE chunks"))
 
+    async def public_summary(self) -> list[tuple[str, int]]:
+        """Every knowledge base with its count of public documents (restricted ones are not revealed)."""
+        query = text(
+            "SELECT kb.name, count(d.id) FILTER (WHERE cardinality(d.access_groups) = 0) "
+            "FROM knowledge_bases kb LEFT JOIN documents d ON d.kb_id = kb.id GROUP BY kb.name ORDER BY kb.name"
+        )
+        async with self._transaction() as conn:
+            return [(str(name), int(n)) for name, n in (await conn.execute(query)).all()]
+
     async def counts(self, kb: KnowledgeBase | None = None) -> dict[str, int]:
         """Documents, chunks and sentences, in one knowledge base or all."""
         query = text(

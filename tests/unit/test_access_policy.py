@@ -144,3 +144,22 @@ def test_malformed_files_name_the_setting(tmp_path: Path, text: str, message: st
 def test_a_missing_file_names_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^CANDOR_ACCESS_POLICY: cannot read"):
         AccessPolicy.from_file(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("audience", ["public", "shared"])
+def test_a_public_or_shared_conversation_never_gets_groups(policy: AccessPolicy, audience: str) -> None:
+    # The rule grants hr-confidential to C0HR*, and the asker is an admin: a public channel still reads public only.
+    question = Question(
+        "q",
+        platform="slack",
+        conversation="T0001/C0HR42",
+        asker="U0ADMIN",
+        audience=audience,  # type: ignore[arg-type]
+    )
+    assert policy.scope_for(question) == AccessScope(frozenset(), None)
+
+
+@pytest.mark.parametrize("audience", ["private", "direct", None])
+def test_private_and_direct_conversations_keep_their_groups(policy: AccessPolicy, audience: str | None) -> None:
+    question = Question("q", platform="slack", conversation="T0001/C0HR42", audience=audience)  # type: ignore[arg-type]
+    assert policy.scope_for(question) == AccessScope(frozenset({"hr-confidential"}), None)

@@ -1,0 +1,323 @@
+"""The Slack adapter on `slack_bolt`'s `AsyncApp`: events in, claims and jobs out.
+
+Listeners do the quick part only: decide whether a message is a question for Candor, claim it in
+the event ledger (so retries, duplicates and the app_mention/message pair are answered once, by
+one replica), hand the claim to the `Worker`, and return. `process_before_response=True` makes
+Bolt acknowledge after the listener has returned: the claim is in Postgres before Slack hears
+"200", so an acknowledged question cannot be lost. The answer follows from the worker.
+
+HTTP mode mounts `POST /slack/events` on `candor serve`'s aiohttp app (Bolt verifies the signing
+secret: unsigned, wrongly signed or stale requests get 401); Socket Mode connects out when
+`SLACK_APP_TOKEN` is set. One workspace per installation: the bot token's.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.blocks import (
+    FEEDBACK_DOWN,
+    FEEDBACK_REASON_CALLBACK,
+    FEEDBACK_UP,
+    REASON_ACTION,
+    REASON_BLOCK,
+    feedback_ack,
+    feedback_reason_modal,
+    home_view,
+)
+from bot.slack.jobs import PLATFORM, EventClaims, Job, Responder, SlackCore, Worker
+from rag.answers import Feedback, Rating
+from rag.config import Settings
+from rag.errors import CandorError, ConfigError, UnknownTrace
+
+log = logging.getLogger("candor.slack")
+
+EVENTS_PATH = "/slack/events"
+SUGGESTED_PROMPTS = (
+    {"title": "What can you answer?", "message": "Which documents do you answer from?"},
+    {"title": "A policy question", "message": "How many days of annual leave do employees get?"},
+    {"title": "A product question", "message": "How much does the Team plan cost per month?"},
+)
+_ASKS = re.compile(
+    r"^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|can|could|do|does|did|should|will"
+    r"|would|may|must|has|have)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SlackConfig:
+    bot_token: str
+    signing_secret: str | None = None
+    app_token: str | None = None
+    api_url: str | None = None
+    ask_human: str | None = None
+
+
+def slack_config(settings: Settings) -> SlackConfig:
+    """The Slack part of the settings; a bot token needs a signing secret (HTTP) or an app token (Socket Mode)."""
+    if settings.slack_bot_token is None:
+        raise ConfigError("SLACK_BOT_TOKEN is not set")
+    secret, app_token = settings.slack_signing_secret, settings.slack_app_token
+    if secret is None and app_token is None:
+        raise ConfigError("SLACK_BOT_TOKEN needs SLACK_SIGNING_SECRET (HTTP mode) or SLACK_APP_TOKEN (Socket Mode)")
+    return SlackConfig(
+        bot_token=settings.slack_bot_token.get_secret_value(),
+        signing_secret=secret.get_secret_value() if secret is not None else None,
+        app_token=app_token.get_secret_value() if app_token is not None else None,
+        api_url=settings.slack_api_url,
+        ask_human=settings.slack_ask_human,
+    )
+
+
+def reads_as_question(text: str) -> bool:
+    """A thread reply from someone other than the asker is answered only when it asks something."""
+    return "?" in text or bool(_ASKS.match(text))
+
+
+class SlackAdapter:
+    """Builds the Bolt app, its listeners and the worker; mounts on an aiohttp app."""
+
+    def __init__(self, config: SlackConfig, core: SlackCore, ledger: EventClaims, *, drain_seconds: float = 30.0):
+        self.config = config
+        self.core = core
+        self.ledger = ledger
+        self.drain_seconds = drain_seconds
+        self.client = AsyncWebClient(
+            token=config.bot_token,
+            base_url=config.api_url or AsyncWebClient.BASE_URL,
+            retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=3), AsyncConnectionErrorRetryHandler()],
+        )
+        self.responder = Responder(core, ledger, self.client, ask_human=config.ask_human)
+        self.worker = Worker(self.responder, ledger, poll_seconds=max(0.5, ledger.lease_seconds / 2))
+        self.bolt = AsyncApp(
+            client=self.client,
+            signing_secret=config.signing_secret or "",
+            request_verification_enabled=config.signing_secret is not None,
+            process_before_response=True,
+        )
+        self._socket: AsyncSocketModeHandler | None = None
+        self._listen()
+
+    # --- mounting ----------------------------------------------------------------------------
+
+    def mount(self, app: web.Application) -> None:
+        """HTTP mode at /slack/events when a signing secret is set; Socket Mode when an app token is."""
+        if self.config.signing_secret is not None:
+            app.router.add_post(EVENTS_PATH, self._http)
+        app.on_startup.append(self._start)
+        app.on_shutdown.append(self._stop)
+
+    async def _http(self, request: web.Request) -> web.Response:
+        response = await self.bolt.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(response)
+
+    async def _start(self, app: web.Application) -> None:
+        self.worker.start()
+        if self.config.app_token is not None:
+            self._socket = AsyncSocketModeHandler(self.bolt, self.config.app_token, web_client=self.client)
+            await self._socket.connect_async()  # type: ignore[no-untyped-call]
+            log.info("Slack Socket Mode connected")
+
+    async def _stop(self, app: web.Application) -> None:
+        if self._socket is not None:
+            await self._socket.close_async()  # type: ignore[no-untyped-call]
+        await self.worker.drain(self.drain_seconds)
+
+    # --- listeners ---------------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        self.bolt.event("app_mention")(self._on_mention)
+        self.bolt.event("message")(self._on_message)
+        self.bolt.event("app_home_opened")(self._on_home)
+        self.bolt.event("assistant_thread_started")(self._on_assistant_thread)
+        self.bolt.command("/candor")(self._on_command)
+        self.bolt.action(FEEDBACK_UP)(self._on_vote)
+        self.bolt.action(FEEDBACK_DOWN)(self._on_vote)
+        self.bolt.view(FEEDBACK_REASON_CALLBACK)(self._on_reason)
+        self.bolt.error(self._on_error)
+
+    async def _on_mention(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        thread = event.get("thread_ts")
+        await self._question(event, body, reply_thread=thread or event["ts"], channel_type=event.get("channel_type"))
+
+    async def _on_message(self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
+        subtype = event.get("subtype")
+        if subtype == "message_changed":
+            await self._on_edit(event, body)
+            return
+        if subtype == "message_deleted":
+            await self._on_delete(event, body)
+            return
+        if subtype not in (None, "file_share", "thread_broadcast") or event.get("bot_id"):
+            return
+        user, text = event.get("user"), event.get("text") or ""
+        if user is None or user == context.bot_user_id:
+            return
+        channel_type, thread = event.get("channel_type"), event.get("thread_ts")
+        if channel_type == "im":
+            progress = "status" if thread else "reaction"
+            await self._question(event, body, reply_thread=thread, channel_type="im", progress=progress)
+            return
+        if f"<@{context.bot_user_id}>" in text or not thread or thread == event.get("ts"):
+            return  # a mention is answered from app_mention; a top-level message is not for the bot
+        turns = await self.ledger.thread_turns(PLATFORM, _team(body, event), event["channel"], thread)
+        if turns and (user == turns[0].asker or reads_as_question(text)):
+            await self._question(event, body, reply_thread=thread, channel_type=channel_type)
+
+    async def _question(
+        self,
+        event: dict[str, Any],
+        body: dict[str, Any],
+        *,
+        reply_thread: str | None,
+        channel_type: str | None,
+        progress: str = "reaction",
+    ) -> None:
+        job = Job(
+            team=_team(body, event),
+            channel=event["channel"],
+            ts=event["ts"],
+            user=event.get("user") or "",
+            text=event.get("text") or "",
+            thread_ts=event.get("thread_ts"),
+            reply_thread=reply_thread,
+            channel_type=channel_type,
+            progress="status" if progress == "status" else "reaction",
+        )
+        await self._claim(job, body.get("event_id"))
+
+    async def _claim(self, job: Job, event_id: str | None, key: str | None = None) -> None:
+        """Claim the job (an edit under its own key, outside the thread's turns) and start it."""
+        claim = await self.ledger.claim(
+            PLATFORM,
+            key or job.key,
+            job.as_payload(),
+            event_id=event_id,
+            question=job.text,
+            team=job.team,
+            conversation=job.channel,
+            thread=None if job.original_key else job.thread_root,
+            asker=job.user,
+        )
+        if claim is not None:
+            self.worker.submit(claim)
+
+    async def _on_edit(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        message = event.get("message") or {}
+        team, channel = _team(body, event), event["channel"]
+        original = f"{team}/{channel}/{message.get('ts')}"
+        row = await self.ledger.get(PLATFORM, original)
+        edited = (message.get("edited") or {}).get("ts")
+        if row is None or row["status"] != "answered" or not edited or message.get("text") == row.get("question"):
+            return
+        reply = row.get("reply") or {}
+        job = Job(
+            team=team,
+            channel=channel,
+            ts=str(message["ts"]),
+            user=message.get("user") or "",
+            text=message.get("text") or "",
+            thread_ts=message.get("thread_ts"),
+            reply_thread=message.get("thread_ts") or (None if event.get("channel_type") == "im" else message["ts"]),
+            channel_type=event.get("channel_type"),
+            replaces=tuple(reply.get("ts") or ()),
+            original_key=original,
+        )
+        await self._claim(job, body.get("event_id"), key=f"{original}/edit/{edited}")
+
+    async def _on_delete(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        deleted = event.get("deleted_ts") or (event.get("previous_message") or {}).get("ts")
+        row = await self.ledger.mark_deleted(PLATFORM, f"{_team(body, event)}/{event['channel']}/{deleted}")
+        for ts in ((row or {}).get("reply") or {}).get("ts") or ():
+            try:
+                await self.client.chat_delete(channel=event["channel"], ts=ts)
+            except SlackApiError as exc:
+                log.warning("could not delete the answer to a deleted question: %s", exc)
+
+    async def _on_home(self, event: dict[str, Any]) -> None:
+        view = home_view(await self.core.knowledge_base_summary(), ask_human=self.config.ask_human)
+        await self.client.views_publish(user_id=event["user"], view=view)
+
+    async def _on_assistant_thread(self, event: dict[str, Any]) -> None:
+        thread = event.get("assistant_thread") or {}
+        await self.client.assistant_threads_setSuggestedPrompts(
+            channel_id=thread["channel_id"], thread_ts=thread["thread_ts"], prompts=list(SUGGESTED_PROMPTS)
+        )
+
+    async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
+        text = (command.get("text") or "").strip()
+        if not text:
+            await ack("Ask me a question after the command, e.g. `/candor how do I request annual leave?`")
+            return
+        job = Job(
+            team=command.get("team_id") or "",
+            channel=command["channel_id"],
+            ts=command.get("trigger_id") or "",
+            user=command["user_id"],
+            text=text,
+            private=True,
+            progress="none",
+        )
+        await self._claim(job, None, key=f"{job.team}/command/{job.ts}")
+        await ack("Looking that up… (only you will see the answer)")
+
+    async def _on_vote(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        rating: Rating = "up" if action["action_id"] == FEEDBACK_UP else "down"
+        user, channel = body["user"]["id"], (body.get("channel") or {}).get("id")
+        note = await self._store_vote(Feedback(action["value"], rating, user=user, platform="slack"))
+        if channel:
+            await _whisper(self.client, channel, user, note)
+        if rating == "down" and note == feedback_ack("down"):
+            await self.client.views_open(trigger_id=body["trigger_id"], view=feedback_reason_modal(action["value"]))
+
+    async def _on_reason(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        await ack()
+        reason = ((view.get("state") or {}).get("values") or {}).get(REASON_BLOCK, {}).get(REASON_ACTION, {})
+        comment = (reason.get("value") or "").strip()
+        if comment:
+            feedback = Feedback(
+                view["private_metadata"], "down", user=body["user"]["id"], platform="slack", comment=comment
+            )
+            await self._store_vote(feedback)
+
+    async def _store_vote(self, feedback: Feedback) -> str:
+        try:
+            await self.core.record_feedback(feedback)
+        except UnknownTrace:
+            return "That answer is no longer on record, so your vote could not be stored."
+        except CandorError as exc:
+            log.error("storing Slack feedback failed: %s", exc, extra={"trace_id": feedback.trace_id})
+            return "Sorry, your vote could not be stored right now. The error is logged."
+        return feedback_ack(feedback.rating)
+
+    async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
+        log.error("Slack listener failed: %s", error, exc_info=error, extra={"event_id": body.get("event_id")})
+
+
+def _team(body: dict[str, Any], event: dict[str, Any]) -> str:
+    return str(body.get("team_id") or event.get("team") or "")
+
+
+async def _whisper(client: AsyncWebClient, channel: str, user: str, text: str) -> None:
+    try:
+        await client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except SlackApiError as exc:
+        log.warning("could not send an ephemeral note: %s", exc)

@@ -1,0 +1,366 @@
+"""Answering one claimed Slack question, after the event was acknowledged.
+
+A `Job` is everything needed to answer a question, stored as the claim's payload in the event
+ledger (`rag.tracking.events`), so that another replica can answer it when this one dies. The
+`Responder` runs a job: it shows that work is under way (👀, or "is thinking…" in an assistant
+thread), decides who can read the conversation, passes the thread's earlier turns as history,
+asks the core, posts the Block Kit messages and records where they went. The `Worker` keeps the
+jobs in flight (renewing their leases), takes over jobs whose replica's lease ran out, and drains
+on shutdown: what is not finished in time is released for another replica at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message
+from rag.answers import Answer, Audience, Feedback, Question, Turn
+from rag.errors import CandorError, QuestionError, StoreError
+from rag.tracking.events import Claim, ThreadTurn
+
+log = logging.getLogger("candor.slack")
+
+PLATFORM = "slack"
+THINKING_REACTION = "eyes"
+AUDIENCE_TTL_SECONDS = 300.0
+
+
+class SlackCore(Protocol):
+    """What the Slack adapter needs from the core (`rag.runtime.Candor` satisfies it)."""
+
+    async def answer(self, question: Question) -> Answer: ...
+
+    async def record_feedback(self, feedback: Feedback) -> None: ...
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]: ...
+
+
+class EventClaims(Protocol):
+    """The event ledger (`rag.tracking.events.EventLedger`)."""
+
+    lease_seconds: float
+
+    async def claim(
+        self,
+        platform: str,
+        key: str,
+        payload: Mapping[str, Any],
+        *,
+        event_id: str | None = None,
+        question: str | None = None,
+        team: str | None = None,
+        conversation: str | None = None,
+        thread: str | None = None,
+        asker: str | None = None,
+    ) -> Claim | None: ...
+
+    async def renew(self, claim: Claim) -> bool: ...
+
+    async def complete(
+        self,
+        claim: Claim,
+        *,
+        trace_id: str | None = None,
+        reply: Mapping[str, Any] | None = None,
+        failed: bool = False,
+        error: str | None = None,
+    ) -> bool: ...
+
+    async def expired(self, platform: str, *, limit: int = 10) -> list[Claim]: ...
+
+    async def get(self, platform: str, key: str) -> dict[str, Any] | None: ...
+
+    async def update_reply(
+        self,
+        platform: str,
+        key: str,
+        reply: Mapping[str, Any],
+        *,
+        trace_id: str | None = None,
+        question: str | None = None,
+    ) -> bool: ...
+
+    async def mark_deleted(self, platform: str, key: str) -> dict[str, Any] | None: ...
+
+    async def thread_turns(
+        self, platform: str, team: str | None, conversation: str, thread: str, *, limit: int = 20
+    ) -> list[ThreadTurn]: ...
+
+    async def release(self, claim: Claim) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One question to answer, as the claim's payload stores it."""
+
+    team: str
+    channel: str
+    ts: str
+    """The question message's ts (for a slash command, the trigger id)."""
+    user: str
+    text: str
+    thread_ts: str | None = None
+    """The thread the question was asked in (None: top level)."""
+    reply_thread: str | None = None
+    """Where the answer goes: a thread ts, or None to answer in place (a DM)."""
+    channel_type: str | None = None
+    private: bool = False
+    """A slash command: answered with an ephemeral message only the asker sees."""
+    progress: Literal["reaction", "status", "none"] = "reaction"
+    replaces: tuple[str, ...] = ()
+    """An edited question: the ts of the answer messages to replace."""
+    original_key: str | None = None
+    """An edited question: the ledger key of the original question, whose reply is updated."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.team}/{self.channel}/{self.ts}"
+
+    @property
+    def thread_root(self) -> str:
+        """The thread this question belongs to, as the ledger records it (its own ts at top level)."""
+        return self.thread_ts or self.ts
+
+    def as_payload(self) -> dict[str, Any]:
+        return {**asdict(self), "replaces": list(self.replaces)}
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Job:
+        fields = {k: v for k, v in payload.items() if k in cls.__dataclass_fields__}
+        fields["replaces"] = tuple(fields.get("replaces") or ())
+        return cls(**fields)
+
+
+class Responder:
+    """Runs one job against the core and the Slack Web API."""
+
+    def __init__(
+        self,
+        core: SlackCore,
+        ledger: EventClaims,
+        client: AsyncWebClient,
+        *,
+        ask_human: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.core = core
+        self.ledger = ledger
+        self.client = client
+        self.ask_human = ask_human
+        self.clock = clock
+        self._audiences: dict[str, tuple[float, Audience]] = {}
+
+    async def run(self, claim: Claim) -> None:
+        job = Job.from_payload(claim.payload)
+        await self._progress(job, started=True)
+        try:
+            await self._answer(claim, job)
+        finally:
+            await self._progress(job, started=False)
+
+    async def _answer(self, claim: Claim, job: Job) -> None:
+        trace_id: str | None = None
+        try:
+            question = Question(
+                job.text,
+                asker=job.user,
+                platform="slack",
+                conversation=f"{job.team}/{job.channel}",
+                thread=job.thread_root,
+                history=await self._history(job),
+                audience=await self.audience(job.channel, job.channel_type),
+            )
+            answer = await self.core.answer(question)
+            trace_id = answer.trace_id
+            posted = await self._deliver(job, answer_messages(answer, ask_human=self.ask_human))
+        except QuestionError as exc:
+            await self._deliver(job, [SlackMessage(escape(f"I couldn't take that question: {exc}."), ())])
+            await self.ledger.complete(claim, failed=True, error=str(exc))
+            return
+        except (CandorError, SlackApiError, OSError) as exc:
+            log.error("answering a Slack question failed: %s", exc, extra={"key": claim.key, "trace_id": trace_id})
+            await self._deliver_failure(job, trace_id)
+            await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc))
+            return
+        reply = {"channel": job.channel, "ts": posted, "answer_text": answer.text, "route": answer.route}
+        if not await self.ledger.complete(claim, trace_id=trace_id, reply=reply):
+            await self._superseded(claim, job, posted)
+        if job.original_key is not None:
+            await self.ledger.update_reply(PLATFORM, job.original_key, reply, trace_id=trace_id, question=job.text)
+
+    async def _superseded(self, claim: Claim, job: Job, posted: Sequence[str]) -> None:
+        """The claim was lost while answering: the question was deleted meanwhile (remove the answer
+        just posted), or another replica took it over (two answers may show; logged)."""
+        row = await self.ledger.get(PLATFORM, claim.key)
+        if row is not None and row["status"] == "deleted":
+            for ts in posted:
+                await _quietly(self.client.chat_delete(channel=job.channel, ts=ts), "chat.delete")
+            return
+        log.warning("another replica took this question over while it was answered here", extra={"key": claim.key})
+
+    async def audience(self, channel: str, channel_type: str | None = None) -> Audience:
+        """Who can read the channel; when Slack cannot say, the safe answer: public."""
+        if channel_type == "im":
+            return "direct"
+        cached = self._audiences.get(channel)
+        if cached is not None and self.clock() - cached[0] < AUDIENCE_TTL_SECONDS:
+            return cached[1]
+        try:
+            info = (await self.client.conversations_info(channel=channel)).get("channel") or {}
+        except SlackApiError as exc:
+            log.warning("conversations.info failed for %s (%s): answering as in a public channel", channel, exc)
+            return "public"
+        audience = _audience_of(info)
+        self._audiences[channel] = (self.clock(), audience)
+        return audience
+
+    async def _history(self, job: Job) -> tuple[Turn, ...]:
+        if job.thread_ts is None:
+            return ()
+        turns = await self.ledger.thread_turns(PLATFORM, job.team, job.channel, job.thread_ts)
+        history: list[Turn] = []
+        for turn in turns:
+            if turn.key == job.key or turn.key == job.original_key or not turn.question:
+                continue
+            history.append(Turn(turn.question, author=turn.asker))
+            if turn.answer:
+                history.append(Turn(turn.answer, from_bot=True))
+        return tuple(history)
+
+    async def _deliver(self, job: Job, messages: Sequence[SlackMessage]) -> list[str]:
+        """Post (or replace, or whisper) the messages; the ts of what now shows the answer."""
+        posted: list[str] = []
+        for i, message in enumerate(messages):
+            blocks = list(message.blocks) or None
+            if job.private:
+                await self.client.chat_postEphemeral(
+                    channel=job.channel, user=job.user, text=message.text, blocks=blocks
+                )
+            elif i < len(job.replaces):
+                await self.client.chat_update(channel=job.channel, ts=job.replaces[i], text=message.text, blocks=blocks)
+                posted.append(job.replaces[i])
+            else:
+                sent = await self.client.chat_postMessage(
+                    channel=job.channel,
+                    thread_ts=job.reply_thread,
+                    text=message.text,
+                    blocks=blocks,
+                    unfurl_links=False,
+                    unfurl_media=False,
+                )
+                posted.append(str(sent["ts"]))
+        for stale in job.replaces[len(messages) :]:
+            await _quietly(self.client.chat_delete(channel=job.channel, ts=stale), "chat.delete")
+        return posted
+
+    async def _deliver_failure(self, job: Job, trace_id: str | None) -> None:
+        try:
+            await self._deliver(job, [failure_message(trace_id)])
+        except (SlackApiError, OSError) as exc:
+            log.error("could not tell the asker that answering failed: %s", exc, extra={"key": job.key})
+
+    async def _progress(self, job: Job, *, started: bool) -> None:
+        if job.progress == "reaction" and not job.private:
+            call = self.client.reactions_add if started else self.client.reactions_remove
+            await _quietly(call(channel=job.channel, timestamp=job.ts, name=THINKING_REACTION), "reactions")
+        elif job.progress == "status" and job.thread_ts:
+            status = "is thinking…" if started else ""
+            await _quietly(
+                self.client.assistant_threads_setStatus(channel_id=job.channel, thread_ts=job.thread_ts, status=status),
+                "assistant.threads.setStatus",
+            )
+
+
+def _audience_of(info: Mapping[str, Any]) -> Audience:
+    if info.get("is_im"):
+        return "direct"
+    if info.get("is_ext_shared") or info.get("is_shared") or info.get("is_pending_ext_shared"):
+        return "shared"
+    if info.get("is_private") or info.get("is_mpim") or info.get("is_group"):
+        return "private"
+    return "public"
+
+
+async def _quietly(call: Awaitable[Any], what: str) -> None:
+    """A cosmetic call (a reaction, a status): its failure is logged, never fatal to the answer."""
+    try:
+        await call
+    except (SlackApiError, OSError) as exc:
+        log.warning("%s failed: %s", what, exc)
+
+
+@dataclass(slots=True)
+class Worker:
+    """Jobs in flight, lease renewal, takeover of expired claims, and the drain on shutdown."""
+
+    responder: Responder
+    ledger: EventClaims
+    poll_seconds: float = 5.0
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _poller: asyncio.Task[None] | None = None
+
+    def submit(self, claim: Claim) -> None:
+        task = asyncio.create_task(self._run(claim), name=f"slack:{claim.key}")
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _run(self, claim: Claim) -> None:
+        renewing = asyncio.create_task(self._renew(claim))
+        try:
+            await self.responder.run(claim)
+        except asyncio.CancelledError:
+            with contextlib.suppress(StoreError):
+                await self.ledger.release(claim)  # unfinished at shutdown: another replica answers it now
+            raise
+        except Exception:
+            log.exception("unexpected error answering a Slack question", extra={"key": claim.key})
+        finally:
+            renewing.cancel()
+
+    async def _renew(self, claim: Claim) -> None:
+        while True:
+            await asyncio.sleep(self.ledger.lease_seconds / 3)
+            try:
+                if not await self.ledger.renew(claim):
+                    return
+            except StoreError as exc:
+                log.warning("could not renew the lease on %s: %s", claim.key, exc)
+
+    def start(self) -> None:
+        if self._poller is None:
+            self._poller = asyncio.create_task(self._poll(), name="slack:takeover")
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_seconds)
+            try:
+                for claim in await self.ledger.expired(PLATFORM):
+                    log.warning("taking over a Slack question whose replica stopped", extra={"key": claim.key})
+                    self.submit(claim)
+            except StoreError as exc:
+                log.warning("could not look for abandoned Slack questions: %s", exc)
+
+    async def drain(self, grace_seconds: float) -> None:
+        """Stop taking over; let the jobs in flight finish for up to `grace_seconds`, then release the rest."""
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+            self._poller = None
+        if not self.tasks:
+            return
+        _, pending = await asyncio.wait(set(self.tasks), timeout=grace_seconds)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+            log.warning("released %d unfinished Slack answers for another replica", len(pending))

@@ -1,0 +1,370 @@
+"""The Slack adapter end to end: signed events over real HTTP to `candor serve`'s aiohttp app, the real
+`slack_bolt` app and `slack_sdk` client talking to a fake Slack Web API on 127.0.0.1, the real
+pipeline over the sample handbook in the embedded Postgres, and the event ledger in that Postgres.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.server import PLATFORM_BODY_BYTES, build_app
+from bot.slack.app import SlackAdapter, SlackConfig
+from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_REASON_CALLBACK, FEEDBACK_UP, REASON_ACTION, REASON_BLOCK
+from rag.runtime import Candor, build_answerer
+from rag.store.postgres import KnowledgeBase
+from rag.tracking.events import EventLedger
+from tests.conftest import SAMPLE
+from tests.fakes.slack_api import Call, FakeSlack
+from tests.fakes.slack_events import (
+    app_home_opened,
+    app_mention,
+    block_action,
+    command_body,
+    event_callback,
+    form_body,
+    json_body,
+    message,
+    message_changed,
+    message_deleted,
+    signed_headers,
+    slash_command,
+    view_submission,
+)
+
+SECRET = "test-signing-secret"
+RESTRICTED_QUESTION = "What is the salary band for an L3 Senior Software Engineer?"
+
+
+@pytest.fixture(scope="module")
+async def handbook(candor: Candor) -> KnowledgeBase:
+    kb = await candor.knowledge_base(f"slack-{uuid.uuid4().hex[:8]}", create=True)
+    assert kb is not None
+    assert (await candor.ingestor().ingest([SAMPLE], kb=kb)).ok
+    await candor.store.analyze()
+    return kb
+
+
+@dataclass
+class Served:
+    url: str
+    fake: FakeSlack
+    ledger: EventLedger
+    core: Candor
+    adapter: SlackAdapter
+
+    async def post(self, body: bytes, headers: Mapping[str, str]) -> tuple[int, str]:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{self.url}/slack/events", data=body, headers=dict(headers)) as response,
+        ):
+            return response.status, await response.text()
+
+    async def event(self, event: dict[str, Any], *, event_id: str | None = None, retry: int | None = None) -> int:
+        body = json_body(event_callback(event, event_id=event_id))
+        headers = signed_headers(SECRET, body)
+        if retry is not None:
+            headers = {**headers, "X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}
+        status, _ = await self.post(body, headers)
+        return status
+
+    async def interact(self, payload: dict[str, Any]) -> int:
+        body = form_body(payload)
+        status, _ = await self.post(body, signed_headers(SECRET, body))
+        return status
+
+
+def policy(path: Path, kb: str) -> Path:
+    path.write_text(
+        f'- platform: slack\n  knowledge_bases: ["{kb}"]\n'
+        f'- platform: slack\n  conversation: "T0001/C0HR*"\n  groups: [hr-confidential]\n  knowledge_bases: ["{kb}"]\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+async def served(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> AsyncIterator[Served]:
+    settings = candor.settings.model_copy(update={"access_policy": policy(tmp_path / "access.yaml", handbook.name)})
+    answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
+    core = dataclasses.replace(candor, settings=settings, answerer=answerer)
+    ledger = EventLedger(candor.store.engine, lease_seconds=2.0)
+    async with FakeSlack() as fake:
+        fake.channels["C0HRPRIV"] = {"is_private": True}
+        config = SlackConfig(bot_token="xoxb-test", signing_secret=SECRET, api_url=fake.api_url)
+        adapter = SlackAdapter(config, core, ledger, drain_seconds=5)
+        app = build_app(core, max_body_bytes=PLATFORM_BODY_BYTES)
+        adapter.mount(app)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            yield Served(f"http://127.0.0.1:{port}", fake, ledger, core, adapter)
+        finally:
+            await runner.cleanup()
+
+
+def block_text(call: Call) -> str:
+    """Every text in a message's blocks, joined: what a reader sees."""
+    out: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("text"), str):
+                out.append(node["text"])
+            for value in node.values():
+                if isinstance(value, dict | list):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(call.params.get("blocks") or [])
+    return "\n".join(out)
+
+
+def trace_id_of(call: Call) -> str:
+    for block in call.params.get("blocks") or []:
+        for element in block.get("elements", []) if block.get("type") == "actions" else []:
+            if element.get("action_id") == FEEDBACK_UP:
+                return str(element["value"])
+    raise AssertionError(f"no feedback buttons in {call.params.get('blocks')}")
+
+
+async def settle(seconds: float = 0.5) -> None:
+    await asyncio.sleep(seconds)
+
+
+# --- answering ---------------------------------------------------------------------------------
+
+
+async def test_a_mention_gets_a_threaded_cited_answer_and_a_vote_lands_in_postgres(served: Served) -> None:
+    mention = app_mention("How much paid parental leave does the primary carer get?", channel="C1")
+    assert await served.event(mention) == 200
+
+    (post,) = await served.fake.wait_for("chat.postMessage")
+    assert post.params["channel"] == "C1"
+    assert post.params["thread_ts"] == mention["ts"]  # in the thread of the question
+    assert post.params["unfurl_links"] is False
+    text = block_text(post)
+    assert "16 weeks" in text and "[1]" in text
+    assert "Sources" in text and "Leave Policy" in text
+    await served.fake.wait_for("reactions.remove")
+    reactions = [(c.method, c.params["name"]) for c in served.fake.calls if c.method.startswith("reactions.")]
+    assert reactions == [("reactions.add", "eyes"), ("reactions.remove", "eyes")]
+
+    trace_id = trace_id_of(post)
+    row = await served.ledger.get("slack", f"T0001/C1/{mention['ts']}")
+    assert row is not None and row["status"] == "answered" and str(row["trace_id"]) == trace_id
+
+    assert await served.interact(block_action(FEEDBACK_UP, trace_id, user="U7", channel="C1")) == 200
+    (note,) = await served.fake.wait_for("chat.postEphemeral")
+    assert note.params["user"] == "U7"
+    trace = await served.core.tracker.trace(trace_id)
+    assert trace is not None and trace["platform"] == "slack"
+    assert [(f["rating"], f["user_id"], f["platform"]) for f in trace["feedback"]] == [(1, "U7", "slack")]
+
+
+async def test_a_thumbs_down_opens_a_reason_form_and_the_reason_replaces_the_vote(served: Served) -> None:
+    await served.event(app_mention("How many days of paid sick leave do employees get each year?"))
+    (post,) = await served.fake.wait_for("chat.postMessage")
+    trace_id = trace_id_of(post)
+
+    assert await served.interact(block_action(FEEDBACK_DOWN, trace_id, user="U8")) == 200
+    (opened,) = await served.fake.wait_for("views.open")
+    assert opened.params["view"]["callback_id"] == FEEDBACK_REASON_CALLBACK
+    assert opened.params["view"]["private_metadata"] == trace_id
+    reason = {REASON_BLOCK: {REASON_ACTION: "It should say whether a doctor's note is needed"}}
+    assert await served.interact(view_submission(FEEDBACK_REASON_CALLBACK, trace_id, reason, user="U8")) == 200
+
+    for _ in range(50):
+        trace = await served.core.tracker.trace(trace_id)
+        assert trace is not None
+        if trace["feedback"] and trace["feedback"][0].get("comment"):
+            break
+        await settle(0.1)
+    assert [(f["rating"], f["user_id"], f["comment"]) for f in trace["feedback"]] == [
+        (-1, "U8", "It should say whether a doctor's note is needed")
+    ]
+
+
+async def test_a_direct_message_is_answered_in_place(served: Served) -> None:
+    dm = message("How many days of paid sick leave do employees get each year?", channel="D1", channel_type="im")
+    assert await served.event(dm) == 200
+    (post,) = await served.fake.wait_for("chat.postMessage")
+    assert post.params["channel"] == "D1"
+    assert post.params.get("thread_ts") in (None, "")
+    assert "10 days" in block_text(post)
+
+
+async def test_follow_ups_in_a_thread_the_bot_answered_are_answered_with_history(served: Served) -> None:
+    first = app_mention("How much does the Team plan cost per month on monthly billing?", user="U1", channel="C2")
+    await served.event(first)
+    await served.fake.wait_for("chat.postMessage")
+
+    # The asker follows up without a mention: answered, with the thread as history.
+    follow = message("and the Business plan?", user="U1", channel="C2", thread_ts=first["ts"])
+    await served.event(follow)
+    posts = await served.fake.wait_for("chat.postMessage", count=2)
+    assert posts[1].params["thread_ts"] == first["ts"]
+    assert "$29" in block_text(posts[1])
+
+    # Someone else chatting in the thread is left alone; someone else asking is answered.
+    await served.event(message("thanks, that helps", user="U2", channel="C2", thread_ts=first["ts"]))
+    await served.event(message("Is there a free trial?", user="U2", channel="C2", thread_ts=first["ts"]))
+    posts = await served.fake.wait_for("chat.postMessage", count=3)
+    assert "14-day" in block_text(posts[2])
+    await settle()
+    assert len(served.fake.calls_to("chat.postMessage")) == 3
+
+
+async def test_a_thread_the_bot_never_answered_in_is_left_alone(served: Served) -> None:
+    await served.event(message("What is the mileage rate?", user="U1", channel="C3", thread_ts="1690000000.000001"))
+    await served.event(message("What is the mileage rate?", user="U1", channel="C3"))  # top level, no mention
+    await settle()
+    assert served.fake.calls_to("chat.postMessage") == []
+
+
+async def test_retries_duplicates_and_the_mention_message_pair_are_answered_once(served: Served) -> None:
+    mention = app_mention("Within how many days do I have to submit an expense claim?", channel="C4")
+    same_message = message(mention["text"], channel="C4", ts=mention["ts"])
+    statuses = await asyncio.gather(
+        served.event(mention, event_id="Ev1"),
+        served.event(mention, event_id="Ev1", retry=1),
+        served.event(same_message, event_id="Ev2"),
+        served.event(mention, event_id="Ev1", retry=2),
+    )
+    assert statuses == [200, 200, 200, 200]
+    await served.fake.wait_for("chat.postMessage")
+    await settle(1.0)
+    assert len(served.fake.calls_to("chat.postMessage")) == 1
+    row = await served.ledger.get("slack", f"T0001/C4/{mention['ts']}")
+    assert row is not None and set(row["event_ids"]) >= {"Ev1"}
+
+
+async def test_own_and_other_bots_messages_are_ignored(served: Served) -> None:
+    await served.event(message("How much is the home office stipend?", user="UBOT", channel="D1", channel_type="im"))
+    await served.event(
+        message("How much is the home office stipend?", user="U9", channel="D1", channel_type="im", bot_id="B9")
+    )
+    await settle()
+    assert served.fake.calls_to("chat.postMessage") == []
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    ["unsigned", "wrong secret", "stale"],
+)
+async def test_requests_not_signed_by_slack_are_refused(served: Served, tamper: str) -> None:
+    body = json_body(event_callback(app_mention("How much is the home office stipend?")))
+    headers = {
+        "unsigned": {"Content-Type": "application/json"},
+        "wrong secret": signed_headers("not-the-secret", body),
+        "stale": signed_headers(SECRET, body, timestamp=int(time.time()) - 6 * 60),
+    }[tamper]
+    status, _ = await served.post(body, headers)
+    assert status == 401
+    await settle(0.3)
+    assert served.fake.calls_to("chat.postMessage") == []
+
+
+async def test_a_restricted_document_never_reaches_a_public_channel(served: Served) -> None:
+    # The access rule grants hr-confidential to C0HR* channels; C0HRPUB is public, C0HRPRIV private.
+    served.fake.channels["C0HRPUB"] = {"is_private": False}
+    await served.event(app_mention(RESTRICTED_QUESTION, channel="C0HRPUB"))
+    (public,) = await served.fake.wait_for("chat.postMessage")
+    assert "58,000" not in block_text(public) and "Salary Bands" not in block_text(public)
+    assert "I don't know" in block_text(public)
+
+    await served.event(app_mention(RESTRICTED_QUESTION, channel="C0HRPRIV"))
+    posts = await served.fake.wait_for("chat.postMessage", count=2)
+    assert "58,000" in block_text(posts[1])
+
+
+async def test_a_slash_command_is_answered_privately(served: Served) -> None:
+    command = slash_command("How many SMS alerts per month are included with Beacon Pro?", user="U5", channel="C5")
+    body = command_body(command)
+    status, text = await served.post(body, signed_headers(SECRET, body))
+    assert status == 200 and "only you" in text
+    (whisper,) = await served.fake.wait_for("chat.postEphemeral")
+    assert whisper.params["user"] == "U5" and whisper.params["channel"] == "C5"
+    assert "1,000" in block_text(whisper)
+    assert served.fake.calls_to("chat.postMessage") == []
+
+
+async def test_an_edited_question_updates_its_answer_and_a_deleted_one_removes_it(served: Served) -> None:
+    mention = app_mention("How much is the home office stipend?", channel="C6")
+    await served.event(mention)
+    (post,) = await served.fake.wait_for("chat.postMessage")
+    answer_ts = (await served.fake.wait_for("chat.postMessage"))[0]
+    assert "$500" in block_text(post)
+
+    await served.event(message_changed("C6", mention["ts"], "<@UBOT> How much is the internet allowance?"))
+    (update,) = await served.fake.wait_for("chat.update")
+    assert update.params["channel"] == "C6"
+    assert "$40" in block_text(update)
+    assert answer_ts is not None
+
+    await served.event(message_deleted("C6", mention["ts"]))
+    (deleted,) = await served.fake.wait_for("chat.delete")
+    assert deleted.params["ts"] == update.params["ts"]
+    row = await served.ledger.get("slack", f"T0001/C6/{mention['ts']}")
+    assert row is not None and row["status"] == "deleted"
+
+
+async def test_the_app_home_says_what_the_bot_knows(served: Served, handbook: KnowledgeBase) -> None:
+    await served.event(app_home_opened(user="U3"))
+    (published,) = await served.fake.wait_for("views.publish")
+    assert published.params["user_id"] == "U3"
+    assert published.params["view"]["type"] == "home"
+    assert handbook.name in json.dumps(published.params["view"])
+
+
+async def test_a_rate_limited_post_is_retried_after_retry_after(served: Served) -> None:
+    served.fake.rate_limit("chat.postMessage", retry_after=1)
+    await served.event(app_mention("How much is the home office stipend?", channel="C7"))
+    posts = await served.fake.wait_for("chat.postMessage", count=2, timeout=15)
+    assert [p.status for p in posts] == [429, 200]
+    assert posts[1].at - posts[0].at >= 1.0
+
+
+class Broken:
+    """A core whose database has gone: the adapter must say so in the thread and keep serving."""
+
+    def __init__(self, core: Candor) -> None:
+        self.core = core
+
+    async def answer(self, question: object) -> object:
+        from rag.errors import DatabaseUnavailable
+
+        raise DatabaseUnavailable("the database is not reachable")
+
+    async def record_feedback(self, feedback: object) -> None:
+        await self.core.record_feedback(feedback)  # type: ignore[arg-type]
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
+        return []
+
+
+async def test_a_pipeline_failure_gets_a_friendly_message_and_the_event_is_recorded(served: Served) -> None:
+    served.adapter.responder.core = Broken(served.core)  # type: ignore[assignment]
+    mention = app_mention("How much is the home office stipend?", channel="C8")
+    await served.event(mention)
+    (post,) = await served.fake.wait_for("chat.postMessage")
+    assert post.params["thread_ts"] == mention["ts"]
+    assert "went wrong" in block_text(post) + post.params.get("text", "")
+    row = await served.ledger.get("slack", f"T0001/C8/{mention['ts']}")
+    assert row is not None and row["status"] == "failed" and "not reachable" in row["error"]
