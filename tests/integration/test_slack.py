@@ -30,6 +30,7 @@ from tests.fakes.slack_api import Call, FakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
     app_mention,
+    assistant_thread_started,
     block_action,
     command_body,
     event_callback,
@@ -309,14 +310,16 @@ async def test_an_edited_question_updates_its_answer_and_a_deleted_one_removes_i
     mention = app_mention("How much is the home office stipend?", channel="C6")
     await served.event(mention)
     (post,) = await served.fake.wait_for("chat.postMessage")
-    answer_ts = (await served.fake.wait_for("chat.postMessage"))[0]
     assert "$500" in block_text(post)
+    await settle(0.3)
+    first = await served.ledger.get("slack", f"T0001/C6/{mention['ts']}")
+    assert first is not None and len(first["reply"]["ts"]) == 1
 
     await served.event(message_changed("C6", mention["ts"], "<@UBOT> How much is the internet allowance?"))
     (update,) = await served.fake.wait_for("chat.update")
     assert update.params["channel"] == "C6"
+    assert update.params["ts"] == first["reply"]["ts"][0]  # the answer itself is replaced, not a new one posted
     assert "$40" in block_text(update)
-    assert answer_ts is not None
 
     await served.event(message_deleted("C6", mention["ts"]))
     (deleted,) = await served.fake.wait_for("chat.delete")
@@ -368,3 +371,54 @@ async def test_a_pipeline_failure_gets_a_friendly_message_and_the_event_is_recor
     assert "went wrong" in block_text(post) + post.params.get("text", "")
     row = await served.ledger.get("slack", f"T0001/C8/{mention['ts']}")
     assert row is not None and row["status"] == "failed" and "not reachable" in row["error"]
+
+
+async def test_an_assistant_thread_offers_prompts_and_shows_that_it_is_thinking(served: Served) -> None:
+    started = assistant_thread_started(channel="D2", user="U4")
+    await served.event(started)
+    (prompts,) = await served.fake.wait_for("assistant.threads.setSuggestedPrompts")
+    thread_ts = started["assistant_thread"]["thread_ts"]
+    assert prompts.params["thread_ts"] == thread_ts and len(prompts.params["prompts"]) >= 2
+
+    question = message("How much is the home office stipend?", user="U4", channel="D2", thread_ts=thread_ts)
+    await served.event(question)
+    (post,) = await served.fake.wait_for("chat.postMessage")
+    assert post.params["thread_ts"] == thread_ts and "$500" in block_text(post)
+    statuses = [c.params["status"] for c in served.fake.calls_to("assistant.threads.setStatus")]
+    assert statuses[0] == "is thinking…"
+    assert served.fake.calls_to("reactions.add") == []
+
+
+class Verbose:
+    """The real core, with the answer's sentences repeated past what one Slack message holds (the
+    offline writer never writes 4,000 characters; a model-backed one can)."""
+
+    def __init__(self, core: Candor) -> None:
+        self.core = core
+
+    async def answer(self, question: Any) -> Any:
+        answer = await self.core.answer(question)
+        long = tuple(dataclasses.replace(s, text=s.text + " " + "x" * 300) for s in answer.sentences) * 14
+        return dataclasses.replace(answer, sentences=long, text=" ".join(s.text for s in long))
+
+    async def record_feedback(self, feedback: Any) -> None:
+        await self.core.record_feedback(feedback)
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
+        return await self.core.knowledge_base_summary()
+
+
+async def test_a_long_answer_is_split_within_slacks_limits_and_nothing_is_lost(served: Served) -> None:
+    served.adapter.responder.core = Verbose(served.core)
+    await served.event(app_mention("How much is the home office stipend?", channel="C9"))
+    await served.fake.wait_for("chat.postMessage")
+    await settle(1.0)
+    posts = served.fake.calls_to("chat.postMessage")
+    assert sum(len(block_text(p)) for p in posts) > 4000
+    assert all(p.status == 200 for p in posts)
+    for post in posts:
+        blocks = post.params["blocks"]
+        assert len(blocks) <= 50
+        assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section" and "text" in b)
+    assert any("$500" in block_text(p) for p in posts)
+    trace_id_of(posts[-1])  # the feedback buttons close the last message

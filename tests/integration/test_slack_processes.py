@@ -1,0 +1,148 @@
+"""`candor serve` with Slack as real processes: a replica killed mid-answer is replaced by another that
+answers the question; SIGTERM drains an answer in flight; Socket Mode connects to a local WebSocket
+fake of Slack. The fake Web API runs in this process (`ThreadedFakeSlack`), the servers in others.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.slack_api import ThreadedFakeSlack
+from tests.fakes.slack_events import app_mention, event_callback, json_body, signed_headers
+from tests.integration.test_cli_answers import free_port
+from tests.integration.test_processes import _command, _env, candor, fresh_home, write_docs
+
+pytestmark = pytest.mark.slow
+
+__all__ = ["fresh_home"]
+
+SECRET = "process-test-secret"
+DOCS = {
+    "leave.md": "# Leave policy\n\nEmployees receive 25 days of paid annual leave per calendar year.\n",
+    "expenses.md": "# Expenses\n\nHotel costs are reimbursed up to $200 per night.\n",
+}
+QUESTION = "How many days of paid annual leave do employees get?"
+
+
+@pytest.fixture
+def fake() -> Iterator[ThreadedFakeSlack]:
+    with ThreadedFakeSlack() as slack:
+        yield slack
+
+
+@pytest.fixture
+def home_with_docs(fresh_home: Path, tmp_path: Path) -> Path:
+    done = candor(fresh_home, "ingest", str(write_docs(tmp_path / "docs", DOCS)), "--kb", "handbook")
+    assert done.returncode == 0, done.stderr
+    return fresh_home
+
+
+def serve(home: Path, port: int, fake: ThreadedFakeSlack, **extra: str) -> subprocess.Popen[str]:
+    env = _env(
+        home,
+        {
+            "SLACK_BOT_TOKEN": "xoxb-process-test",
+            "SLACK_API_URL": fake.api_url,
+            "CANDOR_EVENT_LEASE_SECONDS": "2",
+            **extra,
+        },
+    )
+    process = subprocess.Popen(
+        _command("serve", "--port", str(port)),
+        cwd=home.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+                if response.status == 200:
+                    return process
+        except OSError:
+            pass
+        if process.poll() is not None:
+            raise AssertionError(f"candor serve exited: {process.stderr.read() if process.stderr else ''}")
+        assert time.monotonic() < deadline, "candor serve did not come up"
+        time.sleep(0.3)
+
+
+def post_mention(port: int, mention: dict[str, object]) -> int:
+    body = json_body(event_callback(mention))
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/slack/events", data=body, headers=signed_headers(SECRET, body)
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return int(response.status)
+
+
+def stop(process: subprocess.Popen[str]) -> tuple[int, str]:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=90)
+    return code, process.stderr.read() if process.stderr else ""
+
+
+def test_a_question_whose_replica_is_killed_mid_answer_is_answered_by_the_next(
+    home_with_docs: Path, fake: ThreadedFakeSlack
+) -> None:
+    fake.delay("reactions.add", 30, times=1)  # the first replica hangs on its first Slack call
+    first = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET)
+    port = int(first.args[-1])
+    mention = app_mention(QUESTION, channel="C1")
+    try:
+        assert post_mention(port, mention) == 200  # claimed in Postgres, acknowledged
+        fake.wait_for_sync("reactions.add", timeout=30)  # the answer is under way ...
+    finally:
+        first.kill()  # ... when the replica dies (a deploy, a scale-down, the OOM killer)
+        first.wait(timeout=30)
+    assert fake.calls_to("chat.postMessage") == []
+
+    second = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET)
+    try:
+        (answer,) = fake.wait_for_sync("chat.postMessage", timeout=60)
+        assert answer.params["channel"] == "C1" and answer.params["thread_ts"] == mention["ts"]
+        assert "25 days" in str(answer.params["blocks"])
+        time.sleep(3)  # past another lease: nobody answers it a second time
+        assert len(fake.calls_to("chat.postMessage")) == 1
+    finally:
+        code, stderr = stop(second)
+    assert code == 0, stderr
+
+
+def test_sigterm_lets_the_answer_in_flight_finish(home_with_docs: Path, fake: ThreadedFakeSlack) -> None:
+    fake.delay("reactions.add", 3, times=1)
+    server = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET)
+    port = int(server.args[-1])
+    mention = app_mention(QUESTION, channel="C2")
+    assert post_mention(port, mention) == 200
+    fake.wait_for_sync("reactions.add", timeout=30)
+    code, stderr = stop(server)  # SIGTERM while the answer waits on Slack
+    assert code == 0, stderr
+    (answer,) = fake.calls_to("chat.postMessage")
+    assert answer.params["thread_ts"] == mention["ts"] and "25 days" in str(answer.params["blocks"])
+
+
+def test_socket_mode_receives_events_over_a_websocket_and_answers(
+    home_with_docs: Path, fake: ThreadedFakeSlack
+) -> None:
+    server = serve(home_with_docs, free_port(), fake, SLACK_APP_TOKEN="xapp-process-test")
+    try:
+        fake.wait_for_socket_sync(timeout=30)
+        mention = app_mention(QUESTION, channel="C3")
+        envelope = fake.send_envelope_sync("events_api", event_callback(mention))
+        fake.wait_for_ack_sync(envelope, timeout=30)
+        (answer,) = fake.wait_for_sync("chat.postMessage", timeout=60)
+        assert answer.params["thread_ts"] == mention["ts"] and "25 days" in str(answer.params["blocks"])
+    finally:
+        code, stderr = stop(server)
+    assert code == 0, stderr
