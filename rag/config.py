@@ -142,6 +142,9 @@ class Settings(BaseSettings):
     """SLACK_API_URL: the Web API base URL (tests, proxies); Slack's own when unset."""
     slack_ask_human: str | None = Field(None, validation_alias=_env("SLACK_ASK_HUMAN"))
     """SLACK_ASK_HUMAN: shown under a refusal: a channel id ("C0123") or a URL (an on-call page)."""
+    answer_concurrency: int | None = Field(None, ge=1, le=256, validation_alias=_env("CANDOR_ANSWER_CONCURRENCY"))
+    """CANDOR_ANSWER_CONCURRENCY: chat answers made at once per process (default: the CPU count). Fewer
+    leave more of the event loop to acknowledging new events; more answer a burst sooner."""
     event_lease_seconds: float = Field(60.0, ge=0.5, le=3600, validation_alias=_env("CANDOR_EVENT_LEASE_SECONDS"))
     """CANDOR_EVENT_LEASE_SECONDS: how long a replica holds a chat event it is answering before another
     replica may take it over (renewed while the answer is being made)."""

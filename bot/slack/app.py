@@ -68,6 +68,8 @@ class SlackConfig:
     app_token: str | None = None
     api_url: str | None = None
     ask_human: str | None = None
+    concurrency: int | None = None
+    """Answers made at once (None: the CPU count)."""
 
 
 def slack_config(settings: Settings) -> SlackConfig:
@@ -83,6 +85,7 @@ def slack_config(settings: Settings) -> SlackConfig:
         app_token=app_token.get_secret_value() if app_token is not None else None,
         api_url=settings.slack_api_url,
         ask_human=settings.slack_ask_human,
+        concurrency=settings.answer_concurrency,
     )
 
 
@@ -106,6 +109,8 @@ class SlackAdapter:
         )
         self.responder = Responder(core, ledger, self.client, ask_human=config.ask_human)
         self.worker = Worker(self.responder, ledger, poll_seconds=max(0.5, ledger.lease_seconds / 2))
+        if config.concurrency is not None:
+            self.worker.concurrency = config.concurrency
         self.bolt = AsyncApp(
             client=self.client,
             signing_secret=config.signing_secret or "",

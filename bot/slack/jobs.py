@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -305,8 +306,12 @@ class Worker:
     responder: Responder
     ledger: EventClaims
     poll_seconds: float = 5.0
+    concurrency: int = field(default_factory=lambda: os.cpu_count() or 2)
+    """Answers made at once. The pipeline is CPU-bound between its awaits: more answers in parallel
+    than cores only slow each other down, and delay the acknowledgements the event loop owes Slack."""
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _poller: asyncio.Task[None] | None = None
+    _slots: asyncio.Semaphore | None = None
 
     def submit(self, claim: Claim) -> None:
         task = asyncio.create_task(self._run(claim), name=f"slack:{claim.key}")
@@ -314,9 +319,12 @@ class Worker:
         task.add_done_callback(self.tasks.discard)
 
     async def _run(self, claim: Claim) -> None:
-        renewing = asyncio.create_task(self._renew(claim))
+        renewing = asyncio.create_task(self._renew(claim))  # a claim waiting for a slot stays ours
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.concurrency)
         try:
-            await self.responder.run(claim)
+            async with self._slots:
+                await self.responder.run(claim)
         except asyncio.CancelledError:
             with contextlib.suppress(StoreError):
                 await self.ledger.release(claim)  # unfinished at shutdown: another replica answers it now

@@ -1,0 +1,225 @@
+"""Slack under load: signed events at a fixed concurrency against a local `candor serve`.
+
+`candor serve` runs as its own process over the cached handbook home (benchmarks/handbook_kb.py,
+offline pipeline), in HTTP mode against a fake Slack Web API (tests/fakes/slack_api.py) that runs
+in this process on its own thread. Each run posts N signed `app_mention` events (questions from
+sample/dev.yaml and sample/golden.yaml, each a new message) at concurrency C, plus a retry
+(`X-Slack-Retry-Num: 1`) of every tenth event, and measures:
+
+- ack latency: from sending the HTTP request to its 200 (Slack wants it within 3 s; target p99 < 100 ms);
+- time to answer: from sending the event to the answer's `chat.postMessage` reaching the fake;
+- exactly once: answers per event (must be 1 for every event, retries included).
+
+A warm-up of 10 events precedes the runs; the figures are per run and the median over runs.
+
+    python benchmarks/slack_load.py                       # 3 runs x 200 events at concurrency 20
+    python benchmarks/slack_load.py --events 100 --runs 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import handbook_kb
+from benchmarks.common import REPO, percentile
+from rag.config import load_settings
+from rag.golden import load_golden
+from rag.runtime import open_candor
+from tests.fakes.slack_api import ThreadedFakeSlack
+from tests.fakes.slack_events import app_mention, event_callback, json_body, signed_headers
+
+SECRET = "load-test-secret"
+COMMAND = "HF_HUB_OFFLINE=1 python benchmarks/slack_load.py"
+
+
+@dataclass
+class Sent:
+    ts: str
+    started: float
+    acked: float
+    status: int
+
+
+def questions() -> list[str]:
+    return [item.question for name in ("dev", "golden") for item in load_golden(REPO / "sample" / f"{name}.yaml")]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(home: Path, port: int, fake: ThreadedFakeSlack, concurrency: int | None) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "SLACK_"))}
+    env.update(
+        CANDOR_HOME=str(home),
+        HF_HUB_OFFLINE="1",
+        SLACK_BOT_TOKEN="xoxb-load",
+        SLACK_SIGNING_SECRET=SECRET,
+        SLACK_API_URL=fake.api_url,
+        CANDOR_ACCESS_POLICY=str(policy_file(home)),
+    )
+    if concurrency is not None:
+        env["CANDOR_ANSWER_CONCURRENCY"] = str(concurrency)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
+        env=env,
+        cwd=home.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
+                return process
+        except OSError:
+            if process.poll() is not None:
+                stderr = process.stderr.read().decode() if process.stderr else ""
+                raise SystemExit(f"candor serve exited: {stderr}") from None
+            time.sleep(0.3)
+    raise SystemExit("candor serve did not come up")
+
+
+def policy_file(home: Path) -> Path:
+    path = home.parent / "slack-load-access.yaml"
+    path.write_text(f'- platform: slack\n  knowledge_bases: ["{handbook_kb.KB}"]\n', encoding="utf-8")
+    return path
+
+
+_clock = itertools.count(time.time_ns() // 1000)
+
+
+def fresh_ts() -> str:
+    """A message ts never used before, in this run or an earlier one (the ledger remembers them all)."""
+    micros = next(_clock)
+    return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
+
+
+async def send(session: aiohttp.ClientSession, url: str, text: str, *, retry_of: str | None = None) -> Sent:
+    event = app_mention(text, channel="C1", ts=retry_of or fresh_ts())
+    body = json_body(event_callback(event, event_id=f"Ev{event['ts']}"))
+    headers = signed_headers(SECRET, body)
+    if retry_of is not None:
+        headers["X-Slack-Retry-Num"] = "1"
+    started = time.monotonic()
+    async with session.post(url, data=body, headers=headers) as response:
+        await response.read()
+        return Sent(str(event["ts"]), started, time.monotonic(), response.status)
+
+
+async def run_once(
+    url: str, fake: ThreadedFakeSlack, texts: list[str], events: int, concurrency: int
+) -> dict[str, float]:
+    fake.reset()
+    gate = asyncio.Semaphore(concurrency)
+    sent: list[Sent] = []
+
+    async def one(i: int, session: aiohttp.ClientSession) -> None:
+        async with gate:
+            first = await send(session, url, texts[i % len(texts)])
+            sent.append(first)
+            if i % 10 == 0:
+                sent.append(await send(session, url, texts[i % len(texts)], retry_of=first.ts))
+
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(*(one(i, session) for i in range(events)))
+    originals = {s.ts: s for s in sent}
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        answered = {c.params.get("thread_ts") for c in fake.calls_to("chat.postMessage") if c.status == 200}
+        if set(originals) <= answered:
+            break
+        await asyncio.sleep(0.2)
+    posts = [c for c in fake.calls_to("chat.postMessage") if c.status == 200]
+    per_event = Counter(str(c.params.get("thread_ts")) for c in posts)
+    first_post = {}
+    for c in sorted(posts, key=lambda c: c.at):
+        first_post.setdefault(str(c.params.get("thread_ts")), c.at)
+    acks = [1000 * (s.acked - s.started) for s in sent]
+    answers = [1000 * (first_post[ts] - s.started) for ts, s in originals.items() if ts in first_post]
+    return {
+        "requests": len(sent),
+        "non_200": sum(s.status != 200 for s in sent),
+        "ack_p50": percentile(acks, 50),
+        "ack_p99": percentile(acks, 99),
+        "answer_p50": percentile(answers, 50) if answers else float("nan"),
+        "answer_p95": percentile(answers, 95) if answers else float("nan"),
+        "events": len(originals),
+        "answered_once": sum(per_event.get(ts, 0) == 1 for ts in originals),
+        "unanswered": sum(per_event.get(ts, 0) == 0 for ts in originals),
+        "answered_twice": sum(per_event.get(ts, 0) > 1 for ts in originals),
+    }
+
+
+def line(label: str, r: dict[str, float]) -> str:
+    return (
+        f"{label:<8} ack p50 {r['ack_p50']:.1f} ms, p99 {r['ack_p99']:.1f} ms | answer p50 {r['answer_p50']:.0f} ms, "
+        f"p95 {r['answer_p95']:.0f} ms | {int(r['requests'])} requests ({int(r['non_200'])} not 200) | "
+        f"answered exactly once {int(r['answered_once'])}/{int(r['events'])}, "
+        f"never {int(r['unanswered'])}, twice or more {int(r['answered_twice'])}"
+    )
+
+
+async def prepare() -> Path:
+    home = handbook_kb.prepare_home()
+    async with open_candor(load_settings(home=home, database_url=None)) as candor:
+        await handbook_kb.ensure_handbook(candor)
+    return home
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--answer-concurrency", type=int, default=None, help="CANDOR_ANSWER_CONCURRENCY")
+    args = parser.parse_args()
+
+    home = asyncio.run(prepare())
+    texts = questions()
+    with ThreadedFakeSlack() as fake:
+        port = free_port()
+        server = start_server(home, port, fake, args.answer_concurrency)
+        url = f"http://127.0.0.1:{port}/slack/events"
+        try:
+            asyncio.run(run_once(url, fake, texts, 10, 5))  # warm-up
+            results = []
+            for i in range(args.runs):
+                result = asyncio.run(run_once(url, fake, texts, args.events, args.concurrency))
+                print(line(f"run {i + 1}", result), flush=True)
+                results.append(result)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=120)
+    median = {key: statistics.median(r[key] for r in results) for key in results[0]}
+    print(line("median", median))
+    answering = args.answer_concurrency or f"{os.cpu_count()} (CPU count)"
+    print(
+        f"\n{args.events} events (+ a retry of every tenth) at concurrency {args.concurrency}, {args.runs} runs; "
+        f"answers made at once: {answering}"
+    )
+    print(f"reproduce: {COMMAND}")
+
+
+if __name__ == "__main__":
+    main()
