@@ -24,6 +24,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -44,11 +45,13 @@ from bot.slack.blocks import (
 from bot.slack.jobs import PLATFORM, EventClaims, Job, Responder, SlackCore, Worker
 from rag.answers import Feedback, Rating
 from rag.config import Settings
-from rag.errors import CandorError, ConfigError, UnknownTrace
+from rag.errors import CandorError, ConfigError, StoreError, UnknownTrace
 
 log = logging.getLogger("candor.slack")
 
 EVENTS_PATH = "/slack/events"
+SLACK_LAST_RETRY = 3
+"""Slack retries an event three times (X-Slack-Retry-Num 1, 2, 3) when it gets no 200."""
 SUGGESTED_PROMPTS = (
     {"title": "What can you answer?", "message": "Which documents do you answer from?"},
     {"title": "A policy question", "message": "How many days of annual leave do employees get?"},
@@ -158,11 +161,15 @@ class SlackAdapter:
         self.bolt.view(FEEDBACK_REASON_CALLBACK)(self._on_reason)
         self.bolt.error(self._on_error)
 
-    async def _on_mention(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+    async def _on_mention(self, event: dict[str, Any], body: dict[str, Any], request: AsyncBoltRequest) -> None:
         thread = event.get("thread_ts")
-        await self._question(event, body, reply_thread=thread or event["ts"], channel_type=event.get("channel_type"))
+        await self._question(
+            event, body, reply_thread=thread or event["ts"], channel_type=event.get("channel_type"), request=request
+        )
 
-    async def _on_message(self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
+    async def _on_message(
+        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext, request: AsyncBoltRequest
+    ) -> None:
         subtype = event.get("subtype")
         if subtype == "message_changed":
             await self._on_edit(event, body)
@@ -178,13 +185,15 @@ class SlackAdapter:
         channel_type, thread = event.get("channel_type"), event.get("thread_ts")
         if channel_type == "im":
             progress = "status" if thread else "reaction"
-            await self._question(event, body, reply_thread=thread, channel_type="im", progress=progress)
+            await self._question(
+                event, body, reply_thread=thread, channel_type="im", progress=progress, request=request
+            )
             return
         if f"<@{context.bot_user_id}>" in text or not thread or thread == event.get("ts"):
             return  # a mention is answered from app_mention; a top-level message is not for the bot
         turns = await self.ledger.thread_turns(PLATFORM, _team(body, event), event["channel"], thread)
         if turns and (user == turns[0].asker or reads_as_question(text)):
-            await self._question(event, body, reply_thread=thread, channel_type=channel_type)
+            await self._question(event, body, reply_thread=thread, channel_type=channel_type, request=request)
 
     async def _question(
         self,
@@ -194,6 +203,7 @@ class SlackAdapter:
         reply_thread: str | None,
         channel_type: str | None,
         progress: str = "reaction",
+        request: AsyncBoltRequest | None = None,
     ) -> None:
         job = Job(
             team=_team(body, event),
@@ -206,7 +216,19 @@ class SlackAdapter:
             channel_type=channel_type,
             progress="status" if progress == "status" else "reaction",
         )
-        await self._claim(job, body.get("event_id"))
+        try:
+            await self._claim(job, body.get("event_id"))
+        except StoreError as exc:
+            await self._unclaimed(job, exc, _retry_number(request))
+            raise
+
+    async def _unclaimed(self, job: Job, exc: StoreError, retry: int) -> None:
+        """The ledger is out of reach: the listener fails, so Bolt answers 500 and Slack sends the
+        event again (up to three retries over about five minutes). The asker hears of it only when
+        Slack's last retry fails too; until then a retry may still be answered normally."""
+        log.error("could not claim a Slack question (retry %d): %s", retry, exc, extra={"key": job.key})
+        if retry >= SLACK_LAST_RETRY:
+            await self.responder.deliver_failure(job, None)
 
     async def _claim(self, job: Job, event_id: str | None, key: str | None = None) -> None:
         """Claim the job (an edit under its own key, outside the thread's turns) and start it."""
@@ -315,6 +337,14 @@ class SlackAdapter:
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("Slack listener failed: %s", error, exc_info=error, extra={"event_id": body.get("event_id")})
+
+
+def _retry_number(request: AsyncBoltRequest | None) -> int:
+    values = request.headers.get("x-slack-retry-num", []) if request is not None else []
+    try:
+        return int(values[0]) if values else 0
+    except ValueError:
+        return 0
 
 
 def _team(body: dict[str, Any], event: dict[str, Any]) -> str:

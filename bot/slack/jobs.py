@@ -189,7 +189,7 @@ class Responder:
             return
         except (CandorError, SlackApiError, OSError) as exc:
             log.error("answering a Slack question failed: %s", exc, extra={"key": claim.key, "trace_id": trace_id})
-            await self._deliver_failure(job, trace_id)
+            await self.deliver_failure(job, trace_id)
             await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc))
             return
         reply = {"channel": job.channel, "ts": posted, "answer_text": answer.text, "route": answer.route}
@@ -263,7 +263,7 @@ class Responder:
             await _quietly(self.client.chat_delete(channel=job.channel, ts=stale), "chat.delete")
         return posted
 
-    async def _deliver_failure(self, job: Job, trace_id: str | None) -> None:
+    async def deliver_failure(self, job: Job, trace_id: str | None) -> None:
         try:
             await self._deliver(job, [failure_message(trace_id)])
         except (SlackApiError, OSError) as exc:

@@ -6,6 +6,7 @@ pipeline over the sample handbook in the embedded Postgres, and the event ledger
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import time
@@ -18,6 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.server import PLATFORM_BODY_BYTES, build_app
 from bot.slack.app import SlackAdapter, SlackConfig
@@ -95,12 +97,9 @@ def policy(path: Path, kb: str) -> Path:
     return path
 
 
-@pytest.fixture
-async def served(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> AsyncIterator[Served]:
-    settings = candor.settings.model_copy(update={"access_policy": policy(tmp_path / "access.yaml", handbook.name)})
-    answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
-    core = dataclasses.replace(candor, settings=settings, answerer=answerer)
-    ledger = EventLedger(candor.store.engine, lease_seconds=2.0)
+@contextlib.asynccontextmanager
+async def serving(core: Candor, ledger: EventLedger) -> AsyncIterator[Served]:
+    """`candor serve`'s app with the Slack adapter mounted, on a free port, and a fake Slack."""
     async with FakeSlack() as fake:
         fake.channels["C0HRPRIV"] = {"is_private": True}
         config = SlackConfig(bot_token="xoxb-test", signing_secret=SECRET, api_url=fake.api_url)
@@ -116,6 +115,19 @@ async def served(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> Asy
             yield Served(f"http://127.0.0.1:{port}", fake, ledger, core, adapter)
         finally:
             await runner.cleanup()
+
+
+@pytest.fixture
+async def core(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> Candor:
+    settings = candor.settings.model_copy(update={"access_policy": policy(tmp_path / "access.yaml", handbook.name)})
+    answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
+    return dataclasses.replace(candor, settings=settings, answerer=answerer)
+
+
+@pytest.fixture
+async def served(core: Candor) -> AsyncIterator[Served]:
+    async with serving(core, EventLedger(core.store.engine, lease_seconds=2.0)) as running:
+        yield running
 
 
 def block_text(call: Call) -> str:
@@ -422,3 +434,21 @@ async def test_a_long_answer_is_split_within_slacks_limits_and_nothing_is_lost(s
         assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section" and "text" in b)
     assert any("$500" in block_text(p) for p in posts)
     trace_id_of(posts[-1])  # the feedback buttons close the last message
+
+
+async def test_with_the_database_away_slack_is_asked_to_retry_and_the_last_retry_tells_the_asker(
+    core: Candor,
+) -> None:
+    unreachable = create_async_engine("postgresql+psycopg://x@127.0.0.1:1/none", connect_args={"connect_timeout": 2})
+    try:
+        async with serving(core, EventLedger(unreachable, lease_seconds=2.0)) as down:
+            mention = app_mention("How much is the home office stipend?", channel="C10")
+            assert await down.event(mention, event_id="EvDown") == 500  # not acknowledged: Slack sends it again
+            assert await down.event(mention, event_id="EvDown", retry=1) == 500
+            await settle()
+            assert down.fake.calls_to("chat.postMessage") == []  # a later retry may still be answered
+            assert await down.event(mention, event_id="EvDown", retry=3) == 500
+            (note,) = await down.fake.wait_for("chat.postMessage")
+            assert note.params["thread_ts"] == mention["ts"] and "went wrong" in block_text(note) + note.params["text"]
+    finally:
+        await unreachable.dispose()
