@@ -191,6 +191,14 @@ async def test_a_mention_gets_a_threaded_cited_answer_and_a_vote_lands_in_postgr
     assert [(f["rating"], f["user_id"], f["platform"]) for f in trace["feedback"]] == [(1, "U7", "slack")]
 
 
+async def test_a_conflict_between_sources_is_called_out_with_both_values(served: Served) -> None:
+    await served.event(app_mention("How many days of annual leave do full-time employees get?", channel="C11"))
+    (post,) = await served.fake.wait_for("chat.postMessage")
+    text = block_text(post)
+    assert "24 days" in text and "20 days" in text
+    assert "disagree" in text and "Preferred" in text and "newer effective date" in text
+
+
 async def test_a_thumbs_down_opens_a_reason_form_and_the_reason_replaces_the_vote(served: Served) -> None:
     await served.event(app_mention("How many days of paid sick leave do employees get each year?"))
     (post,) = await served.fake.wait_for("chat.postMessage")
