@@ -267,12 +267,29 @@ def serve(
         app_ = build_app(candor, max_body_bytes=PLATFORM_BODY_BYTES if slack else MAX_BODY_BYTES)
         if slack:
             from bot.slack.app import SlackAdapter, slack_config
+            from bot.slack.process import AnswerProcess
 
-            SlackAdapter(slack_config(settings), candor, candor.events).mount(app_)
+            config = slack_config(settings)
+            SlackAdapter(config, candor, candor.events).mount(app_)
+            if not config.answers_here:
+                AnswerProcess().mount(app_)
             mode = "Socket Mode" if settings.slack_app_token else f"http://{host}:{port}/slack/events"
-            err.print(f"Slack: {mode}", highlight=False)
+            where = "in this process" if config.answers_here else "in a child process"
+            err.print(f"Slack: {mode}; answers made {where}", highlight=False)
         err.print(f"Candor is listening on http://{host}:{port}/", highlight=False)
         await run_server(app_, host, port)
+
+    _run(work)
+
+
+@app.command("slack-worker", hidden=True)
+def slack_worker() -> None:
+    """Answer the Slack questions `candor serve` records (started by `candor serve`, not by hand)."""
+    from bot.slack.process import run_answer_process
+
+    async def work(candor: Candor) -> None:
+        await candor.warm_up()
+        await run_answer_process(candor)
 
     _run(work)
 

@@ -13,8 +13,10 @@ secret: unsigned, wrongly signed or stale requests get 401); Socket Mode connect
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,10 +75,15 @@ class SlackConfig:
     ask_human: str | None = None
     concurrency: int | None = None
     """Answers made at once (None: the CPU count)."""
+    answers_here: bool = True
+    """False: this process only acknowledges; questions are left in the ledger for an answering
+    process (`candor serve` starts one: `bot/slack/process.py`)."""
 
 
-def slack_config(settings: Settings) -> SlackConfig:
-    """The Slack part of the settings; a bot token needs a signing secret (HTTP) or an app token (Socket Mode)."""
+def slack_config(settings: Settings, *, answers_here: bool | None = None) -> SlackConfig:
+    """The Slack part of the settings; a bot token needs a signing secret (HTTP) or an app token (Socket Mode).
+
+    `answers_here` overrides `CANDOR_SLACK_ANSWER_PROCESS` (the answering child process sets it)."""
     if settings.slack_bot_token is None:
         raise ConfigError("SLACK_BOT_TOKEN is not set")
     secret, app_token = settings.slack_signing_secret, settings.slack_app_token
@@ -89,6 +96,7 @@ def slack_config(settings: Settings) -> SlackConfig:
         api_url=settings.slack_api_url,
         ask_human=settings.slack_ask_human,
         concurrency=settings.answer_concurrency,
+        answers_here=not settings.slack_answer_process if answers_here is None else answers_here,
     )
 
 
@@ -100,7 +108,15 @@ def reads_as_question(text: str) -> bool:
 class SlackAdapter:
     """Builds the Bolt app, its listeners and the worker; mounts on an aiohttp app."""
 
-    def __init__(self, config: SlackConfig, core: SlackCore, ledger: EventClaims, *, drain_seconds: float = 30.0):
+    def __init__(
+        self,
+        config: SlackConfig,
+        core: SlackCore,
+        ledger: EventClaims,
+        *,
+        drain_seconds: float = 30.0,
+        poll_seconds: float | None = None,
+    ):
         self.config = config
         self.core = core
         self.ledger = ledger
@@ -111,7 +127,8 @@ class SlackAdapter:
             retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=3), AsyncConnectionErrorRetryHandler()],
         )
         self.responder = Responder(core, ledger, self.client, ask_human=config.ask_human)
-        self.worker = Worker(self.responder, ledger, poll_seconds=max(0.5, ledger.lease_seconds / 2))
+        poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
+        self.worker = Worker(self.responder, ledger, poll_seconds=poll)
         if config.concurrency is not None:
             self.worker.concurrency = config.concurrency
         self.bolt = AsyncApp(
@@ -137,7 +154,8 @@ class SlackAdapter:
         return await to_aiohttp_response(response)
 
     async def _start(self, app: web.Application) -> None:
-        self.worker.start()
+        if self.config.answers_here:
+            self.worker.start()
         if self.config.app_token is not None:
             self._socket = AsyncSocketModeHandler(self.bolt, self.config.app_token, web_client=self.client)
             await self._socket.connect_async()  # type: ignore[no-untyped-call]
@@ -147,6 +165,13 @@ class SlackAdapter:
         if self._socket is not None:
             await self._socket.close_async()  # type: ignore[no-untyped-call]
         await self.worker.drain(self.drain_seconds)
+
+    async def answer_until(self, stop: asyncio.Event, *, grace: Callable[[], float]) -> None:
+        """The answering process's life: take questions from the ledger until `stop`, then drain for
+        `grace()` seconds (0 when the server process is gone) and release what is left."""
+        self.worker.start()
+        await stop.wait()
+        await self.worker.drain(grace())
 
     # --- listeners ---------------------------------------------------------------------------
 
@@ -242,8 +267,9 @@ class SlackAdapter:
             conversation=job.channel,
             thread=None if job.original_key else job.thread_root,
             asker=job.user,
+            hold=self.config.answers_here,
         )
-        if claim is not None:
+        if claim is not None and self.config.answers_here:
             self.worker.submit(claim)
 
     async def _on_edit(self, event: dict[str, Any], body: dict[str, Any]) -> None:

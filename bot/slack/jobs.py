@@ -62,6 +62,7 @@ class EventClaims(Protocol):
         conversation: str | None = None,
         thread: str | None = None,
         asker: str | None = None,
+        hold: bool = True,
     ) -> Claim | None: ...
 
     async def renew(self, claim: Claim) -> bool: ...
@@ -352,7 +353,9 @@ class Worker:
             await asyncio.sleep(self.poll_seconds)
             try:
                 for claim in await self.ledger.expired(PLATFORM):
-                    log.warning("taking over a Slack question whose replica stopped", extra={"key": claim.key})
+                    log.info(
+                        "taking a Slack question from the ledger", extra={"key": claim.key, "attempt": claim.attempt}
+                    )
                     self.submit(claim)
             except StoreError as exc:
                 log.warning("could not look for abandoned Slack questions: %s", exc)

@@ -172,8 +172,13 @@ class EventLedger:
         conversation: str | None = None,
         thread: str | None = None,
         asker: str | None = None,
+        hold: bool = True,
     ) -> Claim | None:
-        """Win the question for this owner, or None when it is answered, failed, deleted or held by a live lease."""
+        """Win the question for this owner, or None when it is answered, failed, deleted or held by a live lease.
+
+        `hold=False` records the question with a lease that has already run out: the next `expired`
+        poll of any replica takes it (a process that only acknowledges events hands them over so).
+        """
         params = {
             "platform": platform,
             "key": key,
@@ -185,7 +190,7 @@ class EventLedger:
             "question": question,
             "payload": dumps(dict(payload)),
             "owner": self.owner,
-            "lease": self.lease_seconds,
+            "lease": self.lease_seconds if hold else 0.0,
             "token": str(uuid.uuid4()),
         }
         rows = await self._execute(f"claim {platform} event {key}", CLAIM, params)

@@ -1,6 +1,7 @@
 """`candor serve` with Slack as real processes: a replica killed mid-answer is replaced by another that
 answers the question; SIGTERM drains an answer in flight; Socket Mode connects to a local WebSocket
-fake of Slack. The fake Web API runs in this process (`ThreadedFakeSlack`), the servers in others.
+fake of Slack; the answering child process is restarted when it dies. The fake Web API runs in this
+process (`ThreadedFakeSlack`), the servers (and their answering children) in others.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.fakes.slack_api import ThreadedFakeSlack
@@ -146,3 +148,26 @@ def test_socket_mode_receives_events_over_a_websocket_and_answers(
     finally:
         code, stderr = stop(server)
     assert code == 0, stderr
+
+
+def test_the_answer_process_is_a_child_and_is_restarted_when_it_dies(
+    home_with_docs: Path, fake: ThreadedFakeSlack
+) -> None:
+    server = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET)
+    port = int(server.args[-1])
+    try:
+        (child,) = [p for p in psutil.Process(server.pid).children() if "slack-worker" in " ".join(p.cmdline())]
+        child.kill()
+        child.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while not [p for p in psutil.Process(server.pid).children() if "slack-worker" in " ".join(p.cmdline())]:
+            assert time.monotonic() < deadline, "the answer process was not restarted"
+            time.sleep(0.2)
+        mention = app_mention(QUESTION, channel="C4")
+        assert post_mention(port, mention) == 200
+        (answer,) = fake.wait_for_sync("chat.postMessage", timeout=60)
+        assert answer.params["thread_ts"] == mention["ts"] and "25 days" in str(answer.params["blocks"])
+    finally:
+        code, stderr = stop(server)
+    assert code == 0, stderr
+    assert "exited" in stderr and "starting another" in stderr
