@@ -142,9 +142,10 @@ class Settings(BaseSettings):
     """SLACK_API_URL: the Web API base URL (tests, proxies); Slack's own when unset."""
     slack_ask_human: str | None = Field(None, validation_alias=_env("SLACK_ASK_HUMAN"))
     """SLACK_ASK_HUMAN: shown under a refusal: a channel id ("C0123") or a URL (an on-call page)."""
-    slack_answer_process: bool = Field(True, validation_alias=_env("CANDOR_SLACK_ANSWER_PROCESS"))
+    slack_answer_process: bool = Field(False, validation_alias=_env("CANDOR_SLACK_ANSWER_PROCESS"))
     """CANDOR_SLACK_ANSWER_PROCESS: `candor serve` answers Slack questions in a child process of its
-    own, so answers never hold up the acknowledgements Slack waits for (false: in the server process)."""
+    own instead of its event loop (on the 2-core test machine this did not lower acknowledgement
+    latency: see docs/slack.md)."""
     answer_concurrency: int | None = Field(None, ge=1, le=256, validation_alias=_env("CANDOR_ANSWER_CONCURRENCY"))
     """CANDOR_ANSWER_CONCURRENCY: chat answers made at once per process (default: the CPU count). Fewer
     leave more of the event loop to acknowledging new events; more answer a burst sooner."""

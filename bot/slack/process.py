@@ -1,8 +1,9 @@
 """The answering process: `candor serve` acknowledges Slack events, a child process answers them.
 
-Answers are CPU-bound between their awaits; in the process that acknowledges events they would
-hold up the acknowledgements Slack waits for (3 s at most, and every millisecond shows in the load
-benchmark). So, with `CANDOR_SLACK_ANSWER_PROCESS` on (the default), the server process records
+Answers are CPU-bound between their awaits; in the process that acknowledges events they share the
+event loop with the acknowledgements Slack waits for. With `CANDOR_SLACK_ANSWER_PROCESS` on (off by
+default: on a 2-core machine the child competes for the same cores and acknowledgements were no
+faster, see docs/slack.md), the server process records
 each question in the event ledger with a lease that has already run out, and a child process
 (`candor slack-worker`) polls the ledger every 0.1 s and answers. The ledger's lease protocol is
 unchanged: several servers (replicas) each with their child share the work, and a child that dies
@@ -34,6 +35,7 @@ log = logging.getLogger("candor.slack")
 POLL_SECONDS = 0.1
 RESTART_DELAY_SECONDS = 1.0
 ORPHAN_CHECK_SECONDS = 1.0
+NICENESS = 10
 
 
 class AnswerProcess:
@@ -88,6 +90,8 @@ class AnswerProcess:
 
 async def run_answer_process(candor: Candor, *, drain_seconds: float = 30.0) -> None:
     """The child's whole life: answer from the ledger until told to stop or orphaned."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(NICENESS)  # answering is background work: acknowledging comes first on a busy machine
     adapter = SlackAdapter(
         slack_config(candor.settings, answers_here=True), candor, candor.events, poll_seconds=POLL_SECONDS
     )

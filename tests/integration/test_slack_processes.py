@@ -94,11 +94,14 @@ def stop(process: subprocess.Popen[str]) -> tuple[int, str]:
     return code, process.stderr.read() if process.stderr else ""
 
 
+@pytest.mark.parametrize("answer_process", ["false", "true"])
 def test_a_question_whose_replica_is_killed_mid_answer_is_answered_by_the_next(
-    home_with_docs: Path, fake: ThreadedFakeSlack
+    home_with_docs: Path, fake: ThreadedFakeSlack, answer_process: str
 ) -> None:
+    # With an answering child the server is killed and the orphaned child gives the question up.
     fake.delay("reactions.add", 30, times=1)  # the first replica hangs on its first Slack call
-    first = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET)
+    mode = {"CANDOR_SLACK_ANSWER_PROCESS": answer_process}
+    first = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET, **mode)
     port = int(first.args[-1])
     mention = app_mention(QUESTION, channel="C1")
     try:
@@ -109,7 +112,7 @@ def test_a_question_whose_replica_is_killed_mid_answer_is_answered_by_the_next(
         first.wait(timeout=30)
     assert fake.calls_to("chat.postMessage") == []
 
-    second = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET)
+    second = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET, **mode)
     try:
         (answer,) = fake.wait_for_sync("chat.postMessage", timeout=60)
         assert answer.params["channel"] == "C1" and answer.params["thread_ts"] == mention["ts"]
@@ -153,7 +156,7 @@ def test_socket_mode_receives_events_over_a_websocket_and_answers(
 def test_the_answer_process_is_a_child_and_is_restarted_when_it_dies(
     home_with_docs: Path, fake: ThreadedFakeSlack
 ) -> None:
-    server = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET)
+    server = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET, CANDOR_SLACK_ANSWER_PROCESS="true")
     port = int(server.args[-1])
     try:
         (child,) = [p for p in psutil.Process(server.pid).children() if "slack-worker" in " ".join(p.cmdline())]
