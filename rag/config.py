@@ -155,6 +155,11 @@ class Settings(BaseSettings):
     microsoft_app_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_ID"))
     microsoft_app_password: SecretStr | None = Field(None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
     microsoft_app_tenant_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_TENANT_ID"))
+    microsoft_app_type: Literal["MultiTenant", "SingleTenant", "UserAssignedMSI"] = Field(
+        "MultiTenant", validation_alias=_env("MICROSOFT_APP_TYPE")
+    )
+    """MICROSOFT_APP_TYPE: the bot's Azure registration: MultiTenant, SingleTenant (needs
+    MICROSOFT_APP_TENANT_ID) or UserAssignedMSI (a managed identity: MICROSOFT_APP_ID is its client id)."""
     openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
     openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
 
@@ -174,6 +179,12 @@ class Settings(BaseSettings):
         if value.startswith("openai:") and not value.removeprefix("openai:"):
             raise ValueError("openai: needs a model name, e.g. openai:text-embedding-3-small")
         return value
+
+    @model_validator(mode="after")
+    def _single_tenant_needs_tenant(self) -> Settings:
+        if self.microsoft_app_type == "SingleTenant" and self.microsoft_app_id and not self.microsoft_app_tenant_id:
+            raise ValueError("MICROSOFT_APP_TYPE=SingleTenant needs MICROSOFT_APP_TENANT_ID")
+        return self
 
     @model_validator(mode="after")
     def _openai_needs_key(self) -> Settings:

@@ -52,3 +52,15 @@ def test_openai_embeddings_need_a_key_or_an_endpoint(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret")
     settings = load_settings()
     assert "sk-very-secret" not in repr(settings) and "sk-very-secret" not in str(settings.model_dump())
+
+
+def test_a_single_tenant_bot_needs_its_tenant(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MICROSOFT_APP_ID", "00000000-0000-0000-0000-000000000001")
+    monkeypatch.setenv("MICROSOFT_APP_TYPE", "SingleTenant")
+    with pytest.raises(ConfigError, match="MICROSOFT_APP_TENANT_ID"):
+        load_settings()
+    monkeypatch.setenv("MICROSOFT_APP_TENANT_ID", "00000000-0000-0000-0000-0000000000aa")
+    assert load_settings().microsoft_app_type == "SingleTenant"
+    monkeypatch.setenv("MICROSOFT_APP_TYPE", "Sideways")
+    with pytest.raises(ConfigError, match="MICROSOFT_APP_TYPE"):
+        load_settings()
