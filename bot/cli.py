@@ -282,6 +282,41 @@ def serve(
     _run(work)
 
 
+teams = typer.Typer(help="Microsoft Teams: the app package an admin uploads.", no_args_is_help=True)
+app.add_typer(teams, name="teams")
+
+
+@teams.command("package")
+def teams_package(
+    output: Annotated[Path, typer.Option("--out", help="Where to write the zip.")] = Path("candor-teams.zip"),
+    app_id: Annotated[
+        str | None, typer.Option("--app-id", help="The bot's Microsoft App ID (default: MICROSOFT_APP_ID).")
+    ] = None,
+    domain: Annotated[
+        list[str] | None,
+        typer.Option("--domain", help="A host Teams may open (the host of candor serve); repeat for several."),
+    ] = None,
+    name: Annotated[str, typer.Option(help="The app's name in Teams.")] = "Candor",
+    version: Annotated[str, typer.Option(help="The package version (semver; raise it for every upload).")] = "1.0.0",
+) -> None:
+    """Build the Teams app package (manifest.json and the two icons) to upload in Teams."""
+    from bot.teams.package import TeamsApp, write_package
+
+    settings = _settings()
+    bot_id = app_id or settings.microsoft_app_id
+    if not bot_id:
+        err.print("error: the bot's app id is needed: --app-id or MICROSOFT_APP_ID", highlight=False)
+        raise typer.Exit(1)
+    try:
+        written = write_package(
+            TeamsApp(app_id=bot_id, name=name, version=version, domains=tuple(domain or ())), output
+        )
+    except (ValueError, OSError) as exc:
+        err.print(f"error: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from exc
+    out.print(f"wrote {written}: upload it in Teams (Apps → Manage your apps → Upload an app)", highlight=False)
+
+
 @app.command("slack-worker", hidden=True)
 def slack_worker() -> None:
     """Answer the Slack questions `candor serve` records (started by `candor serve`, not by hand)."""
