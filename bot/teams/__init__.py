@@ -1,0 +1,2 @@
+"""The Microsoft Teams adapter: Bot Framework activities become `Question`s, `Answer`s become Teams
+messages with citations."""
