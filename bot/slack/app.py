@@ -44,7 +44,8 @@ from bot.slack.blocks import (
     feedback_reason_modal,
     home_view,
 )
-from bot.slack.jobs import PLATFORM, EventClaims, Job, Responder, SlackCore, Worker
+from bot.slack.jobs import PLATFORM, Job, Responder, SlackCore
+from bot.worker import EventClaims, Worker
 from rag.answers import Feedback, Rating
 from rag.config import Settings
 from rag.errors import CandorError, ConfigError, StoreError, UnknownTrace
@@ -128,7 +129,7 @@ class SlackAdapter:
         )
         self.responder = Responder(core, ledger, self.client, ask_human=config.ask_human)
         poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
-        self.worker = Worker(self.responder, ledger, poll_seconds=poll)
+        self.worker = Worker(self.responder, ledger, PLATFORM, poll_seconds=poll)
         if config.concurrency is not None:
             self.worker.concurrency = config.concurrency
         self.bolt = AsyncApp(

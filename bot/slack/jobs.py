@@ -4,29 +4,26 @@ A `Job` is everything needed to answer a question, stored as the claim's payload
 ledger (`rag.tracking.events`), so that another replica can answer it when this one dies. The
 `Responder` runs a job: it shows that work is under way (👀, or "is thinking…" in an assistant
 thread), decides who can read the conversation, passes the thread's earlier turns as history,
-asks the core, posts the Block Kit messages and records where they went. The `Worker` keeps the
-jobs in flight (renewing their leases), takes over jobs whose replica's lease ran out, and drains
-on shutdown: what is not finished in time is released for another replica at once.
+asks the core, posts the Block Kit messages and records where they went. `bot.worker.Worker`
+runs responders: leases, takeover, drain.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message
+from bot.worker import EventClaims
 from rag.answers import Answer, Audience, Feedback, Question, Turn
-from rag.errors import CandorError, QuestionError, StoreError
-from rag.tracking.events import Claim, ThreadTurn
+from rag.errors import CandorError, QuestionError
+from rag.tracking.events import Claim
 
 log = logging.getLogger("candor.slack")
 
@@ -43,61 +40,6 @@ class SlackCore(Protocol):
     async def record_feedback(self, feedback: Feedback) -> None: ...
 
     async def knowledge_base_summary(self) -> list[tuple[str, int]]: ...
-
-
-class EventClaims(Protocol):
-    """The event ledger (`rag.tracking.events.EventLedger`)."""
-
-    lease_seconds: float
-
-    async def claim(
-        self,
-        platform: str,
-        key: str,
-        payload: Mapping[str, Any],
-        *,
-        event_id: str | None = None,
-        question: str | None = None,
-        team: str | None = None,
-        conversation: str | None = None,
-        thread: str | None = None,
-        asker: str | None = None,
-        hold: bool = True,
-    ) -> Claim | None: ...
-
-    async def renew(self, claim: Claim) -> bool: ...
-
-    async def complete(
-        self,
-        claim: Claim,
-        *,
-        trace_id: str | None = None,
-        reply: Mapping[str, Any] | None = None,
-        failed: bool = False,
-        error: str | None = None,
-    ) -> bool: ...
-
-    async def expired(self, platform: str, *, limit: int = 10) -> list[Claim]: ...
-
-    async def get(self, platform: str, key: str) -> dict[str, Any] | None: ...
-
-    async def update_reply(
-        self,
-        platform: str,
-        key: str,
-        reply: Mapping[str, Any],
-        *,
-        trace_id: str | None = None,
-        question: str | None = None,
-    ) -> bool: ...
-
-    async def mark_deleted(self, platform: str, key: str) -> dict[str, Any] | None: ...
-
-    async def thread_turns(
-        self, platform: str, team: str | None, conversation: str, thread: str, *, limit: int = 20
-    ) -> list[ThreadTurn]: ...
-
-    async def release(self, claim: Claim) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,80 +240,3 @@ async def _quietly(call: Awaitable[Any], what: str) -> None:
         await call
     except (SlackApiError, OSError) as exc:
         log.warning("%s failed: %s", what, exc)
-
-
-@dataclass(slots=True)
-class Worker:
-    """Jobs in flight, lease renewal, takeover of expired claims, and the drain on shutdown."""
-
-    responder: Responder
-    ledger: EventClaims
-    poll_seconds: float = 5.0
-    concurrency: int = field(default_factory=lambda: os.cpu_count() or 2)
-    """Answers made at once. The pipeline is CPU-bound between its awaits: more answers in parallel
-    than cores only slow each other down, and delay the acknowledgements the event loop owes Slack."""
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    _poller: asyncio.Task[None] | None = None
-    _slots: asyncio.Semaphore | None = None
-
-    def submit(self, claim: Claim) -> None:
-        task = asyncio.create_task(self._run(claim), name=f"slack:{claim.key}")
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
-    async def _run(self, claim: Claim) -> None:
-        renewing = asyncio.create_task(self._renew(claim))  # a claim waiting for a slot stays ours
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.concurrency)
-        try:
-            async with self._slots:
-                await self.responder.run(claim)
-        except asyncio.CancelledError:
-            with contextlib.suppress(StoreError):
-                await self.ledger.release(claim)  # unfinished at shutdown: another replica answers it now
-            raise
-        except Exception:
-            log.exception("unexpected error answering a Slack question", extra={"key": claim.key})
-        finally:
-            renewing.cancel()
-
-    async def _renew(self, claim: Claim) -> None:
-        while True:
-            await asyncio.sleep(self.ledger.lease_seconds / 3)
-            try:
-                if not await self.ledger.renew(claim):
-                    return
-            except StoreError as exc:
-                log.warning("could not renew the lease on %s: %s", claim.key, exc)
-
-    def start(self) -> None:
-        if self._poller is None:
-            self._poller = asyncio.create_task(self._poll(), name="slack:takeover")
-
-    async def _poll(self) -> None:
-        while True:
-            await asyncio.sleep(self.poll_seconds)
-            try:
-                for claim in await self.ledger.expired(PLATFORM):
-                    log.info(
-                        "taking a Slack question from the ledger", extra={"key": claim.key, "attempt": claim.attempt}
-                    )
-                    self.submit(claim)
-            except StoreError as exc:
-                log.warning("could not look for abandoned Slack questions: %s", exc)
-
-    async def drain(self, grace_seconds: float) -> None:
-        """Stop taking over; let the jobs in flight finish for up to `grace_seconds`, then release the rest."""
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
-            self._poller = None
-        if not self.tasks:
-            return
-        _, pending = await asyncio.wait(set(self.tasks), timeout=grace_seconds)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
-            log.warning("released %d unfinished Slack answers for another replica", len(pending))
