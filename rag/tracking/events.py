@@ -77,6 +77,10 @@ COMPLETE = text(
 )
 
 SELECT_ROW = text(f"SELECT {ROW_COLUMNS} FROM platform_events WHERE platform = :platform AND key = :key")
+SELECT_BY_REPLY = text(
+    f"SELECT {ROW_COLUMNS} FROM platform_events WHERE platform = :platform AND reply @> CAST(:reply AS jsonb) "
+    "ORDER BY updated_at DESC LIMIT 1"
+)
 
 UPDATE_REPLY = text(
     "UPDATE platform_events SET reply = reply || CAST(:reply AS jsonb), "
@@ -241,6 +245,13 @@ class EventLedger:
     async def get(self, platform: str, key: str) -> dict[str, Any] | None:
         """The ledger row as JSON data (timestamps in ISO form), or None when the key is unknown."""
         rows = await self._execute(f"read {platform} event {key}", SELECT_ROW, {"platform": platform, "key": key})
+        return plain_dict(rows[0]) if rows else None
+
+    async def by_reply(self, platform: str, fragment: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The latest row whose reply contains `fragment` (jsonb containment, indexed), e.g. the
+        question a Teams message id answered: `{"activity_ids": ["1:abc"]}`."""
+        params = {"platform": platform, "reply": dumps(dict(fragment))}
+        rows = await self._execute(f"find the {platform} event of a reply", SELECT_BY_REPLY, params)
         return plain_dict(rows[0]) if rows else None
 
     async def update_reply(

@@ -461,3 +461,16 @@ def downgrade(url: str, revision: str) -> None:
             command.downgrade(config, revision)
     finally:
         engine.dispose()
+
+
+async def test_a_row_is_found_by_where_its_answer_went(engine: AsyncEngine, platform: str) -> None:
+    ledger = EventLedger(engine, lease_seconds=60)
+    key = new_key()
+    claim = await ledger.claim(platform, key, PAYLOAD)
+    assert claim is not None
+    trace_id = str(uuid.uuid4())
+    assert await ledger.complete(claim, trace_id=trace_id, reply={"activity_ids": ["1:abc", "1:def"]})
+    found = await ledger.by_reply(platform, {"activity_ids": ["1:def"]})
+    assert found is not None and found["key"] == key and str(found["trace_id"]) == trace_id
+    assert await ledger.by_reply(platform, {"activity_ids": ["1:zzz"]}) is None
+    assert await ledger.by_reply(f"{platform}-other", {"activity_ids": ["1:abc"]}) is None
