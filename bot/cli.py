@@ -264,7 +264,14 @@ def serve(
         await candor.warm_up()
         settings = candor.settings
         slack = settings.slack_bot_token is not None
-        app_ = build_app(candor, max_body_bytes=PLATFORM_BODY_BYTES if slack else MAX_BODY_BYTES)
+        teams = bool(settings.microsoft_app_id) or settings.teams
+        app_ = build_app(candor, max_body_bytes=PLATFORM_BODY_BYTES if slack or teams else MAX_BODY_BYTES)
+        if teams:
+            from bot.teams.app import TeamsAdapter, teams_config
+
+            TeamsAdapter(teams_config(settings), candor, candor.events).mount(app_)
+            auth = "authenticated" if settings.microsoft_app_id else "ANONYMOUS (local development only)"
+            err.print(f"Teams: http://{host}:{port}/api/messages, {auth}", highlight=False)
         if slack:
             from bot.slack.app import SlackAdapter, slack_config
             from bot.slack.process import AnswerProcess
