@@ -45,6 +45,18 @@ class AnswerService(Protocol):
         ...
 
 
+class ChatCore(Protocol):
+    """What the chat platform adapters (Slack, Teams) need from the core."""
+
+    async def answer(self, question: Question) -> Answer: ...
+
+    async def record_feedback(self, feedback: Feedback) -> None: ...
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
+        """Each knowledge base with its count of public documents (for a home page or a welcome)."""
+        ...
+
+
 def build_app(
     service: AnswerService, *, max_question_chars: int = 4000, max_body_bytes: int = MAX_BODY_BYTES
 ) -> web.Application:

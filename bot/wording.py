@@ -1,5 +1,6 @@
 """The fixed phrases every adapter shows around an answer, in one place so they read the same on
-the chat page, in Slack and in Teams (the refusal itself is a setting: `CANDOR_REFUSAL`)."""
+the chat page, in Slack and in Teams (the refusal itself is a setting: `CANDOR_REFUSAL`), and the
+one way every renderer shortens a text to a platform's limit."""
 
 from __future__ import annotations
 
@@ -10,3 +11,17 @@ LOW_CONFIDENCE_NOTE = (
 UNANSWERED_NOTE = "No relevant information found in your knowledge base for:"
 NO_PREFERENCE_REASON = "neither the effective date nor the source's authority decides"
 FAILURE_NOTE = "Sorry, something went wrong while answering. The error is logged; please try again in a moment."
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` with its whitespace collapsed, cut to at most `limit` characters at a word boundary
+    with "…" added when anything was cut (raw text: escape afterwards)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    if limit < 2:
+        return ""
+    cut = flat.rfind(" ", 0, limit)
+    if cut < limit // 2:  # one very long word: cut inside it rather than lose most of the text
+        cut = limit - 1
+    return flat[:cut].rstrip() + "…"

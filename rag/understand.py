@@ -26,6 +26,14 @@ _WH = (
     r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|will|would|should"
     r"|may|must|has|have)"
 )
+_ASKS = re.compile(rf"^\s*{_WH}\b", re.IGNORECASE)
+
+
+def reads_as_question(text: str) -> bool:
+    """A question mark, or a question word first ("how do I ...", "is there ...")."""
+    return "?" in text or bool(_ASKS.match(text))
+
+
 _PART_BREAK = re.compile(rf"(?:,\s*|;\s*|\s+)(?:and|also|plus)\s+(?={_WH}\b)", re.IGNORECASE)
 _FOLLOW_UP_START = re.compile(
     r"^(?:and|also|but|so|ok(?:ay)?|what about|how about|and what about|and how about|same for|what if)\b[\s,]*",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +33,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.server import ChatCore
 from bot.slack.blocks import (
     FEEDBACK_DOWN,
     FEEDBACK_REASON_CALLBACK,
@@ -44,11 +44,12 @@ from bot.slack.blocks import (
     feedback_reason_modal,
     home_view,
 )
-from bot.slack.jobs import PLATFORM, Job, Responder, SlackCore
+from bot.slack.jobs import PLATFORM, Job, Responder
 from bot.worker import EventClaims, Worker
 from rag.answers import Feedback, Rating
 from rag.config import Settings
 from rag.errors import CandorError, ConfigError, StoreError, UnknownTrace
+from rag.understand import reads_as_question
 
 log = logging.getLogger("candor.slack")
 
@@ -59,11 +60,6 @@ SUGGESTED_PROMPTS = (
     {"title": "What can you answer?", "message": "Which documents do you answer from?"},
     {"title": "A policy question", "message": "How many days of annual leave do employees get?"},
     {"title": "A product question", "message": "How much does the Team plan cost per month?"},
-)
-_ASKS = re.compile(
-    r"^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|can|could|do|does|did|should|will"
-    r"|would|may|must|has|have)\b",
-    re.IGNORECASE,
 )
 
 
@@ -101,18 +97,13 @@ def slack_config(settings: Settings, *, answers_here: bool | None = None) -> Sla
     )
 
 
-def reads_as_question(text: str) -> bool:
-    """A thread reply from someone other than the asker is answered only when it asks something."""
-    return "?" in text or bool(_ASKS.match(text))
-
-
 class SlackAdapter:
     """Builds the Bolt app, its listeners and the worker; mounts on an aiohttp app."""
 
     def __init__(
         self,
         config: SlackConfig,
-        core: SlackCore,
+        core: ChatCore,
         ledger: EventClaims,
         *,
         drain_seconds: float = 30.0,

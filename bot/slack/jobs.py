@@ -14,14 +14,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.server import ChatCore
 from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message
 from bot.worker import EventClaims
-from rag.answers import Answer, Audience, Feedback, Question, Turn
+from rag.answers import Audience, Question, Turn
 from rag.errors import CandorError, QuestionError
 from rag.tracking.events import Claim
 
@@ -30,16 +31,6 @@ log = logging.getLogger("candor.slack")
 PLATFORM = "slack"
 THINKING_REACTION = "eyes"
 AUDIENCE_TTL_SECONDS = 300.0
-
-
-class SlackCore(Protocol):
-    """What the Slack adapter needs from the core (`rag.runtime.Candor` satisfies it)."""
-
-    async def answer(self, question: Question) -> Answer: ...
-
-    async def record_feedback(self, feedback: Feedback) -> None: ...
-
-    async def knowledge_base_summary(self) -> list[tuple[str, int]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +80,7 @@ class Responder:
 
     def __init__(
         self,
-        core: SlackCore,
+        core: ChatCore,
         ledger: EventClaims,
         client: AsyncWebClient,
         *,

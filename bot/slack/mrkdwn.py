@@ -95,18 +95,6 @@ def _convert(match: re.Match[str], depth: int) -> str:
     raise AssertionError(f"unhandled Markdown match {match.group(0)!r}")  # pragma: no cover
 
 
-def shorten(text: str, limit: int) -> str:
-    """`text` with its whitespace collapsed, cut to at most `limit` characters at a word boundary
-    with "…" added when anything was cut (raw text: escape afterwards)."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat.rfind(" ", 0, limit)
-    if cut < limit // 2:  # one very long word: cut inside it rather than lose most of the text
-        cut = limit - 1
-    return flat[:cut].rstrip() + "…"
-
-
 def size(text: str) -> int:
     """The length of `text` in UTF-16 code units (at least its length in characters)."""
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)

@@ -20,16 +20,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from types import SimpleNamespace
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from aiohttp import web
 from botbuilder.core import ActivityHandler, InvokeResponse, TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
 from botbuilder.schema import Activity, ChannelAccount, ConversationReference, Entity
 
-from bot.teams.cards import answer_activity, failure_activity, feedback_from_invoke, typing_activity, welcome_activity
+from bot.server import ChatCore
+from bot.teams.cards import answer_activity, failure_activity, typing_activity, welcome_activity
+from bot.teams.feedback import feedback_from_invoke
 from bot.worker import EventClaims, Worker
-from rag.answers import Answer, Audience, Feedback, Question
+from rag.answers import Audience, Feedback, Question
 from rag.config import Settings
 from rag.errors import CandorError, QuestionError, UnknownTrace
 from rag.tracking.events import Claim
@@ -40,14 +42,6 @@ PLATFORM = "teams"
 MESSAGES_PATH = "/api/messages"
 TYPING_EVERY_SECONDS = 3.0
 _COMMAND_WORD = re.compile(r"^\s*(?:ask|help)\b[\s:,-]*", re.IGNORECASE)
-
-
-class TeamsCore(Protocol):
-    async def answer(self, question: Question) -> Answer: ...
-
-    async def record_feedback(self, feedback: Feedback) -> None: ...
-
-    async def knowledge_base_summary(self) -> list[tuple[str, int]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +112,7 @@ class TeamsAdapter:
     def __init__(
         self,
         config: TeamsConfig,
-        core: TeamsCore,
+        core: ChatCore,
         ledger: EventClaims,
         *,
         drain_seconds: float = 30.0,

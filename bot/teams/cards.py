@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
-from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Rating, Source
+from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
+from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
 __all__ = [
     "MAX_ACTIVITY_BYTES",
@@ -40,7 +40,6 @@ __all__ = [
     "answer_activity",
     "escape",
     "failure_activity",
-    "feedback_from_invoke",
     "typing_activity",
     "welcome_activity",
 ]
@@ -60,7 +59,6 @@ _LINKABLE_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f\"'<>\\`]+", re.IGNORECAS
 _MARKDOWN_SPECIAL = re.compile(r"[\\`*~\[\]|]|(?<![^\W_])_|_(?![^\W_])")
 """Markdown punctuation to backslash-escape; ``_`` only where it could start or end emphasis."""
 _BLOCK_START = re.compile(r"^(?:[#+\-=]|(\d{1,9})(?=[.)]))")
-_RATINGS: dict[str, Rating] = {"like": "up", "dislike": "down"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +123,7 @@ def failure_activity(trace_id: str | None = None) -> dict[str, Any]:
 def welcome_activity(knowledge_bases: Sequence[tuple[str, int]], *, ask_human: str | None = None) -> dict[str, Any]:
     """Sent when Candor is added to a chat or team: what it is, what it knows, how to ask, how it answers."""
     listed = [
-        f"- **{escape(_shorten(name, 100))}**: {count} document{'' if count == 1 else 's'}"
+        f"- **{escape(shorten(name, 100))}**: {count} document{'' if count == 1 else 's'}"
         for name, count in knowledge_bases[:WELCOME_KNOWLEDGE_BASES]
     ]
     if len(knowledge_bases) > WELCOME_KNOWLEDGE_BASES:
@@ -151,27 +149,6 @@ def welcome_activity(knowledge_bases: Sequence[tuple[str, int]], *, ask_human: s
 def typing_activity() -> dict[str, Any]:
     """The "Candor is typing…" indicator, sent while an answer is being made."""
     return {"type": "typing"}
-
-
-def feedback_from_invoke(value: Mapping[str, Any]) -> tuple[Rating, str | None]:
-    """The rating and the optional comment of Teams' feedback invoke (``message/submitAction``).
-
-    `value` is the invoke activity's ``value``: ``{"actionName": "feedback", "actionValue": {"reaction":
-    "like" | "dislike", "feedback": '{"feedbackText": "..."}'}}``. The ``feedback`` may also come as an
-    object, or as plain text. Anything else raises `ValueError`.
-    """
-    if not isinstance(value, Mapping):
-        raise ValueError(f"feedback invoke value must be an object, got {type(value).__name__}")
-    if value.get("actionName") != "feedback":
-        raise ValueError(f"not a feedback invoke: actionName is {value.get('actionName')!r}, expected 'feedback'")
-    action = value.get("actionValue")
-    if not isinstance(action, Mapping):
-        raise ValueError("feedback invoke has no actionValue object")
-    reaction = action.get("reaction")
-    rating = _RATINGS.get(reaction) if isinstance(reaction, str) else None
-    if rating is None:
-        raise ValueError(f"feedback reaction must be 'like' or 'dislike', got {reaction!r}")
-    return rating, _feedback_text(action.get("feedback"))
 
 
 def escape(text: str) -> str:
@@ -272,7 +249,7 @@ def _refusal_parts(answer: Answer, ask_human: str | None) -> _Parts:
     after = [_Line(escape(line)) for line in lines[1:]]
     if ask_human:
         after.append(_Line(_ask_human_line(ask_human)))
-    first = _Line(escape(_shorten(lines[0], REFUSAL_LINE_CHARS)))
+    first = _Line(escape(shorten(lines[0], REFUSAL_LINE_CHARS)))
     return _Parts(before=(first,), sentences=(), after=tuple(after), pinned=1)
 
 
@@ -297,7 +274,7 @@ def _conflict(conflict: Conflict, sources: dict[int, Source]) -> _Line:
         source = sources.get(n)
         if source is None:
             return marker(n)
-        title = escape(_shorten(source.title or source.document, TITLE_CHARS))
+        title = escape(shorten(source.title or source.document, TITLE_CHARS))
         date = f" (effective {source.effective_date.isoformat()})" if source.effective_date else ""
         return f"{marker(n)} {title}{date}".rstrip()
 
@@ -350,7 +327,7 @@ def _plain(text: str, limit: int) -> str:
     characters, cut at a word boundary with "…"."""
     size = limit
     while size > 0:
-        made = _shorten(text, size).replace("<", "&lt;").replace(">", "&gt;").replace("](", "] (")
+        made = shorten(text, size).replace("<", "&lt;").replace(">", "&gt;").replace("](", "] (")
         if len(made) <= limit:
             return made
         size -= len(made) - limit
@@ -359,20 +336,6 @@ def _plain(text: str, limit: int) -> str:
 
 def _first(texts: Iterable[str]) -> str:
     return next((text for text in texts if text), "")
-
-
-def _shorten(text: str, limit: int) -> str:
-    """`text` with its whitespace collapsed, cut to at most `limit` characters at a word boundary with
-    "…" added when anything was cut."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    if limit < 2:
-        return ""
-    cut = flat.rfind(" ", 0, limit)
-    if cut < limit // 2:  # one very long word: cut inside it rather than lose most of the text
-        cut = limit - 1
-    return flat[:cut].rstrip() + "…"
 
 
 def _full_stop(text: str) -> str:
@@ -390,26 +353,3 @@ def _ask_human_line(ask_human: str) -> str:
     if url is not None:
         return f"[Ask a human]({url.replace('(', '%28').replace(')', '%29')})"
     return f"Ask a human: {escape(value)}"
-
-
-def _feedback_text(feedback: object) -> str | None:
-    if feedback is None:
-        return None
-    if isinstance(feedback, str):
-        if not feedback.strip():
-            return None
-        try:
-            parsed = json.loads(feedback)
-        except json.JSONDecodeError:
-            return feedback.strip()  # plain text rather than the documented JSON: keep what was written
-        if not isinstance(parsed, Mapping):
-            return feedback.strip()
-        feedback = parsed
-    if not isinstance(feedback, Mapping):
-        raise ValueError(f"feedback must be a JSON string or an object, got {type(feedback).__name__}")
-    text = feedback.get("feedbackText")
-    if text is None:
-        return None
-    if not isinstance(text, str):
-        raise ValueError(f"feedbackText must be a string, got {type(text).__name__}")
-    return text.strip() or None

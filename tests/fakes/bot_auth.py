@@ -22,7 +22,6 @@ each fake has a fresh port, so a fresh URL.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import socket
 import threading
@@ -34,6 +33,8 @@ from typing import Any, TypeVar
 import jwt
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.fakes.background import BackgroundLoop
 
 T = TypeVar("T")
 Json = dict[str, Any]
@@ -74,8 +75,7 @@ class FakeBotAuth:
         self.requests: list[str] = []
         """The paths requested, in order."""
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._background = BackgroundLoop("fake-bot-auth")
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
 
@@ -123,22 +123,11 @@ class FakeBotAuth:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> str:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-bot-auth", daemon=True)
-        self._thread.start()
-        self._run(self._start())
+        self._background.start(self._start())
         return self.openid_url
 
     def stop(self) -> None:
-        if self._loop is None or self._thread is None:
-            return
-        try:
-            self._run(self._stop())
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            self._loop.close()
-            self._loop, self._thread = None, None
+        self._background.stop(self._stop())
 
     def __enter__(self) -> FakeBotAuth:
         self.start()
@@ -148,10 +137,7 @@ class FakeBotAuth:
         self.stop()
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
-        if self._loop is None:
-            coroutine.close()
-            raise RuntimeError("the fake Bot Framework auth server is not running")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+        return self._background.run(coroutine, timeout)
 
     async def _start(self) -> None:
         app = web.Application()

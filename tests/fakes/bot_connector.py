@@ -53,6 +53,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
+from tests.fakes.background import BackgroundLoop, until
 from tests.fakes.teams_activities import TENANT_ID, USER_AAD_ID, USER_ID, USER_NAME, next_activity_id
 
 T = TypeVar("T")
@@ -368,25 +369,13 @@ class ThreadedFakeConnector(_FakeConnectorCore):
 
     def __init__(self) -> None:
         super().__init__()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._background = BackgroundLoop("fake-bot-connector")
 
     def start(self) -> str:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-bot-connector", daemon=True)
-        self._thread.start()
-        return self._run(self._start())
+        return self._background.start(self._start())
 
     def stop(self) -> None:
-        if self._loop is None or self._thread is None:
-            return
-        try:
-            self._run(self._stop())
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            self._loop.close()
-            self._loop, self._thread = None, None
+        self._background.stop(self._stop())
 
     def __enter__(self) -> ThreadedFakeConnector:
         self.start()
@@ -396,10 +385,7 @@ class ThreadedFakeConnector(_FakeConnectorCore):
         self.stop()
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
-        if self._loop is None:
-            coroutine.close()
-            raise RuntimeError("the threaded fake Bot Connector is not running")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+        return self._background.run(coroutine, timeout)
 
     def wait_for_sync(
         self,
@@ -409,7 +395,7 @@ class ThreadedFakeConnector(_FakeConnectorCore):
         kind: str | None = "message",
     ) -> list[Call]:
         """Block until `count` delivered activity calls of type `kind` match `predicate`; those calls."""
-        found = _until_sync(lambda: self._matching(predicate, count, kind), timeout)
+        found = until(lambda: self._matching(predicate, count, kind), timeout)
         if found is None:
             raise self._timed_out(count, kind, timeout)
         return found
@@ -465,13 +451,4 @@ async def _until(check: Callable[[], T | None], within: float) -> T | None:
         if time.monotonic() >= deadline:
             return None
         await asyncio.sleep(_POLL)
-    return found
-
-
-def _until_sync(check: Callable[[], T | None], within: float) -> T | None:
-    deadline = time.monotonic() + within
-    while (found := check()) is None:
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(_POLL)
     return found

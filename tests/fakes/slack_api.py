@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from tests.fakes.background import BackgroundLoop, until
 from tests.fakes.slack_events import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID, next_ts
 
 T = TypeVar("T")
@@ -445,25 +446,14 @@ class ThreadedFakeSlack(_FakeSlackCore):
 
     def __init__(self) -> None:
         super().__init__()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._background = BackgroundLoop("fake-slack")
 
     def start(self) -> str:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-slack", daemon=True)
-        self._thread.start()
+        return self._background.start(self._start())
         return self._run(self._start())
 
     def stop(self) -> None:
-        if self._loop is None or self._thread is None:
-            return
-        try:
-            self._run(self._stop())
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            self._loop.close()
-            self._loop, self._thread = None, None
+        self._background.stop(self._stop())
 
     def __enter__(self) -> ThreadedFakeSlack:
         self.start()
@@ -473,16 +463,13 @@ class ThreadedFakeSlack(_FakeSlackCore):
         self.stop()
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
-        if self._loop is None:
-            coroutine.close()
-            raise RuntimeError("the threaded fake Slack is not running")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+        return self._background.run(coroutine, timeout)
 
     def wait_for_sync(
         self, method: str, count: int = 1, timeout: float = 10.0, where: Callable[[Call], bool] | None = None
     ) -> list[Call]:
         """Block until at least `count` calls to `method` (matching `where`) arrived; those calls."""
-        found = _until_sync(lambda: self._matching(method, count, where), timeout)
+        found = until(lambda: self._matching(method, count, where), timeout)
         if found is None:
             raise self._timed_out(method, count, timeout)
         return found
@@ -493,13 +480,13 @@ class ThreadedFakeSlack(_FakeSlackCore):
         return str(envelope["envelope_id"])
 
     def wait_for_ack_sync(self, envelope_id: str, timeout: float = 10.0) -> Params:
-        found = _until_sync(lambda: self.acks.get(envelope_id), timeout)
+        found = until(lambda: self.acks.get(envelope_id), timeout)
         if found is None:
             raise AssertionError(f"no ack for envelope {envelope_id} within {timeout}s; acks: {list(self.acks)}")
         return found
 
     def wait_for_socket_sync(self, timeout: float = 10.0) -> None:
-        if _until_sync(lambda: self.socket_connections or None, timeout) is None:
+        if until(lambda: self.socket_connections or None, timeout) is None:
             raise AssertionError(f"no Socket Mode client connected within {timeout}s")
 
 
@@ -513,15 +500,6 @@ async def _until(check: Callable[[], T | None], within: float) -> T | None:
         if time.monotonic() >= deadline:
             return None
         await asyncio.sleep(_POLL)
-    return found
-
-
-def _until_sync(check: Callable[[], T | None], within: float) -> T | None:
-    deadline = time.monotonic() + within
-    while (found := check()) is None:
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(_POLL)
     return found
 
 

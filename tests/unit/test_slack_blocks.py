@@ -27,8 +27,8 @@ from bot.slack.blocks import (
     home_view,
     to_mrkdwn,
 )
-from bot.slack.mrkdwn import pack, shorten, split_text
-from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
+from bot.slack.mrkdwn import pack, split_text
+from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
 from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
 TRACE = "3f2a9c1e-7d4b-4b8e-9a51-0c6d2e8f1a77"

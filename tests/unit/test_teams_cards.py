@@ -18,10 +18,10 @@ from bot.teams.cards import (
     answer_activity,
     escape,
     failure_activity,
-    feedback_from_invoke,
     typing_activity,
     welcome_activity,
 )
+from bot.teams.feedback import feedback_from_invoke
 from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
 from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 

@@ -14,6 +14,7 @@ from rag.understand import (
     MAX_QUESTION_CHARS,
     answer_type,
     is_follow_up,
+    reads_as_question,
     rewrite_follow_up,
     split_parts,
     strip_markup,
@@ -292,3 +293,17 @@ def test_is_follow_up(text: str, expected: bool) -> None:
 )
 def test_answer_type(question: str, kind: str) -> None:
     assert answer_type(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Is there a free trial", True),
+        ("how do I cancel", True),
+        ("the trial is how long?", True),
+        ("thanks, that helps", False),
+        ("Whatever works for you", False),  # a question word must stand alone
+    ],
+)
+def test_reads_as_question(text: str, asks: bool) -> None:
+    assert reads_as_question(text) is asks
