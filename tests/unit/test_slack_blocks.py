@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from datetime import date
 from typing import Any
 
 import pytest
@@ -29,50 +28,12 @@ from bot.slack.blocks import (
 )
 from bot.slack.mrkdwn import pack, split_text
 from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
-from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
+from rag.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
+from tests.answers import CONFLICT, TRACE, answer, source
 
-TRACE = "3f2a9c1e-7d4b-4b8e-9a51-0c6d2e8f1a77"
 EVIL = "<!channel> & <script>alert(1)</script>"
 EVIL_ESCAPED = "&lt;!channel&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt;"
 OUR_LINK = re.compile(r"<https?://[^\s<>|]+(?:\|[^<>]*)?>|<#[CG][A-Z0-9]+>")
-
-
-def source(n: int, **changes: object) -> Source:
-    made = Source(
-        n=n,
-        document=f"handbook/leave-{n}.md",
-        title=f"Leave policy {n}",
-        heading="Annual leave",
-        excerpt=f"Passage {n} about annual leave.",
-        score=0.8,
-        url=f"https://intranet.example.com/leave/{n}",
-        effective_date=date(2026, 1, n % 28 + 1),
-    )
-    return replace(made, **changes)  # type: ignore[arg-type]
-
-
-def answer(**changes: object) -> Answer:
-    made = Answer(
-        question="How many days of annual leave do I get?",
-        route="answered",
-        text="Full-time staff get 24 days of annual leave. Leave is booked in the HR portal.",
-        sentences=(
-            AnswerSentence("Full-time staff get 24 days of annual leave.", (1, 3)),
-            AnswerSentence("Leave is booked in the HR portal.", (2,)),
-        ),
-        sources=(source(1), source(2), source(3)),
-        trace_id=TRACE,
-    )
-    return replace(made, **changes)  # type: ignore[arg-type]
-
-
-CONFLICT = Conflict(
-    note="The sources disagree on the number of annual leave days.",
-    values=("24 days", "20 days"),
-    sources=(1, 3),
-    preferred=1,
-    reason="source 1 has the newer effective date",
-)
 
 
 def plain(block_text: dict[str, Any], limit: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from datetime import date
 from typing import Any
 
 import pytest
@@ -23,9 +22,9 @@ from bot.teams.cards import (
 )
 from bot.teams.feedback import feedback_from_invoke
 from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
-from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
+from rag.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
+from tests.answers import CONFLICT, answer, source
 
-TRACE = "3f2a9c1e-7d4b-4b8e-9a51-0c6d2e8f1a77"
 MARKER = re.compile(r"(?<!\\)\[(\d+)\]")
 AI_LABEL = {
     "type": "https://schema.org/Message",
@@ -34,44 +33,6 @@ AI_LABEL = {
     "@id": "",
     "additionalType": ["AIGeneratedContent"],
 }
-
-
-def source(n: int, **changes: object) -> Source:
-    made = Source(
-        n=n,
-        document=f"handbook/leave-{n}.md",
-        title=f"Leave policy {n}",
-        heading="Annual leave",
-        excerpt=f"Passage {n} about annual leave.",
-        score=0.8,
-        url=f"https://intranet.example.com/leave/{n}",
-        effective_date=date(2026, 1, n % 28 + 1),
-    )
-    return replace(made, **changes)  # type: ignore[arg-type]
-
-
-def answer(**changes: object) -> Answer:
-    made = Answer(
-        question="How many days of annual leave do I get?",
-        route="answered",
-        text="Full-time staff get 24 days of annual leave. Leave is booked in the HR portal.",
-        sentences=(
-            AnswerSentence("Full-time staff get 24 days of annual leave.", (1, 3)),
-            AnswerSentence("Leave is booked in the HR portal.", (2,)),
-        ),
-        sources=(source(1), source(2), source(3)),
-        trace_id=TRACE,
-    )
-    return replace(made, **changes)  # type: ignore[arg-type]
-
-
-CONFLICT = Conflict(
-    note="The sources disagree on the number of annual leave days.",
-    values=("24 days", "20 days"),
-    sources=(1, 3),
-    preferred=1,
-    reason="newer effective date",
-)
 
 
 def check(activity: dict[str, Any]) -> list[dict[str, Any]]:
@@ -195,7 +156,7 @@ def test_conflict_callout_names_both_values_sources_and_the_preference() -> None
         "⚠️ **Sources disagree:** The sources disagree on the number of annual leave days. "
         '[1] Leave policy 1 (effective 2026-01-02) says "24 days"; '
         '[3] Leave policy 3 (effective 2026-01-04) says "20 days". '
-        "Preferred: [1], newer effective date."
+        "Preferred: [1], source 1 has the newer effective date."
     )
 
 
