@@ -63,6 +63,14 @@ class Focus:
     def addressed(self) -> bool:
         return not self.unaddressed
 
+    def as_json(self) -> dict[str, object]:
+        """What the completeness gate logs for the part (the focus threshold is calibrated from it)."""
+        return {
+            "focus": [w.as_json() for w in self.words],
+            "focus_shift": round(self.least_shift, 4),
+            "unaddressed": [w.word for w in self.unaddressed],
+        }
+
     @property
     def least_shift(self) -> float:
         """The most negative shift (1.0 when there was no candidate): what the threshold gates."""

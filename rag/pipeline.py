@@ -341,22 +341,12 @@ def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:
             "part": p,
             "answered": i in answered,
             "best_sentence_score": round(_best_sentence(attempt.evidence[i]), 4),
-            **_focus_details(attempt.focus.get(i)),
+            **(focus.as_json() if (focus := attempt.focus.get(i)) else {}),
         }
         for i, p in enumerate(attempt.parts)
     ]
     share = len(answered) / len(attempt.parts) if attempt.parts else 0.0
     return GateOutcome("completeness", share == 1.0, share, number, {"parts": status})
-
-
-def _focus_details(focus: Focus | None) -> dict[str, object]:
-    if focus is None:
-        return {}
-    return {
-        "focus": [w.as_json() for w in focus.words],
-        "focus_shift": round(focus.least_shift, 4),
-        "unaddressed": [w.word for w in focus.unaddressed],
-    }
 
 
 def _best_sentence(part: PartEvidence) -> float:
