@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -99,18 +99,21 @@ class Worker:
     _poller: asyncio.Task[None] | None = None
     _slots: asyncio.Semaphore | None = None
 
-    def submit(self, claim: Claim) -> None:
-        task = asyncio.create_task(self._run(claim), name=f"{self.platform}:{claim.key}")
+    def submit(self, claim: Claim, run: Callable[[Claim], Awaitable[None]] | None = None) -> asyncio.Task[None]:
+        """Answer the claim in the background (with `run`, not the responder, when given); the task
+        may be awaited by a caller that must answer within its request."""
+        task = asyncio.create_task(self._run(claim, run or self.responder.run), name=f"{self.platform}:{claim.key}")
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
 
-    async def _run(self, claim: Claim) -> None:
+    async def _run(self, claim: Claim, run: Callable[[Claim], Awaitable[None]]) -> None:
         renewing = asyncio.create_task(self._renew(claim))  # a claim waiting for a slot stays ours
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.concurrency)
         try:
             async with self._slots:
-                await self.responder.run(claim)
+                await run(claim)
         except asyncio.CancelledError:
             with contextlib.suppress(StoreError):
                 await self.ledger.release(claim)  # unfinished at shutdown: another replica answers it now

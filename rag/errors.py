@@ -21,6 +21,7 @@ it into a friendly message.
     ├── QuestionError               a question cannot be answered as asked (empty, too long)
     ├── TrackingError               a trace, feedback or eval run could not be stored
     │   └── UnknownTrace            feedback names a trace that does not exist
+    ├── DeliveryError               a chat platform did not take a reply (after retries)
     └── EvalError                   a golden file is missing or malformed
 """
 
@@ -105,6 +106,10 @@ class TrackingError(CandorError):
 
 class UnknownTrace(TrackingError):
     """Feedback names a trace id that was never recorded."""
+
+
+class DeliveryError(CandorError):
+    """A chat platform did not take a reply, after retries (throttled, failing or unreachable)."""
 
 
 class EvalError(CandorError):

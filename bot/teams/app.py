@@ -14,33 +14,36 @@ Everything botbuilder stays in this folder, so that moving to the Microsoft 365 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from datetime import timedelta
+from functools import partial
 from types import SimpleNamespace
-from typing import Any, ClassVar
+from typing import Any
 
 from aiohttp import web
 from botbuilder.core import ActivityHandler, InvokeResponse, TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
-from botbuilder.schema import Activity, ChannelAccount, ConversationReference, Entity
+from botbuilder.schema import Activity, ChannelAccount, ConversationReference, DeliveryModes
 
 from bot.server import ChatCore
-from bot.teams.cards import answer_activity, failure_activity, typing_activity, welcome_activity
+from bot.teams.cards import answer_activity, failure_activity, welcome_activity
+from bot.teams.delivery import Delivery, Send, to_activity
 from bot.teams.feedback import feedback_from_invoke
 from bot.worker import EventClaims, Worker
-from rag.answers import Audience, Feedback, Question
+from rag.answers import Audience, Feedback, Question, Turn
 from rag.config import Settings
-from rag.errors import CandorError, QuestionError, UnknownTrace
+from rag.errors import CandorError, DeliveryError, QuestionError, UnknownTrace
 from rag.tracking.events import Claim
 
 log = logging.getLogger("candor.teams")
 
 PLATFORM = "teams"
 MESSAGES_PATH = "/api/messages"
-TYPING_EVERY_SECONDS = 3.0
+CHAT_HISTORY_MINUTES = 30
+"""A personal or group chat never ends: earlier turns count as context for this long."""
 _COMMAND_WORD = re.compile(r"^\s*(?:ask|help)\b[\s:,-]*", re.IGNORECASE)
 
 
@@ -118,7 +121,10 @@ class TeamsAdapter:
         drain_seconds: float = 30.0,
         poll_seconds: float | None = None,
         auth_overrides: Mapping[str, str] | None = None,
+        send_attempts: int = 4,
+        backoff_seconds: float = 1.0,
     ) -> None:
+        """`send_attempts` and `backoff_seconds`: the retries of a reply the Bot Connector refuses."""
         self.config = config
         self.core = core
         self.ledger = ledger
@@ -133,6 +139,7 @@ class TeamsAdapter:
         self.cloud = CloudAdapter(ConfigurationBotFrameworkAuthentication(settings))
         self.cloud.on_turn_error = self._on_turn_error
         self.bot = _CandorBot(self)
+        self.delivery = Delivery(self.cloud, config.app_id, attempts=send_attempts, backoff_seconds=backoff_seconds)
         poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
         self.worker = Worker(self, ledger, PLATFORM, poll_seconds=poll)
 
@@ -161,8 +168,9 @@ class TeamsAdapter:
             log.warning("refused a Teams request: %s: %s", type(exc).__name__, exc)
             raise web.HTTPUnauthorized() from None
         invoke = await self.cloud.process_activity(auth, activity, self.bot.on_turn)
-        if invoke:
-            return web.json_response(data=invoke.body, status=invoke.status)
+        if invoke:  # an invoke's answer, or the replies of an `expectReplies` turn (a Model)
+            body = invoke.body.serialize() if hasattr(invoke.body, "serialize") else invoke.body
+            return web.json_response(data=body, status=invoke.status)
         return web.Response(status=201)
 
     async def _start(self, app: web.Application) -> None:
@@ -187,7 +195,7 @@ class TeamsAdapter:
         kind = (conversation.conversation_type if conversation else None) or "personal"
         text = question_text(activity)
         if not text:
-            await context.send_activity(_activity(await self._welcome()))
+            await context.send_activity(to_activity(await self._welcome()))
             return
         reference = TurnContext.get_conversation_reference(activity)
         tenant = _tenant(activity)
@@ -210,7 +218,14 @@ class TeamsAdapter:
             thread=job.conversation,
             asker=job.user,
         )
-        if claim is not None:
+        if claim is None:
+            return  # redelivered: answered (or being answered) already
+        if activity.delivery_mode == DeliveryModes.expect_replies:
+            # The caller wants the replies in the HTTP response: answer within the turn.
+            await self.worker.submit(
+                claim, lambda claim: self._answer(claim, job, partial(self.delivery.in_turn, context))
+            )
+        else:
             self.worker.submit(claim)
 
     async def feedback(self, context: TurnContext) -> InvokeResponse:
@@ -242,26 +257,27 @@ class TeamsAdapter:
         return welcome_activity(await self.core.knowledge_base_summary(), ask_human=self.config.ask_human)
 
     async def welcome(self, context: TurnContext) -> None:
-        await context.send_activity(_activity(await self._welcome()))
+        await context.send_activity(to_activity(await self._welcome()))
 
     # --- after the turn: answer (the Worker calls run) ---------------------------------------
 
     async def run(self, claim: Claim) -> None:
+        """Answer a claimed question proactively, with a typing indicator until the answer goes out."""
         job = TeamsJob.from_payload(claim.payload)
         reference = ConversationReference.deserialize(job.reference)
-        sent: list[str] = []
+        typing = asyncio.create_task(self.delivery.keep_typing(reference))
+
+        async def send(activity: Mapping[str, Any]) -> str | None:
+            typing.cancel()
+            return await self.delivery.proactive(reference, activity)
+
+        try:
+            await self._answer(claim, job, send)
+        finally:
+            typing.cancel()
+
+    async def _answer(self, claim: Claim, job: TeamsJob, send: Send) -> None:
         trace_id: str | None = None
-        failed: str | None = None
-
-        async def deliver(activity: dict[str, Any]) -> None:
-            async def send(context: TurnContext) -> None:
-                response = await context.send_activity(_activity(activity))
-                if response is not None and response.id:
-                    sent.append(response.id)
-
-            await self.cloud.continue_conversation(reference, send, bot_app_id=self.config.app_id or "")
-
-        typing = asyncio.create_task(self._keep_typing(reference))
         try:
             question = Question(
                 job.text,
@@ -269,37 +285,52 @@ class TeamsAdapter:
                 platform="teams",
                 conversation=f"{job.tenant}/{job.conversation}",
                 thread=job.conversation,
+                history=await self._history(claim.key, job),
                 audience=job.audience,
             )
             answer = await self.core.answer(question)
             trace_id = answer.trace_id
-            typing.cancel()
-            await deliver(answer_activity(answer, ask_human=self.config.ask_human))
+            sent = await send(answer_activity(answer, ask_human=self.config.ask_human))
         except QuestionError as exc:
-            failed = str(exc)
-            typing.cancel()
-            await deliver({"type": "message", "text": f"I couldn't take that question: {exc}."})
+            await self._tell(send, {"type": "message", "text": f"I couldn't take that question: {exc}."}, claim)
+            await self.ledger.complete(claim, failed=True, error=str(exc))
+            return
         except CandorError as exc:
-            failed = str(exc)
             log.error("answering a Teams question failed: %s", exc, extra={"key": claim.key, "trace_id": trace_id})
-            typing.cancel()
-            with contextlib.suppress(Exception):
-                await deliver(failure_activity(trace_id))
-        finally:
-            typing.cancel()
-        reply = {"activity_ids": sent, "conversation": job.conversation}
-        await self.ledger.complete(claim, trace_id=trace_id, reply=reply, failed=failed is not None, error=failed)
+            if not isinstance(exc, DeliveryError):
+                await self._tell(send, failure_activity(trace_id), claim)
+            await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc))
+            return
+        reply = {
+            "activity_ids": [sent] if sent else [],
+            "conversation": job.conversation,
+            "answer_text": answer.text,
+            "route": answer.route,
+        }
+        await self.ledger.complete(claim, trace_id=trace_id, reply=reply)
 
-    async def _keep_typing(self, reference: ConversationReference) -> None:
-        async def send(context: TurnContext) -> None:
-            await context.send_activity(_activity(typing_activity()))
+    async def _tell(self, send: Send, activity: Mapping[str, Any], claim: Claim) -> None:
+        """A message about a failure: if it cannot be delivered either, logged."""
+        try:
+            await send(activity)
+        except DeliveryError as exc:
+            log.error("could not tell the asker that answering failed: %s", exc, extra={"key": claim.key})
 
-        while True:
-            try:
-                await self.cloud.continue_conversation(reference, send, bot_app_id=self.config.app_id or "")
-            except Exception as exc:  # a typing indicator is cosmetic: never fatal to the answer
-                log.warning("typing indicator failed: %s", exc)
-            await asyncio.sleep(TYPING_EVERY_SECONDS)
+    async def _history(self, key: str, job: TeamsJob) -> tuple[Turn, ...]:
+        """The conversation's earlier questions and answers: the whole thread in a channel; in a
+        personal or group chat, which never ends, only the last `CHAT_HISTORY_MINUTES`."""
+        turns = await self.ledger.thread_turns(PLATFORM, job.tenant, job.conversation, job.conversation)
+        if job.conversation_type in ("personal", "groupChat") and turns:
+            since = turns[-1].created_at - timedelta(minutes=CHAT_HISTORY_MINUTES)
+            turns = [turn for turn in turns if turn.created_at >= since]
+        history: list[Turn] = []
+        for turn in turns:
+            if turn.key == key or not turn.question:
+                continue
+            history.append(Turn(turn.question, author=turn.asker))
+            if turn.answer:
+                history.append(Turn(turn.answer, from_bot=True))
+        return tuple(history)
 
 
 class _CandorBot(ActivityHandler):  # type: ignore[misc]
@@ -319,34 +350,3 @@ class _CandorBot(ActivityHandler):  # type: ignore[misc]
         if turn_context.activity.name == "message/submitAction":
             return await self.adapter.feedback(turn_context)
         return await super().on_invoke_activity(turn_context)
-
-
-class _AIMessageEntity(Entity):  # type: ignore[misc]
-    """The schema.org Message entity (AI label and citations) with every field serialised: botbuilder's
-    `Entity` keeps unknown fields when reading but drops them when writing."""
-
-    _attribute_map: ClassVar[dict[str, dict[str, str]]] = {
-        **Entity._attribute_map,
-        "at_type": {"key": "@type", "type": "str"},
-        "at_context": {"key": "@context", "type": "str"},
-        "at_id": {"key": "@id", "type": "str"},
-        "additional_type": {"key": "additionalType", "type": "[str]"},
-        "citation": {"key": "citation", "type": "[object]"},
-    }
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        super().__init__(type=data.get("type"))
-        self.at_type = data.get("@type")
-        self.at_context = data.get("@context")
-        self.at_id = data.get("@id")
-        self.additional_type = data.get("additionalType")
-        self.citation = data.get("citation")
-
-
-def _activity(data: Mapping[str, Any]) -> Activity:
-    """A renderer's plain activity as botbuilder's `Activity`, the AI-label entity intact."""
-    entities = [_AIMessageEntity(e) for e in data.get("entities", ()) if e.get("@type") == "Message"]
-    activity = Activity.deserialize({k: v for k, v in data.items() if k != "entities"})
-    if entities:
-        activity.entities = entities
-    return activity

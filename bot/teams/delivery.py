@@ -1,0 +1,145 @@
+"""Sending to a Teams conversation through the Bot Connector: in the turn or after it, with retries.
+
+botbuilder's `ConnectorClient` does not retry, and a failure inside `continue_conversation` goes to
+the adapter's turn-error handler instead of the caller. `Delivery` retries the connector's 429
+(after its `Retry-After`) and 5xx with backoff, and raises `DeliveryError` when a reply could not
+be delivered, so that the caller can record it: no answer is marked delivered that was not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar
+
+from botbuilder.core import TurnContext
+from botbuilder.integration.aiohttp import CloudAdapter
+from botbuilder.schema import Activity, ConversationReference, Entity
+from msrest.exceptions import ClientException
+
+from bot.teams.cards import typing_activity
+from rag.errors import DeliveryError
+
+log = logging.getLogger("candor.teams")
+
+TYPING_EVERY_SECONDS = 3.0
+MAX_RETRY_WAIT_SECONDS = 30.0
+
+Send = Callable[[Mapping[str, Any]], Awaitable[str | None]]
+"""Delivers one activity to the asker's conversation; the sent activity's id."""
+
+
+class Delivery:
+    """Activities to conversations, with retries."""
+
+    def __init__(
+        self, cloud: CloudAdapter, app_id: str | None, *, attempts: int = 4, backoff_seconds: float = 1.0
+    ) -> None:
+        self.cloud = cloud
+        self.app_id = app_id or ""
+        self.attempts = attempts
+        self.backoff_seconds = backoff_seconds
+
+    async def in_turn(self, context: TurnContext, activity: Mapping[str, Any]) -> str | None:
+        """Send one activity in a turn; its id. The Bot Connector's 429 and 5xx (and connection
+        failures) are retried with backoff, up to `attempts` tries."""
+        delay = self.backoff_seconds
+        for attempt in range(1, self.attempts + 1):
+            try:
+                response = await context.send_activity(to_activity(activity))
+                return response.id if response is not None and response.id else None
+            except (ClientException, OSError) as exc:
+                status = _status(exc)
+                retryable = status is None or status == 429 or status >= 500
+                if not retryable or attempt == self.attempts:
+                    raise DeliveryError(f"the Bot Connector did not take the reply ({_describe(exc)})") from exc
+                wait = _retry_after(exc) if status == 429 else None
+                log.warning("the Bot Connector answered %s: retrying", _describe(exc))
+                await asyncio.sleep(min(MAX_RETRY_WAIT_SECONDS, wait if wait is not None else delay))
+                delay *= 2
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def proactive(self, reference: ConversationReference, activity: Mapping[str, Any]) -> str | None:
+        """Send one activity to the conversation after its turn (`continue_conversation`); its id."""
+        failures: list[DeliveryError] = []
+        sent: list[str | None] = []
+
+        async def callback(context: TurnContext) -> None:
+            try:
+                sent.append(await self.in_turn(context, activity))
+            except DeliveryError as exc:
+                failures.append(exc)
+
+        try:
+            await self.cloud.continue_conversation(reference, callback, bot_app_id=self.app_id)
+        except (ClientException, OSError) as exc:  # no connector client (e.g. no token for the bot)
+            raise DeliveryError(f"could not reach the Bot Connector ({_describe(exc)})") from exc
+        if failures:
+            raise failures[0]
+        return sent[0] if sent else None
+
+    async def keep_typing(self, reference: ConversationReference) -> None:
+        """A typing indicator every few seconds until cancelled (Teams shows one for about three)."""
+
+        async def send(context: TurnContext) -> None:
+            try:
+                await context.send_activity(to_activity(typing_activity()))
+            except (ClientException, OSError) as exc:  # cosmetic: never fatal to the answer
+                log.warning("typing indicator failed: %s", _describe(exc))
+
+        while True:
+            try:
+                await self.cloud.continue_conversation(reference, send, bot_app_id=self.app_id)
+            except (ClientException, OSError) as exc:
+                log.warning("typing indicator failed: %s", _describe(exc))
+            await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+
+def to_activity(data: Mapping[str, Any]) -> Activity:
+    """A renderer's plain activity as botbuilder's `Activity`, the AI-label entity intact."""
+    entities = [_AIMessageEntity(e) for e in data.get("entities", ()) if e.get("@type") == "Message"]
+    activity = Activity.deserialize({k: v for k, v in data.items() if k != "entities"})
+    if entities:
+        activity.entities = entities
+    return activity
+
+
+class _AIMessageEntity(Entity):  # type: ignore[misc]
+    """The schema.org Message entity (AI label and citations) with every field serialised: botbuilder's
+    `Entity` keeps unknown fields when reading but drops them when writing."""
+
+    _attribute_map: ClassVar[dict[str, dict[str, str]]] = {
+        **Entity._attribute_map,
+        "at_type": {"key": "@type", "type": "str"},
+        "at_context": {"key": "@context", "type": "str"},
+        "at_id": {"key": "@id", "type": "str"},
+        "additional_type": {"key": "additionalType", "type": "[str]"},
+        "citation": {"key": "citation", "type": "[object]"},
+    }
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        super().__init__(type=data.get("type"))
+        self.at_type = data.get("@type")
+        self.at_context = data.get("@context")
+        self.at_id = data.get("@id")
+        self.additional_type = data.get("additionalType")
+        self.citation = data.get("citation")
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    try:
+        return max(0.0, float(headers.get("Retry-After", "")))
+    except ValueError:
+        return None
+
+
+def _describe(exc: BaseException) -> str:
+    status = _status(exc)
+    return f"HTTP {status}" if status is not None else f"{type(exc).__name__}: {exc}"
