@@ -83,6 +83,10 @@ class TeamsJob:
     conversation: str
     conversation_type: str
     tenant: str
+    team_id: str = ""
+    """A channel's team (`channelData.team.id`); empty outside teams."""
+    channel_id: str = ""
+    """A channel's id without the thread (`channelData.channel.id`); empty outside teams."""
 
     def as_payload(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,14 +97,26 @@ class TeamsJob:
 
     @property
     def audience(self) -> Audience:
-        """Personal chats are direct; a group chat is private; a team channel counts as public."""
-        return {"personal": "direct", "groupChat": "private"}.get(self.conversation_type, "public")  # type: ignore[return-value]
+        """Personal chats are direct; group chats and team channels are private: read by their
+        members only, whom the tenant controls (Slack's public channels are open to the whole
+        workspace, Teams channels to their team). The access policy decides what each may read."""
+        return "direct" if self.conversation_type == "personal" else "private"
+
+    @property
+    def where(self) -> str:
+        """The conversation as the access policy sees it: `tenant/team/channel` for a team channel
+        (every thread of it), `tenant/conversation` for a chat."""
+        if self.conversation_type == "channel" and self.team_id and self.channel_id:
+            return f"{self.tenant}/{self.team_id}/{self.channel_id}"
+        return f"{self.tenant}/{self.conversation}"
 
 
-def _tenant(activity: Activity) -> str:
-    """The tenant from `channelData.tenant.id` (botbuilder 4.17 drops `conversation.tenantId` when reading)."""
+def _channel_data(activity: Activity, field: str) -> str:
+    """`channelData.<field>.id`: the tenant (botbuilder 4.17 drops `conversation.tenantId` when
+    reading), the team, the channel."""
     data = activity.channel_data if isinstance(activity.channel_data, dict) else {}
-    return str((data.get("tenant") or {}).get("id") or "")
+    value = data.get(field)
+    return str(value.get("id") or "") if isinstance(value, dict) else ""
 
 
 def question_text(activity: Activity) -> str:
@@ -198,7 +214,7 @@ class TeamsAdapter:
             await context.send_activity(to_activity(await self._welcome()))
             return
         reference = TurnContext.get_conversation_reference(activity)
-        tenant = _tenant(activity)
+        tenant = _channel_data(activity, "tenant")
         job = TeamsJob(
             reference=reference.serialize(),
             text=text,
@@ -206,6 +222,8 @@ class TeamsAdapter:
             conversation=conversation.id if conversation else "",
             conversation_type=kind,
             tenant=tenant,
+            team_id=_channel_data(activity, "team"),
+            channel_id=_channel_data(activity, "channel"),
         )
         claim = await self.ledger.claim(
             PLATFORM,
@@ -283,7 +301,7 @@ class TeamsAdapter:
                 job.text,
                 asker=job.user,
                 platform="teams",
-                conversation=f"{job.tenant}/{job.conversation}",
+                conversation=job.where,
                 thread=job.conversation,
                 history=await self._history(claim.key, job),
                 audience=job.audience,

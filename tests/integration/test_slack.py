@@ -28,6 +28,7 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.conftest import SAMPLE
+from tests.cores import Broken, Verbose
 from tests.fakes.slack_api import Call, FakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
@@ -364,24 +365,6 @@ async def test_a_rate_limited_post_is_retried_after_retry_after(served: Served) 
     assert posts[1].at - posts[0].at >= 1.0
 
 
-class Broken:
-    """A core whose database has gone: the adapter must say so in the thread and keep serving."""
-
-    def __init__(self, core: Candor) -> None:
-        self.core = core
-
-    async def answer(self, question: object) -> object:
-        from rag.errors import DatabaseUnavailable
-
-        raise DatabaseUnavailable("the database is not reachable")
-
-    async def record_feedback(self, feedback: object) -> None:
-        await self.core.record_feedback(feedback)  # type: ignore[arg-type]
-
-    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
-        return []
-
-
 async def test_a_pipeline_failure_gets_a_friendly_message_and_the_event_is_recorded(served: Served) -> None:
     served.adapter.responder.core = Broken(served.core)  # type: ignore[assignment]
     mention = app_mention("How much is the home office stipend?", channel="C8")
@@ -407,25 +390,6 @@ async def test_an_assistant_thread_offers_prompts_and_shows_that_it_is_thinking(
     statuses = [c.params["status"] for c in served.fake.calls_to("assistant.threads.setStatus")]
     assert statuses[0] == "is thinking…"
     assert served.fake.calls_to("reactions.add") == []
-
-
-class Verbose:
-    """The real core, with the answer's sentences repeated past what one Slack message holds (the
-    offline writer never writes 4,000 characters; a model-backed one can)."""
-
-    def __init__(self, core: Candor) -> None:
-        self.core = core
-
-    async def answer(self, question: Any) -> Any:
-        answer = await self.core.answer(question)
-        long = tuple(dataclasses.replace(s, text=s.text + " " + "x" * 300) for s in answer.sentences) * 14
-        return dataclasses.replace(answer, sentences=long, text=" ".join(s.text for s in long))
-
-    async def record_feedback(self, feedback: Any) -> None:
-        await self.core.record_feedback(feedback)
-
-    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
-        return await self.core.knowledge_base_summary()
 
 
 async def test_a_long_answer_is_split_within_slacks_limits_and_nothing_is_lost(served: Served) -> None:

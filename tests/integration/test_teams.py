@@ -6,7 +6,11 @@ Connector on 127.0.0.1, the real pipeline over the sample handbook, the event le
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import itertools
+import json
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,20 +21,26 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.server import PLATFORM_BODY_BYTES, build_app
+from bot.server import PLATFORM_BODY_BYTES, ChatCore, build_app
 from bot.teams.app import TeamsAdapter, TeamsConfig
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
+from rag.synthesis import ExtractiveSynthesizer
 from rag.tracking.events import EventLedger
 from tests.conftest import SAMPLE
+from tests.cores import Broken, SlowWriter, Verbose
 from tests.fakes.bot_connector import FakeConnector
 from tests.fakes.teams_activities import (
+    TEAM_ID,
     TENANT_ID,
     channel_mention,
     feedback_invoke,
     members_added,
     personal_message,
 )
+
+HR_CHANNEL = "19:hr-team-channel@thread.tacv2"
+RESTRICTED_QUESTION = "What is the salary band for an L3 Senior Software Engineer?"
 
 
 @pytest.fixture(scope="module")
@@ -48,37 +58,61 @@ class Served:
     fake: FakeConnector
     ledger: EventLedger
     core: Candor
+    adapter: TeamsAdapter
 
     async def post(self, activity: dict[str, Any]) -> int:
+        return (await self.exchange(activity))[0]
+
+    async def exchange(self, activity: dict[str, Any]) -> tuple[int, Any]:
         async with aiohttp.ClientSession() as session, session.post(f"{self.url}/api/messages", json=activity) as r:
-            await r.read()
-            return r.status
+            body = await r.read()
+            return r.status, json.loads(body) if body and r.content_type == "application/json" else None
 
     async def row(self, activity: dict[str, Any]) -> dict[str, Any] | None:
         conversation = activity["conversation"]["id"]
         return await self.ledger.get("teams", f"{TENANT_ID}/{conversation}/{activity['id']}")
 
 
+def policy(path: Path, kb: str) -> Path:
+    """Every Teams conversation reads the handbook; the HR channel also reads hr-confidential."""
+    path.write_text(
+        f'- platform: teams\n  knowledge_bases: ["{kb}"]\n'
+        f'- platform: teams\n  conversation: "{TENANT_ID}/{TEAM_ID}/{HR_CHANNEL}"\n'
+        f'  groups: [hr-confidential]\n  knowledge_bases: ["{kb}"]\n',
+        encoding="utf-8",
+    )
+    return path
+
+
 @pytest.fixture
-async def served(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> AsyncIterator[Served]:
-    policy = tmp_path / "access.yaml"
-    policy.write_text(f'- platform: teams\n  knowledge_bases: ["{handbook.name}"]\n', encoding="utf-8")
-    settings = candor.settings.model_copy(update={"access_policy": policy})
+def core(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> Candor:
+    settings = candor.settings.model_copy(update={"access_policy": policy(tmp_path / "access.yaml", handbook.name)})
     answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
-    core = dataclasses.replace(candor, settings=settings, answerer=answerer)
+    return dataclasses.replace(candor, settings=settings, answerer=answerer)
+
+
+@contextlib.asynccontextmanager
+async def serving(core: ChatCore, candor: Candor, **adapter: Any) -> AsyncIterator[Served]:
+    """`candor serve`'s app with the Teams adapter mounted, on a free port, and a fake Bot Connector."""
     ledger = EventLedger(candor.store.engine, lease_seconds=2.0)
     async with FakeConnector() as fake:
-        adapter = TeamsAdapter(TeamsConfig(), core, ledger, drain_seconds=5)
-        app = build_app(core, max_body_bytes=PLATFORM_BODY_BYTES)
-        adapter.mount(app)
+        teams = TeamsAdapter(TeamsConfig(), core, ledger, drain_seconds=5, backoff_seconds=0.2, **adapter)
+        app = build_app(candor, max_body_bytes=PLATFORM_BODY_BYTES)
+        teams.mount(app)
         runner = web.AppRunner(app)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         try:
-            yield Served(f"http://127.0.0.1:{runner.addresses[0][1]}", fake, ledger, core)
+            yield Served(f"http://127.0.0.1:{runner.addresses[0][1]}", fake, ledger, candor, teams)
         finally:
             await runner.cleanup()
+
+
+@pytest.fixture
+async def served(core: Candor) -> AsyncIterator[Served]:
+    async with serving(core, core) as served:
+        yield served
 
 
 async def answered(served: Served, activity: dict[str, Any]) -> dict[str, Any]:
@@ -153,3 +187,130 @@ async def test_the_bot_says_hello_when_added(served: Served) -> None:
     assert await served.post(members_added(service_url=served.fake.service_url)) in (200, 201, 202)
     (call,) = await served.fake.wait_for(kind="message", timeout=10)
     assert "Candor" in call.body["text"] and "cite" in call.body["text"].lower()
+
+
+# --- slow answers, failures, limits ------------------------------------------------------------
+
+
+async def test_an_answer_that_takes_20_seconds_still_arrives_after_the_turn_with_typing_meanwhile(
+    core: Candor,
+) -> None:
+    writer = SlowWriter(ExtractiveSynthesizer(answer_threshold=core.settings.answer_threshold), seconds=20)
+    answerer = build_answerer(
+        core.settings, core.store, core.embedder, core.retriever, synthesizer=writer, tracker=core.tracker
+    )
+    slow = dataclasses.replace(core, answerer=answerer)
+    async with serving(slow, slow) as served:
+        question = personal_message("How much is the home office stipend?", service_url=served.fake.service_url)
+        assert await served.post(question) in (200, 201, 202)
+        assert served.fake.activities() == []  # the turn returned long before the answer
+        (call,) = await served.fake.wait_for(kind="message", timeout=60)
+        assert "$500" in call.body["text"]
+        typing = [c for c in served.fake.calls if c.body.get("type") == "typing" and c.at < call.at]
+        assert len(typing) >= 6, "a typing indicator every few seconds while the model writes"
+        assert max(b.at - a.at for a, b in itertools.pairwise(typing)) < 10
+        row = await answered(served, question)
+        assert row["status"] == "answered" and row["reply"]["activity_ids"] == [call.new_id]
+
+
+async def test_a_throttled_reply_is_sent_again_after_retry_after(served: Served) -> None:
+    served.fake.throttle(retry_after=1, times=1)  # the first call: the typing indicator or the answer
+    served.adapter.delivery.keep_typing = _no_typing  # type: ignore[method-assign]
+    question = personal_message("How much is the home office stipend?", service_url=served.fake.service_url)
+    await served.post(question)
+    (answer,) = await served.fake.wait_for(kind="message", timeout=30)
+    refused, accepted = [c for c in served.fake.calls if c.body.get("type") == "message"]
+    assert (refused.status, accepted.status) == (429, 201) and accepted.at - refused.at >= 1.0
+    assert "$500" in answer.body["text"]
+    assert (await answered(served, question))["reply"]["activity_ids"] == [answer.new_id]
+
+
+async def _no_typing(reference: object) -> None:
+    """Only the answer reaches the fake, so that the scripted failures meet it."""
+
+
+async def test_a_connector_that_keeps_failing_leaves_the_question_failed_and_logged_with_its_trace(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    served.adapter.delivery.keep_typing = _no_typing  # type: ignore[method-assign]
+    served.fake.fail(status=503, times=4)  # every attempt at the answer
+    question = personal_message("How much is the home office stipend?", service_url=served.fake.service_url)
+    with caplog.at_level(logging.ERROR, logger="candor.teams"):
+        await served.post(question)
+        row = await answered(served, question)
+    assert row["status"] == "failed" and "503" in row["error"]
+    assert row["trace_id"] is not None  # the answer was made and traced; only its delivery failed
+    assert [c.status for c in served.fake.calls] == [503, 503, 503, 503]
+    (logged,) = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert getattr(logged, "trace_id", None) == str(row["trace_id"])
+
+    later = personal_message("How much is the home office stipend?", service_url=served.fake.service_url)
+    await served.post(later)  # the adapter keeps serving once the connector is back
+    (call,) = await served.fake.wait_for(kind="message", timeout=30)
+    assert "$500" in call.body["text"]
+
+
+async def test_a_pipeline_failure_gets_a_friendly_message(core: Candor) -> None:
+    async with serving(Broken(core), core) as served:
+        question = personal_message("How much is the home office stipend?", service_url=served.fake.service_url)
+        await served.post(question)
+        (call,) = await served.fake.wait_for(kind="message", timeout=30)
+        assert "went wrong" in call.body["text"]
+        row = await answered(served, question)
+        assert row["status"] == "failed" and "not reachable" in row["error"]
+
+
+async def test_a_restricted_document_is_answered_only_in_the_channel_granted_its_group(served: Served) -> None:
+    elsewhere = channel_mention(RESTRICTED_QUESTION, service_url=served.fake.service_url)
+    await served.post(elsewhere)
+    (refused,) = await served.fake.wait_for(kind="message", timeout=30)
+    assert "58,000" not in refused.body["text"] and "I don't know" in refused.body["text"]
+    assert "Salary" not in json.dumps(refused.body.get("entities"))
+
+    hr = channel_mention(RESTRICTED_QUESTION, channel_id=HR_CHANNEL, service_url=served.fake.service_url)
+    await served.post(hr)
+    _, answered_in_hr = await served.fake.wait_for(kind="message", count=2, timeout=30)
+    assert answered_in_hr.conversation_id == hr["conversation"]["id"]
+    assert "58,000" in answered_in_hr.body["text"]
+
+
+async def test_an_oversized_answer_is_shortened_under_80_kb_and_keeps_its_citations(core: Candor) -> None:
+    async with serving(Verbose(core, repeat=60, padding=2000), core) as served:
+        question = personal_message("How much is the home office stipend?", service_url=served.fake.service_url)
+        await served.post(question)
+        (call,) = await served.fake.wait_for(kind="message", timeout=30)
+        assert call.status == 201
+        assert len(json.dumps(call.body).encode()) <= 80_000
+        assert "$500" in call.body["text"]
+        (entity,) = [e for e in call.body["entities"] if e.get("@type") == "Message"]
+        positions = {c["position"] for c in entity["citation"]}
+        assert positions and all(f"[{n}]" in call.body["text"] for n in positions)
+        assert (await answered(served, question))["status"] == "answered"
+
+
+async def test_a_follow_up_in_a_personal_chat_is_read_with_the_question_before_it(served: Served) -> None:
+    chat = f"a:personal-{uuid.uuid4().hex[:8]}"
+    first = personal_message(
+        "How much is the home office stipend?", conversation_id=chat, service_url=served.fake.service_url
+    )
+    await served.post(first)
+    await answered(served, first)
+    follow_up = personal_message("And what is it for?", conversation_id=chat, service_url=served.fake.service_url)
+    await served.post(follow_up)
+    row = await answered(served, follow_up)
+    trace = await served.core.tracker.trace(str(row["trace_id"]))
+    assert trace is not None
+    assert trace["question"] == "And what is it for?"
+    assert "home office stipend" in trace["rewritten_question"].lower()  # read with the question before it
+    assert trace["conversation"] == f"{TENANT_ID}/{chat}"
+
+
+async def test_expect_replies_gets_the_answer_in_the_http_response(served: Served) -> None:
+    question = personal_message("How much is the home office stipend?", service_url=served.fake.service_url)
+    question["deliveryMode"] = "expectReplies"
+    status, body = await served.exchange(question)
+    assert status == 200
+    (reply,) = [a for a in body["activities"] if a["type"] == "message"]
+    assert "$500" in reply["text"]
+    assert served.fake.activities() == []  # nothing went through the connector
+    assert (await answered(served, question))["status"] == "answered"

@@ -1,0 +1,63 @@
+"""Chat cores for the adapter tests: the real `Candor` core wrapped to fail or to say too much, and a
+writer that takes as long as a slow model. The adapters only see the `bot.server.ChatCore` protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+from rag.errors import DatabaseUnavailable
+from rag.runtime import Candor
+from rag.synthesis import Draft, SynthesisRequest, Synthesizer
+
+
+class Broken:
+    """A core whose database has gone: the adapter must say so in the conversation and keep serving."""
+
+    def __init__(self, core: Candor) -> None:
+        self.core = core
+
+    async def answer(self, question: object) -> object:
+        raise DatabaseUnavailable("the database is not reachable")
+
+    async def record_feedback(self, feedback: Any) -> None:
+        await self.core.record_feedback(feedback)
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
+        return []
+
+
+class Verbose:
+    """The real core, with the answer's sentences padded and repeated past what one chat message holds
+    (the offline writer never writes that much; a model-backed one can)."""
+
+    def __init__(self, core: Candor, *, repeat: int = 14, padding: int = 300) -> None:
+        self.core = core
+        self.repeat = repeat
+        self.padding = padding
+
+    async def answer(self, question: Any) -> Any:
+        answer = await self.core.answer(question)
+        pad = " " + "x" * self.padding
+        long = tuple(dataclasses.replace(s, text=s.text + pad) for s in answer.sentences) * self.repeat
+        return dataclasses.replace(answer, sentences=long, text=" ".join(s.text for s in long))
+
+    async def record_feedback(self, feedback: Any) -> None:
+        await self.core.record_feedback(feedback)
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
+        return await self.core.knowledge_base_summary()
+
+
+class SlowWriter:
+    """A writer that takes as long as a slow model: the given one's draft, `seconds` late."""
+
+    def __init__(self, writer: Synthesizer, seconds: float) -> None:
+        self.writer = writer
+        self.seconds = seconds
+        self.name = f"slow-{writer.name}"
+
+    async def synthesise(self, request: SynthesisRequest) -> Draft:
+        await asyncio.sleep(self.seconds)
+        return await self.writer.synthesise(request)
