@@ -160,6 +160,12 @@ async def test_the_built_in_feedback_is_stored_for_the_answers_trace(served: Ser
         (-1, "teams", "It should mention the equipment list")
     ]
 
+    changed_mind = feedback_invoke(answer_id, "like", service_url=served.fake.service_url)
+    assert await served.post(changed_mind) == 200
+    trace = await served.core.tracker.trace(str(row["trace_id"]))
+    assert trace is not None
+    assert [(f["rating"], f["comment"]) for f in trace["feedback"]] == [(1, None)]  # the later vote replaces
+
 
 async def test_a_channel_mention_is_stripped_and_answered_in_its_thread(served: Served) -> None:
     question = channel_mention(
