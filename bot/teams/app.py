@@ -35,7 +35,7 @@ from bot.teams.feedback import feedback_from_invoke
 from bot.worker import EventClaims, Worker
 from rag.answers import Audience, Feedback, Question, Turn
 from rag.config import Settings
-from rag.errors import CandorError, DeliveryError, QuestionError, UnknownTrace
+from rag.errors import CandorError, DeliveryError, QuestionError, StoreError, UnknownTrace
 from rag.tracking.events import Claim
 
 log = logging.getLogger("candor.teams")
@@ -225,17 +225,23 @@ class TeamsAdapter:
             team_id=_channel_data(activity, "team"),
             channel_id=_channel_data(activity, "channel"),
         )
-        claim = await self.ledger.claim(
-            PLATFORM,
-            f"{tenant}/{job.conversation}/{activity.id}",
-            job.as_payload(),
-            event_id=activity.id,
-            question=text,
-            team=tenant,
-            conversation=job.conversation,
-            thread=job.conversation,
-            asker=job.user,
-        )
+        key = f"{tenant}/{job.conversation}/{activity.id}"
+        try:
+            claim = await self.ledger.claim(
+                PLATFORM,
+                key,
+                job.as_payload(),
+                event_id=activity.id,
+                question=text,
+                team=tenant,
+                conversation=job.conversation,
+                thread=job.conversation,
+                asker=job.user,
+            )
+        except StoreError as exc:  # without the ledger no replica could answer it: say so now
+            log.error("could not record a Teams question: %s", exc, extra={"key": key})
+            await self.delivery.in_turn(context, failure_activity())
+            return
         if claim is None:
             return  # redelivered: answered (or being answered) already
         if activity.delivery_mode == DeliveryModes.expect_replies:
@@ -253,7 +259,15 @@ class TeamsAdapter:
         except ValueError as exc:
             log.warning("a Teams feedback invoke could not be read: %s", exc)
             return InvokeResponse(status=400)
-        row = await self.ledger.by_reply(PLATFORM, {"activity_ids": [activity.reply_to_id]})
+        try:
+            row = await self.ledger.by_reply(PLATFORM, {"activity_ids": [activity.reply_to_id]})
+        except StoreError as exc:  # Teams tells the voter it failed; the vote is in the log
+            log.error(
+                "could not store Teams feedback: %s",
+                exc,
+                extra={"reply_to": activity.reply_to_id, "rating": rating, "comment": comment},
+            )
+            return InvokeResponse(status=503)
         if row is None or not row.get("trace_id"):
             log.warning(
                 "Teams feedback for a message Candor has no record of", extra={"reply_to": activity.reply_to_id}

@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.server import PLATFORM_BODY_BYTES, ChatCore, build_app
 from bot.teams.app import TeamsAdapter, TeamsConfig
@@ -92,9 +93,11 @@ def core(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> Candor:
 
 
 @contextlib.asynccontextmanager
-async def serving(core: ChatCore, candor: Candor, **adapter: Any) -> AsyncIterator[Served]:
+async def serving(
+    core: ChatCore, candor: Candor, ledger: EventLedger | None = None, **adapter: Any
+) -> AsyncIterator[Served]:
     """`candor serve`'s app with the Teams adapter mounted, on a free port, and a fake Bot Connector."""
-    ledger = EventLedger(candor.store.engine, lease_seconds=2.0)
+    ledger = ledger or EventLedger(candor.store.engine, lease_seconds=2.0)
     async with FakeConnector() as fake:
         teams = TeamsAdapter(TeamsConfig(), core, ledger, drain_seconds=5, backoff_seconds=0.2, **adapter)
         app = build_app(candor, max_body_bytes=PLATFORM_BODY_BYTES)
@@ -320,3 +323,28 @@ async def test_expect_replies_gets_the_answer_in_the_http_response(served: Serve
     assert "$500" in reply["text"]
     assert served.fake.activities() == []  # nothing went through the connector
     assert (await answered(served, question))["status"] == "answered"
+
+
+async def test_a_question_too_long_to_answer_gets_a_clear_message(served: Served) -> None:
+    question = personal_message("Where is the office? " * 400, service_url=served.fake.service_url)
+    assert await served.post(question) in (200, 201, 202)
+    (call,) = await served.fake.wait_for(kind="message", timeout=30)
+    assert "too long" in call.body["text"] and "at most 4000" in call.body["text"]
+    row = await answered(served, question)
+    assert row["status"] == "failed"
+
+
+async def test_with_the_database_away_the_asker_is_told_and_the_server_keeps_serving(core: Candor) -> None:
+    unreachable = create_async_engine("postgresql+psycopg://x@127.0.0.1:1/none", connect_args={"connect_timeout": 2})
+    try:
+        async with serving(core, core, EventLedger(unreachable, lease_seconds=2.0)) as down:
+            question = personal_message("How much is the home office stipend?", service_url=down.fake.service_url)
+            assert await down.post(question) in (200, 201, 202)
+            (note,) = await down.fake.wait_for(kind="message", timeout=30)
+            assert "went wrong" in note.body["text"]
+            vote = feedback_invoke("1:some-answer", "like", service_url=down.fake.service_url)
+            assert await down.post(vote) == 503  # Teams tells the voter; nothing pretends to be stored
+            assert await down.post(members_added(service_url=down.fake.service_url)) in (200, 201, 202)
+            await down.fake.wait_for(kind="message", count=2, timeout=30)  # still serving
+    finally:
+        await unreachable.dispose()
