@@ -372,7 +372,11 @@ async def test_a_pipeline_failure_gets_a_friendly_message_and_the_event_is_recor
     (post,) = await served.fake.wait_for("chat.postMessage")
     assert post.params["thread_ts"] == mention["ts"]
     assert "went wrong" in block_text(post) + post.params.get("text", "")
-    row = await served.ledger.get("slack", f"T0001/C8/{mention['ts']}")
+    for _ in range(50):  # the failure is recorded just after the note is posted
+        row = await served.ledger.get("slack", f"T0001/C8/{mention['ts']}")
+        if row is not None and row["status"] != "claimed":
+            break
+        await settle(0.1)
     assert row is not None and row["status"] == "failed" and "not reachable" in row["error"]
 
 
