@@ -49,7 +49,7 @@ class Delivery:
             try:
                 response = await context.send_activity(to_activity(activity))
                 return response.id if response is not None and response.id else None
-            except (ClientException, OSError) as exc:
+            except Exception as exc:  # msrest's errors, connection failures, and a token that could not be had
                 status = _status(exc)
                 retryable = status is None or status == 429 or status >= 500
                 if not retryable or attempt == self.attempts:
@@ -77,7 +77,9 @@ class Delivery:
             raise DeliveryError(f"could not reach the Bot Connector ({_describe(exc)})") from exc
         if failures:
             raise failures[0]
-        return sent[0] if sent else None
+        if not sent:  # the callback never ran: botbuilder failed before it and logged why
+            raise DeliveryError("the reply was not sent (see the Teams turn error logged above)")
+        return sent[0]
 
     async def keep_typing(self, reference: ConversationReference) -> None:
         """A typing indicator every few seconds until cancelled (Teams shows one for about three)."""
