@@ -22,9 +22,12 @@ decoded):
 Anything else under /v3 answers 404 with the Bot Framework's `{"error": {"code", "message"}}`.
 
 A client-credentials token endpoint lives on the same server: `POST <anything>/oauth2/v2.0/token`
-answers `{"token_type": "Bearer", "access_token": FAKE_ACCESS_TOKEN, ...}`, and `GET
-<anything>/v2.0/.well-known/openid-configuration` points at it. (MSAL, which botframework-connector
-uses for tokens, refuses an `http://` authority, so a real bot only reaches it through TLS.)
+answers `{"token_type": "Bearer", "access_token": FAKE_ACCESS_TOKEN, ...}` (with `unique_tokens=True`,
+a new token each time: FAKE_ACCESS_TOKEN + "-1", "-2", ...; the `Call` records it as `token`), and
+`GET <tenant>/v2.0/.well-known/openid-configuration` points at `<tenant>/oauth2/v2.0/token` on the
+scheme and host the request came in on. MSAL, which botframework-connector uses for tokens, refuses
+an `http://` authority: with `tls=<ssl.SSLContext>` the fake also serves everything over HTTPS on a
+second port (`tls_port`), e.g. behind `tests.fakes.tunnel.TunnelProxy` as login.microsoftonline.com.
 
 Failures are scripted for the /v3 endpoints and consumed in order, one per request:
 
@@ -43,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -100,6 +104,10 @@ class Call:
     operation: Operation = "unknown"
     new_id: str | None = None
     """The id the fake gave a sent/replied activity or a created conversation."""
+    token: str | None = None
+    """The access token the fake issued (a "token" call answered 200)."""
+    host: str = ""
+    """The Host header: "127.0.0.1:<port>", or the name a TLS client asked for ("login.microsoftonline.com")."""
 
     @property
     def delivered(self) -> bool:
@@ -116,21 +124,33 @@ class _Fault:
 class _FakeConnectorCore:
     """State, scripting and the aiohttp handler; the subclasses decide which loop serves them."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: ssl.SSLContext | None = None, unique_tokens: bool = False) -> None:
+        """`tls`: also serve over HTTPS (on `tls_port`); `unique_tokens`: a new access token per token request."""
+        self.tls = tls
+        self.unique_tokens = unique_tokens
         self.members: dict[str, list[Json]] = {}
         """Members per conversation id; conversations not listed have one user, Ada (`USER_ID`)."""
         self._lock = threading.Lock()
         self._calls: list[Call] = []
         self._faults: deque[_Fault] = deque()
         self._delay = 0.0
+        self._tokens_issued = 0
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        self._tls_port: int | None = None
 
     @property
     def base_url(self) -> str:
         if self._port is None:
             raise RuntimeError("the fake Bot Connector is not running")
         return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def tls_port(self) -> int:
+        """The port of the HTTPS site (only with `tls`)."""
+        if self._tls_port is None:
+            raise RuntimeError("the fake Bot Connector is not serving TLS")
+        return self._tls_port
 
     @property
     def service_url(self) -> str:
@@ -218,16 +238,15 @@ class _FakeConnectorCore:
         app.router.add_route("*", "/{path:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
         await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self._port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        self._port = await _serve(self._runner)
+        if self.tls is not None:
+            self._tls_port = await _serve(self._runner, self.tls)
         return self.service_url
 
     async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
-        self._runner, self._port = None, None
+        self._runner, self._port, self._tls_port = None, None, None
 
     # --- the server ------------------------------------------------------------------------
 
@@ -239,8 +258,10 @@ class _FakeConnectorCore:
         if path.endswith("/oauth2/v2.0/token"):
             return await self._token(request, path, authorization, arrived)
         if path.endswith("/v2.0/.well-known/openid-configuration"):
-            self._record(Call(request.method, path, None, None, {}, authorization, 200, arrived, "openid"))
-            return web.json_response(self._openid_configuration(path))
+            self._record(
+                Call(request.method, path, None, None, {}, authorization, 200, arrived, "openid", host=request.host)
+            )
+            return web.json_response(self._openid_configuration(path, f"{request.scheme}://{request.host}"))
         body = await _json_body(request)
         operation, conversation_id, activity_id = _route(request.method, segments)
         is_v3 = segments[0] == "v3"
@@ -266,6 +287,7 @@ class _FakeConnectorCore:
                 arrived,
                 operation,
                 new_id,
+                host=request.host,
             )
         )
         if delay:
@@ -304,23 +326,29 @@ class _FakeConnectorCore:
 
     async def _token(self, request: web.Request, path: str, authorization: str | None, arrived: float) -> web.Response:
         form = {key: str(value) for key, value in (await request.post()).items()}
+        host = request.host
         if form.get("grant_type") != "client_credentials" or not form.get("client_id"):
-            self._record(Call(request.method, path, None, None, form, authorization, 400, arrived, "token"))
+            self._record(Call(request.method, path, None, None, form, authorization, 400, arrived, "token", host=host))
             description = "only client_credentials with a client_id is supported by the fake"
             return web.json_response({"error": "unsupported_grant_type", "error_description": description}, status=400)
-        self._record(Call(request.method, path, None, None, form, authorization, 200, arrived, "token"))
+        with self._lock:
+            self._tokens_issued += 1
+            token = f"{FAKE_ACCESS_TOKEN}-{self._tokens_issued}" if self.unique_tokens else FAKE_ACCESS_TOKEN
+        self._record(
+            Call(request.method, path, None, None, form, authorization, 200, arrived, "token", token=token, host=host)
+        )
         return web.json_response(
-            {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600, "access_token": FAKE_ACCESS_TOKEN}
+            {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600, "access_token": token}
         )
 
-    def _openid_configuration(self, path: str) -> Json:
+    def _openid_configuration(self, path: str, origin: str) -> Json:
+        """Entra ID's tenant metadata, on `origin` (the scheme and host the request came in on)."""
         tenant = path.removesuffix("/v2.0/.well-known/openid-configuration").strip("/") or "botframework.com"
-        issuer = f"{self.base_url}/{tenant}/v2.0"
         return {
-            "issuer": issuer,
-            "token_endpoint": f"{self.base_url}/{tenant}/oauth2/v2.0/token",
-            "authorization_endpoint": f"{self.base_url}/{tenant}/oauth2/v2.0/authorize",
-            "jwks_uri": f"{self.base_url}/{tenant}/discovery/v2.0/keys",
+            "issuer": f"{origin}/{tenant}/v2.0",
+            "token_endpoint": f"{origin}/{tenant}/oauth2/v2.0/token",
+            "authorization_endpoint": f"{origin}/{tenant}/oauth2/v2.0/authorize",
+            "jwks_uri": f"{origin}/{tenant}/discovery/v2.0/keys",
             "token_endpoint_auth_methods_supported": ["client_secret_post", "private_key_jwt"],
         }
 
@@ -360,15 +388,16 @@ class FakeConnector(_FakeConnectorCore):
 
 
 class ThreadedFakeConnector(_FakeConnectorCore):
-    """The fake Bot Connector on its own event loop in a daemon thread (for subprocess bots); blocking API.
+    """The fake Bot Connector on its own event loop in a daemon thread (for subprocess bots, and for
+    clients that block their own loop, as MSAL's token requests do); blocking API.
 
     with ThreadedFakeConnector() as fake:
         ... post personal_message("hi", service_url=fake.service_url) to the bot process ...
         fake.wait_for_sync(lambda call: "hi" in call.body["text"])
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, tls: ssl.SSLContext | None = None, unique_tokens: bool = False) -> None:
+        super().__init__(tls=tls, unique_tokens=unique_tokens)
         self._background = BackgroundLoop("fake-bot-connector")
 
     def start(self) -> str:
@@ -428,6 +457,15 @@ def _route(method: str, segments: list[str]) -> tuple[Operation, str | None, str
         case "GET", ["pagedmembers"]:
             return "paged_members", conversation_id, None
     return "unknown", conversation_id, None
+
+
+async def _serve(runner: web.AppRunner, tls: ssl.SSLContext | None = None) -> int:
+    """Serve `runner` on a free port of 127.0.0.1 (over TLS with `tls`); the port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    await web.SockSite(runner, sock, ssl_context=tls).start()
+    return port
 
 
 async def _json_body(request: web.Request) -> Json:

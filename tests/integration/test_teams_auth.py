@@ -4,35 +4,32 @@
 checks every request's JWT) and with incoming auth pointed (through `auth_overrides`) at a fake
 Bot Framework OpenID metadata + JWKS endpoint (`tests/fakes/bot_auth.py`). Real HTTP, the real
 pipeline and the event ledger in Postgres; the answer's way out (an outgoing token from MSAL, which
-refuses the fake's `http://` authority) fails, as expected here: only the turn is judged.
+refuses the fake's `http://` authority) fails, as expected here: only the turn is judged
+(`test_teams_outgoing_auth.py` proves the way out). The serving is shared: `tests/fakes/teams_server.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import jwt
 import pytest
 from aiohttp import web
 
-from bot.server import PLATFORM_BODY_BYTES, build_app
 from bot.teams.app import TeamsAdapter, TeamsConfig
-from rag.runtime import Candor, build_answerer
+from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
-from tests.conftest import SAMPLE
 from tests.fakes.bot_auth import FakeBotAuth, new_key
 from tests.fakes.bot_connector import FakeConnector
 from tests.fakes.teams_activities import TENANT_ID, personal_message
+from tests.fakes.teams_server import ingest_handbook, post_activity, serve_teams, teams_core
 
 APP_ID = "00000000-0000-4000-8000-0000000b0t01"
 QUESTION = "How much paid parental leave does the primary carer get?"
@@ -40,11 +37,7 @@ QUESTION = "How much paid parental leave does the primary carer get?"
 
 @pytest.fixture(scope="module")
 async def handbook(candor: Candor) -> KnowledgeBase:
-    kb = await candor.knowledge_base(f"teams-auth-{uuid.uuid4().hex[:8]}", create=True)
-    assert kb is not None
-    assert (await candor.ingestor().ingest([SAMPLE], kb=kb)).ok
-    await candor.store.analyze()
-    return kb
+    return await ingest_handbook(candor, "teams-auth")
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +54,7 @@ class Served:
     ledger: EventLedger
 
     async def post(self, activity: dict[str, Any], token: str | None = None) -> int:
-        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(f"{self.url}/api/messages", json=activity, headers=headers) as r,
-        ):
-            await r.read()
-            return r.status
+        return await post_activity(self.url, activity, token)
 
     async def row(self, activity: dict[str, Any]) -> dict[str, Any] | None:
         return await self.ledger.get("teams", f"{TENANT_ID}/{activity['conversation']['id']}/{activity['id']}")
@@ -81,11 +68,7 @@ class Served:
 
 @pytest.fixture
 async def served(candor: Candor, handbook: KnowledgeBase, auth: FakeBotAuth, tmp_path: Path) -> AsyncIterator[Served]:
-    policy = tmp_path / "access.yaml"
-    policy.write_text(f'- platform: teams\n  knowledge_bases: ["{handbook.name}"]\n', encoding="utf-8")
-    settings = candor.settings.model_copy(update={"access_policy": policy})
-    answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
-    core = dataclasses.replace(candor, settings=settings, answerer=answerer)
+    core = teams_core(candor, handbook, tmp_path)
     ledger = EventLedger(candor.store.engine, lease_seconds=2.0)
     async with FakeConnector() as fake:
         overrides = {
@@ -100,16 +83,8 @@ async def served(candor: Candor, handbook: KnowledgeBase, auth: FakeBotAuth, tmp
             drain_seconds=2,
             auth_overrides=overrides,
         )
-        app = build_app(core, max_body_bytes=PLATFORM_BODY_BYTES)
-        adapter.mount(app)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        try:
-            yield Served(f"http://127.0.0.1:{runner.addresses[0][1]}", fake, auth, ledger)
-        finally:
-            await runner.cleanup()
+        async with serve_teams(core, adapter) as url:
+            yield Served(url, fake, auth, ledger)
 
 
 async def refused(served: Served, activity: dict[str, Any], token: str | None) -> int:
@@ -144,7 +119,7 @@ def unauthenticated(served: Served, activity: dict[str, Any], case: str) -> str 
         case "expired":  # past botframework's 5 minutes of clock tolerance
             return auth.sign({**claims, "iat": now - 7200, "nbf": now - 7200, "exp": now - 3600})
         case "unsigned (alg none)":
-            return jwt.encode(claims, None, algorithm="none", headers={"kid": auth.kid})
+            return jwt.encode(claims, "", algorithm="none", headers={"kid": auth.kid})  # "": no key (PyJWT)
     raise AssertionError(case)
 
 
