@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,55 @@ def start_candor(home: Path, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+# --- `candor serve` as a process (the Slack and Teams process tests) ---------------------------
+
+DOCS_LEAVE = {
+    "leave.md": "# Leave policy\n\nEmployees receive 25 days of paid annual leave per calendar year.\n",
+    "expenses.md": "# Expenses\n\nHotel costs are reimbursed up to $200 per night.\n",
+}
+QUESTION = "How many days of paid annual leave do employees get?"
+"""Answered from `DOCS_LEAVE` with "25 days"."""
+
+
+def serve(home: Path, port: int, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`candor serve --port PORT` on `home` with `env` added, returned once `/healthz` answers 200."""
+    process = subprocess.Popen(
+        _command("serve", "--port", str(port)),
+        cwd=home.parent,
+        env=_env(home, env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+                if response.status == 200:
+                    return process
+        except OSError:
+            pass
+        if process.poll() is not None:
+            raise AssertionError(f"candor serve exited: {process.stderr.read() if process.stderr else ''}")
+        assert time.monotonic() < deadline, "candor serve did not come up"
+        time.sleep(0.3)
+
+
+def served_port(process: subprocess.Popen[str]) -> int:
+    """The port a process started by `serve` listens on."""
+    args = process.args
+    assert isinstance(args, list)
+    return int(args[-1])
+
+
+def stop(process: subprocess.Popen[str]) -> tuple[int, str]:
+    """SIGTERM (unless it already exited), then its exit code and stderr."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=90)
+    return code, process.stderr.read() if process.stderr else ""
 
 
 def _summary(stdout: str) -> dict[str, int]:
@@ -199,6 +249,14 @@ def fresh_home(tmp_path: Path) -> Iterator[Path]:
     home = tmp_path / "home"
     yield home
     release(home / "pgdata")
+
+
+@pytest.fixture
+def home_with_docs(fresh_home: Path, tmp_path: Path) -> Path:
+    """A fresh home with `DOCS_LEAVE` ingested into the knowledge base "handbook"."""
+    done = candor(fresh_home, "ingest", str(write_docs(tmp_path / "docs", DOCS_LEAVE)), "--kb", "handbook")
+    assert done.returncode == 0, done.stderr
+    return fresh_home
 
 
 # --- 1. migrations from empty ----------------------------------------------------------------

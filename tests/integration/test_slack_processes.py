@@ -6,7 +6,6 @@ process (`ThreadedFakeSlack`), the servers (and their answering children) in oth
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 import urllib.request
@@ -19,18 +18,14 @@ import pytest
 from tests.fakes.slack_api import ThreadedFakeSlack
 from tests.fakes.slack_events import app_mention, event_callback, json_body, signed_headers
 from tests.integration.test_cli_answers import free_port
-from tests.integration.test_processes import _command, _env, candor, fresh_home, write_docs
+from tests.integration.test_processes import QUESTION, fresh_home, home_with_docs, served_port, stop
+from tests.integration.test_processes import serve as serve_candor
 
 pytestmark = pytest.mark.slow
 
-__all__ = ["fresh_home"]
+__all__ = ["fresh_home", "home_with_docs"]
 
 SECRET = "process-test-secret"
-DOCS = {
-    "leave.md": "# Leave policy\n\nEmployees receive 25 days of paid annual leave per calendar year.\n",
-    "expenses.md": "# Expenses\n\nHotel costs are reimbursed up to $200 per night.\n",
-}
-QUESTION = "How many days of paid annual leave do employees get?"
 
 
 @pytest.fixture
@@ -39,43 +34,9 @@ def fake() -> Iterator[ThreadedFakeSlack]:
         yield slack
 
 
-@pytest.fixture
-def home_with_docs(fresh_home: Path, tmp_path: Path) -> Path:
-    done = candor(fresh_home, "ingest", str(write_docs(tmp_path / "docs", DOCS)), "--kb", "handbook")
-    assert done.returncode == 0, done.stderr
-    return fresh_home
-
-
 def serve(home: Path, port: int, fake: ThreadedFakeSlack, **extra: str) -> subprocess.Popen[str]:
-    env = _env(
-        home,
-        {
-            "SLACK_BOT_TOKEN": "xoxb-process-test",
-            "SLACK_API_URL": fake.api_url,
-            "CANDOR_EVENT_LEASE_SECONDS": "2",
-            **extra,
-        },
-    )
-    process = subprocess.Popen(
-        _command("serve", "--port", str(port)),
-        cwd=home.parent,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
-                if response.status == 200:
-                    return process
-        except OSError:
-            pass
-        if process.poll() is not None:
-            raise AssertionError(f"candor serve exited: {process.stderr.read() if process.stderr else ''}")
-        assert time.monotonic() < deadline, "candor serve did not come up"
-        time.sleep(0.3)
+    env = {"SLACK_BOT_TOKEN": "xoxb-process-test", "SLACK_API_URL": fake.api_url, "CANDOR_EVENT_LEASE_SECONDS": "2"}
+    return serve_candor(home, port, {**env, **extra})
 
 
 def post_mention(port: int, mention: dict[str, object]) -> int:
@@ -87,13 +48,6 @@ def post_mention(port: int, mention: dict[str, object]) -> int:
         return int(response.status)
 
 
-def stop(process: subprocess.Popen[str]) -> tuple[int, str]:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    code = process.wait(timeout=90)
-    return code, process.stderr.read() if process.stderr else ""
-
-
 @pytest.mark.parametrize("answer_process", ["false", "true"])
 def test_a_question_whose_replica_is_killed_mid_answer_is_answered_by_the_next(
     home_with_docs: Path, fake: ThreadedFakeSlack, answer_process: str
@@ -102,7 +56,7 @@ def test_a_question_whose_replica_is_killed_mid_answer_is_answered_by_the_next(
     fake.delay("reactions.add", 30, times=1)  # the first replica hangs on its first Slack call
     mode = {"CANDOR_SLACK_ANSWER_PROCESS": answer_process}
     first = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET, **mode)
-    port = int(first.args[-1])
+    port = served_port(first)
     mention = app_mention(QUESTION, channel="C1")
     try:
         assert post_mention(port, mention) == 200  # claimed in Postgres, acknowledged
@@ -127,7 +81,7 @@ def test_a_question_whose_replica_is_killed_mid_answer_is_answered_by_the_next(
 def test_sigterm_lets_the_answer_in_flight_finish(home_with_docs: Path, fake: ThreadedFakeSlack) -> None:
     fake.delay("reactions.add", 3, times=1)
     server = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET)
-    port = int(server.args[-1])
+    port = served_port(server)
     mention = app_mention(QUESTION, channel="C2")
     assert post_mention(port, mention) == 200
     fake.wait_for_sync("reactions.add", timeout=30)
@@ -157,7 +111,7 @@ def test_the_answer_process_is_a_child_and_is_restarted_when_it_dies(
     home_with_docs: Path, fake: ThreadedFakeSlack
 ) -> None:
     server = serve(home_with_docs, free_port(), fake, SLACK_SIGNING_SECRET=SECRET, CANDOR_SLACK_ANSWER_PROCESS="true")
-    port = int(server.args[-1])
+    port = served_port(server)
     try:
         (child,) = [p for p in psutil.Process(server.pid).children() if "slack-worker" in " ".join(p.cmdline())]
         child.kill()
