@@ -118,8 +118,10 @@ class Worker:
             with contextlib.suppress(StoreError):
                 await self.ledger.release(claim)  # unfinished at shutdown: another replica answers it now
             raise
-        except Exception:
+        except Exception as exc:  # the responder handles what it expects: this one is failed, not retried
             log.exception("unexpected error answering a question", extra={"key": claim.key})
+            with contextlib.suppress(StoreError):
+                await self.ledger.complete(claim, failed=True, error=f"unexpected error: {type(exc).__name__}: {exc}")
         finally:
             renewing.cancel()
 

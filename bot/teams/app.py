@@ -25,11 +25,16 @@ from typing import Any
 
 from aiohttp import web
 from botbuilder.core import ActivityHandler, InvokeResponse, TurnContext
-from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
+from botbuilder.integration.aiohttp import (
+    CloudAdapter,
+    ConfigurationBotFrameworkAuthentication,
+    ConfigurationServiceClientCredentialFactory,
+)
 from botbuilder.schema import Activity, ChannelAccount, ConversationReference, DeliveryModes
 
 from bot.server import ChatCore
 from bot.teams.cards import answer_activity, failure_activity, welcome_activity
+from bot.teams.credentials import ReusedCredentials
 from bot.teams.delivery import Delivery, Send, to_activity
 from bot.teams.feedback import feedback_from_invoke
 from bot.worker import EventClaims, Worker
@@ -152,7 +157,8 @@ class TeamsAdapter:
             APP_TENANTID=config.tenant_id or "",
             **dict(auth_overrides or {}),
         )
-        self.cloud = CloudAdapter(ConfigurationBotFrameworkAuthentication(settings))
+        credentials = ReusedCredentials(ConfigurationServiceClientCredentialFactory(settings))
+        self.cloud = CloudAdapter(ConfigurationBotFrameworkAuthentication(settings, credentials_factory=credentials))
         self.cloud.on_turn_error = self._on_turn_error
         self.bot = _CandorBot(self)
         self.delivery = Delivery(self.cloud, config.app_id, attempts=send_attempts, backoff_seconds=backoff_seconds)

@@ -8,6 +8,7 @@ answering; only one claim wins, whichever replica and whichever event it comes f
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
@@ -24,6 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from rag.errors import ConfigError, StoreError
 from rag.tracking.records import dumps, parse_trace_id, plain_dict
 
+log = logging.getLogger("candor.events")
+
 DATABASE_ERRORS = (SQLAlchemyError, OSError)
 
 CLAIM_COLUMNS = "platform, key, owner, attempt, payload, lease_until, question, team, conversation, thread, asker"
@@ -32,7 +35,7 @@ ROW_COLUMNS = (
     "attempt, lease_until, created_at, updated_at, trace_id, reply, error"
 )
 LEASE = "now() + make_interval(secs => :lease)"
-LAPSED = "(e.status = 'claimed' AND e.lease_until < now())"
+LAPSED = "(e.status = 'claimed' AND e.lease_until < now() AND e.attempt < :max_attempts)"
 
 # One statement decides: a new key is inserted as claimed; an existing one is taken over only when
 # its lease ran out; every other conflict just records the event id (no write at all when it is
@@ -58,11 +61,20 @@ CLAIM = text(
 # Rows another replica is taking over right now are locked, and skipped rather than waited for.
 TAKE_OVER_EXPIRED = text(
     "WITH due AS MATERIALIZED (SELECT id FROM platform_events "
-    "WHERE platform = :platform AND status = 'claimed' AND lease_until < now() "
+    "WHERE platform = :platform AND status = 'claimed' AND lease_until < now() AND attempt < :max_attempts "
     "ORDER BY lease_until, id LIMIT :limit FOR UPDATE SKIP LOCKED) "
     f"UPDATE platform_events AS e SET owner = :owner, attempt = e.attempt + 1, lease_until = {LEASE}, "
     "claim_token = gen_random_uuid(), updated_at = now() "
     f"FROM due WHERE e.id = due.id RETURNING {CLAIM_COLUMNS}"
+)
+
+# A question every one of whose `max_attempts` owners stopped before answering it (a crash it
+# causes, say) is given up rather than passed round the replicas for ever.
+GIVE_UP_EXHAUSTED = text(
+    "UPDATE platform_events SET status = 'failed', updated_at = now(), error = "
+    "'given up after ' || attempt || ' attempts: every replica that took it stopped before answering' "
+    "WHERE platform = :platform AND status = 'claimed' AND lease_until < now() AND attempt >= :max_attempts "
+    "RETURNING key, attempt"
 )
 
 HELD = "platform = :platform AND key = :key AND owner = :owner AND attempt = :attempt AND status = 'claimed'"
@@ -148,16 +160,22 @@ class EventLedger:
     are recorded. The owner keeps the lease alive with `renew` while it works (every third of the
     lease is a safe rhythm) and ends with `complete`. If the owner dies, its lease runs out and the
     next `claim` of that key, or any replica's `expired` poll, takes the question over with the
-    attempt counted up. A claim is held by (owner, attempt): once taken over, the old holder's
+    attempt counted up, up to `max_attempts`: a question that many owners took and never finished
+    is marked failed by the next `expired` poll. A claim is held by (owner, attempt): once taken over, the old holder's
     `renew`, `complete` and `release` return False or do nothing, so it learns that its answer
     may be a duplicate. `release` hands unfinished work over at once on a graceful shutdown.
 
     Leases are compared with the database's `now()`, never this process's clock.
     """
 
-    def __init__(self, engine: AsyncEngine, *, owner: str | None = None, lease_seconds: float = 60.0) -> None:
+    def __init__(
+        self, engine: AsyncEngine, *, owner: str | None = None, lease_seconds: float = 60.0, max_attempts: int = 5
+    ) -> None:
         if not (lease_seconds > 0 and math.isfinite(lease_seconds)):
             raise ConfigError(f"lease_seconds must be a positive number of seconds, got {lease_seconds!r}")
+        if max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        self.max_attempts = max_attempts
         if owner is not None and not owner.strip():
             raise ConfigError("an event ledger owner must not be empty")
         self.engine = engine
@@ -186,6 +204,7 @@ class EventLedger:
         params = {
             "platform": platform,
             "key": key,
+            "max_attempts": self.max_attempts,
             "event_id": event_id,
             "team": team,
             "conversation": conversation,
@@ -238,7 +257,10 @@ class EventLedger:
         """Take over up to `limit` questions of `platform` whose owner's lease ran out."""
         if limit < 1:
             return []
-        params = {"platform": platform, "limit": limit, "owner": self.owner, "lease": self.lease_seconds}
+        exhausted = {"platform": platform, "max_attempts": self.max_attempts}
+        for row in await self._execute(f"give up exhausted {platform} events", GIVE_UP_EXHAUSTED, exhausted):
+            log.error("gave up a question after %d attempts", row["attempt"], extra={"key": row["key"]})
+        params = {**exhausted, "limit": limit, "owner": self.owner, "lease": self.lease_seconds}
         rows = await self._execute(f"take over expired {platform} events", TAKE_OVER_EXPIRED, params)
         return [_claim(row, taken_over=True) for row in rows]
 

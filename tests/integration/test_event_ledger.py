@@ -474,3 +474,31 @@ async def test_a_row_is_found_by_where_its_answer_went(engine: AsyncEngine, plat
     assert found is not None and found["key"] == key and str(found["trace_id"]) == trace_id
     assert await ledger.by_reply(platform, {"activity_ids": ["1:zzz"]}) is None
     assert await ledger.by_reply(f"{platform}-other", {"activity_ids": ["1:abc"]}) is None
+
+
+# --- giving up ------------------------------------------------------------------------------------
+
+
+async def test_a_question_no_owner_ever_finishes_is_given_up_after_max_attempts(
+    engine: AsyncEngine, platform: str
+) -> None:
+    crashing = EventLedger(engine, owner="replica-a", lease_seconds=SHORT, max_attempts=3)
+    key = new_key()
+    assert (await crashing.claim(platform, key, PAYLOAD)).attempt == 1  # type: ignore[union-attr]
+    await asyncio.sleep(PAST_SHORT)
+    (second,) = await crashing.expired(platform)
+    await asyncio.sleep(PAST_SHORT)
+    assert (await crashing.claim(platform, key, PAYLOAD)).attempt == 3  # type: ignore[union-attr]  # a redelivery
+    await asyncio.sleep(PAST_SHORT)
+
+    assert await crashing.claim(platform, key, PAYLOAD) is None  # three owners stopped: not a fourth
+    assert await crashing.expired(platform) == []
+    row = await crashing.get(platform, key)
+    assert row is not None and row["status"] == "failed" and row["attempt"] == 3
+    assert "given up after 3 attempts" in row["error"]
+    assert second.attempt == 2
+
+
+def test_max_attempts_must_be_positive(engine: AsyncEngine) -> None:
+    with pytest.raises(ConfigError, match="max_attempts"):
+        EventLedger(engine, max_attempts=0)
