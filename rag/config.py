@@ -162,7 +162,8 @@ class Settings(BaseSettings):
         "MultiTenant", validation_alias=_env("MICROSOFT_APP_TYPE")
     )
     """MICROSOFT_APP_TYPE: the bot's Azure registration: MultiTenant, SingleTenant (needs
-    MICROSOFT_APP_TENANT_ID) or UserAssignedMSI (a managed identity: MICROSOFT_APP_ID is its client id)."""
+    MICROSOFT_APP_TENANT_ID) or UserAssignedMSI (a managed identity: MICROSOFT_APP_ID is its client
+    id, MICROSOFT_APP_TENANT_ID its tenant, and no password)."""
     openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
     openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
 
@@ -185,8 +186,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _single_tenant_needs_tenant(self) -> Settings:
-        if self.microsoft_app_type == "SingleTenant" and self.microsoft_app_id and not self.microsoft_app_tenant_id:
-            raise ValueError("MICROSOFT_APP_TYPE=SingleTenant needs MICROSOFT_APP_TENANT_ID")
+        needs_tenant = self.microsoft_app_type in ("SingleTenant", "UserAssignedMSI")
+        if needs_tenant and self.microsoft_app_id and not self.microsoft_app_tenant_id:
+            raise ValueError(f"MICROSOFT_APP_TYPE={self.microsoft_app_type} needs MICROSOFT_APP_TENANT_ID")
         return self
 
     @model_validator(mode="after")

@@ -63,10 +63,22 @@ from tests.fakes.teams_activities import TENANT_ID, USER_AAD_ID, USER_ID, USER_N
 T = TypeVar("T")
 Json = dict[str, Any]
 Operation = Literal[
-    "send", "reply", "update", "delete", "create", "members", "member", "paged_members", "token", "openid", "unknown"
+    "send",
+    "reply",
+    "update",
+    "delete",
+    "create",
+    "members",
+    "member",
+    "paged_members",
+    "token",
+    "openid",
+    "identity",
+    "unknown",
 ]
 
 FAKE_ACCESS_TOKEN = "fake-bot-framework-access-token"
+IDENTITY_HEADER = "fake-app-service-identity-secret"
 _POLL = 0.01
 _DELIVERED = frozenset({"send", "reply"})
 _DEFAULT_MEMBERS: list[Json] = [
@@ -156,6 +168,12 @@ class _FakeConnectorCore:
     def service_url(self) -> str:
         """What goes into an incoming activity's `serviceUrl` (with the trailing slash Teams sends)."""
         return f"{self.base_url}/"
+
+    @property
+    def identity_endpoint(self) -> str:
+        """An Azure App Service managed-identity endpoint (`IDENTITY_ENDPOINT`; `IDENTITY_HEADER` is
+        `IDENTITY_HEADER` below): tokens for the identity whose client id is asked for."""
+        return f"{self.base_url}/msi/token"
 
     @property
     def token_url(self) -> str:
@@ -257,6 +275,8 @@ class _FakeConnectorCore:
         authorization = request.headers.get("Authorization")
         if path.endswith("/oauth2/v2.0/token"):
             return await self._token(request, path, authorization, arrived)
+        if request.path == "/msi/token":
+            return self._identity_token(request, arrived)
         if path.endswith("/v2.0/.well-known/openid-configuration"):
             self._record(
                 Call(request.method, path, None, None, {}, authorization, 200, arrived, "openid", host=request.host)
@@ -339,6 +359,28 @@ class _FakeConnectorCore:
         )
         return web.json_response(
             {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600, "access_token": token}
+        )
+
+    def _identity_token(self, request: web.Request, arrived: float) -> web.Response:
+        """App Service's managed-identity protocol (api-version 2019-08-01): GET with the resource and the
+        identity's client id, the secret header; `expires_on` in epoch seconds."""
+        query = dict(request.query)
+        secret_ok = request.headers.get("X-IDENTITY-HEADER") == IDENTITY_HEADER
+        if not secret_ok or not query.get("resource") or query.get("api-version") != "2019-08-01":
+            self._record(Call(request.method, request.path, None, None, query, None, 400, arrived, "identity"))
+            return web.json_response({"statusCode": 400, "message": "bad managed identity request"}, status=400)
+        with self._lock:
+            self._tokens_issued += 1
+            token = f"{FAKE_ACCESS_TOKEN}-msi-{self._tokens_issued}"
+        self._record(Call(request.method, request.path, None, None, query, None, 200, arrived, "identity", token=token))
+        return web.json_response(
+            {
+                "access_token": token,
+                "expires_on": str(int(time.time()) + 3600),
+                "resource": query["resource"],
+                "token_type": "Bearer",
+                "client_id": query.get("client_id", ""),
+            }
         )
 
     def _openid_configuration(self, path: str, origin: str) -> Json:

@@ -54,13 +54,16 @@ def test_openai_embeddings_need_a_key_or_an_endpoint(monkeypatch: pytest.MonkeyP
     assert "sk-very-secret" not in repr(settings) and "sk-very-secret" not in str(settings.model_dump())
 
 
-def test_a_single_tenant_bot_needs_its_tenant(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("app_type", ["SingleTenant", "UserAssignedMSI"])
+def test_a_single_tenant_or_managed_identity_bot_needs_its_tenant(
+    monkeypatch: pytest.MonkeyPatch, app_type: str
+) -> None:
     monkeypatch.setenv("MICROSOFT_APP_ID", "00000000-0000-0000-0000-000000000001")
-    monkeypatch.setenv("MICROSOFT_APP_TYPE", "SingleTenant")
+    monkeypatch.setenv("MICROSOFT_APP_TYPE", app_type)
     with pytest.raises(ConfigError, match="MICROSOFT_APP_TENANT_ID"):
         load_settings()
     monkeypatch.setenv("MICROSOFT_APP_TENANT_ID", "00000000-0000-0000-0000-0000000000aa")
-    assert load_settings().microsoft_app_type == "SingleTenant"
+    assert load_settings().microsoft_app_type == app_type
     monkeypatch.setenv("MICROSOFT_APP_TYPE", "Sideways")
     with pytest.raises(ConfigError, match="MICROSOFT_APP_TYPE"):
         load_settings()
