@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 from typing import Any
 
+from rag.answers import Answer, Question
 from rag.errors import DatabaseUnavailable
 from rag.runtime import Candor
 from rag.synthesis import Draft, SynthesisRequest, Synthesizer
@@ -18,7 +19,7 @@ class Broken:
     def __init__(self, core: Candor) -> None:
         self.core = core
 
-    async def answer(self, question: object) -> object:
+    async def answer(self, question: Question) -> Answer:
         raise DatabaseUnavailable("the database is not reachable")
 
     async def record_feedback(self, feedback: Any) -> None:
@@ -37,7 +38,7 @@ class Verbose:
         self.repeat = repeat
         self.padding = padding
 
-    async def answer(self, question: Any) -> Any:
+    async def answer(self, question: Question) -> Answer:
         answer = await self.core.answer(question)
         pad = " " + "x" * self.padding
         long = tuple(dataclasses.replace(s, text=s.text + pad) for s in answer.sentences) * self.repeat

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 
-from bot.server import PLATFORM_BODY_BYTES, build_app
 from bot.teams.app import TeamsAdapter
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from tests.conftest import SAMPLE
+from tests.serving import serve_adapter
 
 
 async def ingest_handbook(candor: Candor, prefix: str) -> KnowledgeBase:
@@ -45,19 +43,9 @@ def teams_core(candor: Candor, kb: KnowledgeBase, folder: Path) -> Candor:
     return dataclasses.replace(candor, settings=settings, answerer=answerer)
 
 
-@asynccontextmanager
-async def serve_teams(core: Candor, adapter: TeamsAdapter) -> AsyncIterator[str]:
+def serve_teams(core: Candor, adapter: TeamsAdapter) -> AbstractAsyncContextManager[str]:
     """Serve `candor serve`'s app with `adapter` mounted; its base URL ("http://127.0.0.1:<port>")."""
-    app = build_app(core, max_body_bytes=PLATFORM_BODY_BYTES)
-    adapter.mount(app)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    return serve_adapter(core, adapter)
 
 
 async def post_activity(url: str, activity: dict[str, Any], token: str | None = None) -> int:

@@ -18,10 +18,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bot.server import PLATFORM_BODY_BYTES, build_app
 from bot.slack.app import SlackAdapter, SlackConfig
 from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_REASON_CALLBACK, FEEDBACK_UP, REASON_ACTION, REASON_BLOCK
 from rag.runtime import Candor, build_answerer
@@ -46,6 +44,7 @@ from tests.fakes.slack_events import (
     slash_command,
     view_submission,
 )
+from tests.serving import serve_adapter
 
 SECRET = "test-signing-secret"
 RESTRICTED_QUESTION = "What is the salary band for an L3 Senior Software Engineer?"
@@ -105,17 +104,8 @@ async def serving(core: Candor, ledger: EventLedger) -> AsyncIterator[Served]:
         fake.channels["C0HRPRIV"] = {"is_private": True}
         config = SlackConfig(bot_token="xoxb-test", signing_secret=SECRET, api_url=fake.api_url)
         adapter = SlackAdapter(config, core, ledger, drain_seconds=5)
-        app = build_app(core, max_body_bytes=PLATFORM_BODY_BYTES)
-        adapter.mount(app)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        try:
-            yield Served(f"http://127.0.0.1:{port}", fake, ledger, core, adapter)
-        finally:
-            await runner.cleanup()
+        async with serve_adapter(core, adapter) as url:
+            yield Served(url, fake, ledger, core, adapter)
 
 
 @pytest.fixture

@@ -19,16 +19,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bot.server import PLATFORM_BODY_BYTES, ChatCore, build_app
+from bot.server import ChatCore
 from bot.teams.app import TeamsAdapter, TeamsConfig
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.synthesis import ExtractiveSynthesizer
 from rag.tracking.events import EventLedger
-from tests.conftest import SAMPLE
 from tests.cores import Broken, SlowWriter, Verbose
 from tests.fakes.bot_connector import FakeConnector
 from tests.fakes.teams_activities import (
@@ -39,6 +37,8 @@ from tests.fakes.teams_activities import (
     members_added,
     personal_message,
 )
+from tests.fakes.teams_server import ingest_handbook
+from tests.serving import serve_adapter
 
 HR_CHANNEL = "19:hr-team-channel@thread.tacv2"
 RESTRICTED_QUESTION = "What is the salary band for an L3 Senior Software Engineer?"
@@ -46,11 +46,7 @@ RESTRICTED_QUESTION = "What is the salary band for an L3 Senior Software Enginee
 
 @pytest.fixture(scope="module")
 async def handbook(candor: Candor) -> KnowledgeBase:
-    kb = await candor.knowledge_base(f"teams-{uuid.uuid4().hex[:8]}", create=True)
-    assert kb is not None
-    assert (await candor.ingestor().ingest([SAMPLE], kb=kb)).ok
-    await candor.store.analyze()
-    return kb
+    return await ingest_handbook(candor, "teams")
 
 
 @dataclass
@@ -100,16 +96,8 @@ async def serving(
     ledger = ledger or EventLedger(candor.store.engine, lease_seconds=2.0)
     async with FakeConnector() as fake:
         teams = TeamsAdapter(TeamsConfig(), core, ledger, drain_seconds=5, backoff_seconds=0.2, **adapter)
-        app = build_app(candor, max_body_bytes=PLATFORM_BODY_BYTES)
-        teams.mount(app)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        try:
-            yield Served(f"http://127.0.0.1:{runner.addresses[0][1]}", fake, ledger, candor, teams)
-        finally:
-            await runner.cleanup()
+        async with serve_adapter(candor, teams) as url:
+            yield Served(url, fake, ledger, candor, teams)
 
 
 @pytest.fixture
