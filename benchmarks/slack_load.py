@@ -21,16 +21,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import multiprocessing
 import os
-import signal
-import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,10 +33,15 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import handbook_kb
-from benchmarks.common import REPO, percentile
-from rag.config import load_settings
-from rag.golden import load_golden
-from rag.runtime import open_candor
+from benchmarks.common import (
+    access_policy,
+    candor_serve,
+    golden_questions,
+    in_own_process,
+    median_of_runs,
+    percentile,
+    prepare_handbook,
+)
 from tests.fakes.slack_api import ThreadedFakeSlack
 from tests.fakes.slack_events import app_mention, event_callback, json_body, signed_headers
 
@@ -58,58 +57,20 @@ class Sent:
     status: int
 
 
-def questions() -> list[str]:
-    return [item.question for name in ("dev", "golden") for item in load_golden(REPO / "sample" / f"{name}.yaml")]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(
-    home: Path, port: int, fake: ThreadedFakeSlack, concurrency: int | None, answer_process: bool | None
-) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "SLACK_"))}
-    env.update(
-        CANDOR_HOME=str(home),
-        HF_HUB_OFFLINE="1",
-        SLACK_BOT_TOKEN="xoxb-load",
-        SLACK_SIGNING_SECRET=SECRET,
-        SLACK_API_URL=fake.api_url,
-        CANDOR_ACCESS_POLICY=str(policy_file(home)),
-    )
+def server_env(
+    home: Path, fake: ThreadedFakeSlack, concurrency: int | None, answer_process: bool | None
+) -> dict[str, str]:
+    env = {
+        "SLACK_BOT_TOKEN": "xoxb-load",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": fake.api_url,
+        "CANDOR_ACCESS_POLICY": str(access_policy(home.parent / "slack-load-access.yaml", "slack", [handbook_kb.KB])),
+    }
     if concurrency is not None:
         env["CANDOR_ANSWER_CONCURRENCY"] = str(concurrency)
     if answer_process is not None:
         env["CANDOR_SLACK_ANSWER_PROCESS"] = "true" if answer_process else "false"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
-        env=env,
-        cwd=home.parent,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
-                return process
-        except OSError:
-            if process.poll() is not None:
-                stderr = process.stderr.read().decode() if process.stderr else ""
-                raise SystemExit(f"candor serve exited: {stderr}") from None
-            time.sleep(0.3)
-    raise SystemExit("candor serve did not come up")
-
-
-def policy_file(home: Path) -> Path:
-    path = home.parent / "slack-load-access.yaml"
-    path.write_text(f'- platform: slack\n  knowledge_bases: ["{handbook_kb.KB}"]\n', encoding="utf-8")
-    return path
+    return env
 
 
 _clock = itertools.count()
@@ -161,10 +122,7 @@ async def run_once(
     process, busy with every answer's Web API calls) does not slow the client that measures the
     acknowledgements; both read the same system-wide monotonic clock."""
     fake.reset()
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        sent = await asyncio.get_running_loop().run_in_executor(
-            pool, generate_in_process, url, texts, events, concurrency
-        )
+    sent = await in_own_process(generate_in_process, url, texts, events, concurrency)
     originals = {s.ts: s for s in sent}
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -205,13 +163,6 @@ def line(label: str, r: dict[str, float]) -> str:
     )
 
 
-async def prepare() -> Path:
-    home = handbook_kb.prepare_home()
-    async with open_candor(load_settings(home=home, database_url=None)) as candor:
-        await handbook_kb.ensure_handbook(candor)
-    return home
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200)
@@ -226,24 +177,19 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    home = asyncio.run(prepare())
-    texts = questions()
+    home = asyncio.run(prepare_handbook())
+    texts = golden_questions()
     with ThreadedFakeSlack() as fake:
-        port = free_port()
-        server = start_server(home, port, fake, args.answer_concurrency, args.answer_process)
-        url = f"http://127.0.0.1:{port}/slack/events"
-        try:
+        env = server_env(home, fake, args.answer_concurrency, args.answer_process)
+        with candor_serve(home, env, home.parent / "slack-load-serve.log") as base:
+            url = f"{base}/slack/events"
             asyncio.run(run_once(url, fake, texts, 10, 5))  # warm-up
             results = []
             for i in range(args.runs):
                 result = asyncio.run(run_once(url, fake, texts, args.events, args.concurrency))
                 print(line(f"run {i + 1}", result), flush=True)
                 results.append(result)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=120)
-    median = {key: statistics.median(r[key] for r in results) for key in results[0]}
-    print(line("median", median))
+    print(line("median", median_of_runs(results)))
     answering = f"{args.answer_concurrency or f'{os.cpu_count()} (CPU count)'}" + (
         "" if args.answer_process is None else f", in a child process: {args.answer_process}"
     )
