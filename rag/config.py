@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     microsoft_app_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_ID"))
     microsoft_app_password: SecretStr | None = Field(None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
     microsoft_app_tenant_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_TENANT_ID"))
+    teams_ask_human: str | None = Field(None, validation_alias=_env("TEAMS_ASK_HUMAN"))
+    """TEAMS_ASK_HUMAN: shown in Teams under a refusal and in the welcome: a URL (a help page, a
+    channel link) or an address."""
     teams: bool = Field(False, validation_alias=_env("CANDOR_TEAMS"))
     """CANDOR_TEAMS: serve Teams at /api/messages even without MICROSOFT_APP_ID: anonymous, for local
     development with the Bot Framework Emulator only (the server warns loudly)."""

@@ -60,6 +60,8 @@ class TeamsConfig:
     app_type: str = "MultiTenant"
     tenant_id: str | None = None
     ask_human: str | None = None
+    concurrency: int | None = None
+    """Answers made at once (`CANDOR_ANSWER_CONCURRENCY`); None: the worker's default, the CPU count."""
 
     @property
     def anonymous(self) -> bool:
@@ -73,7 +75,8 @@ def teams_config(settings: Settings) -> TeamsConfig:
         app_password=password.get_secret_value() if password is not None else None,
         app_type=settings.microsoft_app_type,
         tenant_id=settings.microsoft_app_tenant_id,
-        ask_human=settings.slack_ask_human,
+        ask_human=settings.teams_ask_human,
+        concurrency=settings.answer_concurrency,
     )
 
 
@@ -164,6 +167,8 @@ class TeamsAdapter:
         self.delivery = Delivery(self.cloud, config.app_id, attempts=send_attempts, backoff_seconds=backoff_seconds)
         poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
         self.worker = Worker(self, ledger, PLATFORM, poll_seconds=poll)
+        if config.concurrency is not None:
+            self.worker.concurrency = config.concurrency
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post(MESSAGES_PATH, self._http)
