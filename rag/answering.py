@@ -21,6 +21,7 @@ from rag.answers import Answer, Question
 from rag.compose import compose
 from rag.conflicts import ContradictionDetector, ValueConflicts
 from rag.errors import CandorError
+from rag.llm import metering
 from rag.pipeline import Attempt, AttemptRunner, PipelineConfig, dropped
 from rag.understand import understand
 
@@ -58,9 +59,10 @@ class Answerer:
         created = datetime.now(UTC)
         scope = self.policy.scope_for(question)
         understood = understand(question)
-        attempts = [await self.attempt(understood, scope, 1)]
-        if self.config.retry and _should_retry(attempts[0]):
-            attempts.append(await self.attempt(understood, scope, 2))
+        with metering(self.config.answer_budget) as meter:
+            attempts = [await self.attempt(understood, scope, 1)]
+            if self.config.retry and _should_retry(attempts[0]):
+                attempts.append(await self.attempt(understood, scope, 2))
         final = attempts[-1] if attempts[-1].rank() >= attempts[0].rank() else attempts[0]
         composed = compose(final, refusal=self.config.refusal, detector=self.conflicts)
         gates = [g for a in attempts for g in a.gates]
@@ -86,6 +88,7 @@ class Answerer:
             dropped=dropped(attempts),
             caveats=composed.caveats,
             created_at=created,
+            model_calls=tuple(meter.calls),
         )
         await self._record(question, answer, scope_groups=sorted(scope.groups))
         return answer

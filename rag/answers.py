@@ -182,6 +182,14 @@ class Answer:
     dropped: tuple[DroppedSentence, ...] = ()
     caveats: tuple[str, ...] = ()
     created_at: datetime | None = None
+    model_calls: tuple[ModelCall, ...] = ()
+    """Every language-model request made for this answer (none with the offline stages)."""
+
+    @property
+    def cost(self) -> float | None:
+        """What the model calls cost, when every one of them is priced."""
+        costs = [c.cost for c in self.model_calls]
+        return sum(c for c in costs if c is not None) if all(c is not None for c in costs) else None
 
     @property
     def abstained(self) -> bool:
@@ -204,6 +212,40 @@ class Answer:
             "rewritten_question": self.rewritten_question,
             "parts": list(self.parts),
             "dropped": [d.as_json() for d in self.dropped],
+            "model_calls": [c.as_json() for c in self.model_calls],
+            "cost": self.cost,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One request to a language model made for an answer, as the trace records it."""
+
+    purpose: str
+    """What asked: "writer", "judge", "consistency"."""
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    ms: float
+    outcome: Literal["ok", "malformed", "failed", "skipped"]
+    """skipped: the circuit breaker was open, nothing was sent."""
+    mode: str = ""
+    """The structured-output mode used (json_schema, json_object, prompt)."""
+    error: str | None = None
+    cost: float | None = None
+    """In the currency of `CANDOR_LLM_COSTS`; None when the model is not priced there."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "purpose": self.purpose,
+            "model": self.model,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "ms": round(self.ms, 2),
+            "outcome": self.outcome,
+            "mode": self.mode,
+            "error": self.error,
+            "cost": self.cost,
         }
 
 

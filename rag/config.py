@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag.answers import DEFAULT_REFUSAL
@@ -170,6 +178,33 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
     openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
 
+    # --- model-backed stages (offline by default) -------------------------------------------
+    writer: str = Field("extractive", validation_alias=_env("CANDOR_WRITER"))
+    """CANDOR_WRITER: `extractive` (offline) or `openai:<model>` on OPENAI_BASE_URL (any
+    OpenAI-compatible endpoint: OpenAI, Azure OpenAI, vLLM, Ollama, a llama.cpp server)."""
+    judge: str = Field("evidence", validation_alias=_env("CANDOR_JUDGE"))
+    """CANDOR_JUDGE: the critic's verifier: `evidence` (offline), `openai:<model>` (an LLM judge,
+    a different model from the writer) or `cross-encoder:<model path or name>` (NLI / fact-check)."""
+    judge_base_url: str | None = Field(None, validation_alias=_env("CANDOR_JUDGE_BASE_URL"))
+    """CANDOR_JUDGE_BASE_URL: the judge's endpoint when it is not OPENAI_BASE_URL."""
+    judge_prefilter: bool = Field(True, validation_alias=_env("CANDOR_JUDGE_PREFILTER"))
+    """CANDOR_JUDGE_PREFILTER: the offline verifier decides the clear cases, the judge the rest."""
+    reranker: str = Field("evidence", validation_alias=_env("CANDOR_RERANKER"))
+    """CANDOR_RERANKER: `evidence` (offline) or `cross-encoder:<model path or name>`."""
+    allow_model_download: bool = Field(False, validation_alias=_env("CANDOR_ALLOW_MODEL_DOWNLOAD"))
+    """CANDOR_ALLOW_MODEL_DOWNLOAD: cross-encoders named by hub id may be fetched (default: disk only)."""
+    llm_timeout: float = Field(30.0, gt=0, le=600, validation_alias=_env("CANDOR_LLM_TIMEOUT"))
+    """CANDOR_LLM_TIMEOUT: seconds per model request."""
+    llm_attempts: int = Field(3, ge=1, le=10, validation_alias=_env("CANDOR_LLM_ATTEMPTS"))
+    """CANDOR_LLM_ATTEMPTS: tries per model call (timeouts, 429, 5xx, malformed output)."""
+    llm_max_tokens: int = Field(1024, ge=16, le=32768, validation_alias=_env("CANDOR_LLM_MAX_TOKENS"))
+    answer_budget: float = Field(60.0, gt=0, le=3600, validation_alias=_env("CANDOR_ANSWER_BUDGET_SECONDS"))
+    """CANDOR_ANSWER_BUDGET_SECONDS: the time all model calls of one answer share, retries included;
+    past it the stage falls back (extractive writer, offline critic)."""
+    llm_costs: dict[str, tuple[float, float]] = Field(default_factory=dict, validation_alias=_env("CANDOR_LLM_COSTS"))
+    """CANDOR_LLM_COSTS: JSON, model → [price per million tokens in, out], e.g.
+    `{"gpt-4o-mini": [0.15, 0.60]}`; the trace, `candor eval` and the report cost answers with it."""
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", validation_alias=_env("CANDOR_LOG_LEVEL")
     )
@@ -194,10 +229,39 @@ class Settings(BaseSettings):
             raise ValueError(f"MICROSOFT_APP_TYPE={self.microsoft_app_type} needs MICROSOFT_APP_TENANT_ID")
         return self
 
+    @field_validator("writer", "judge", "reranker", mode="after")
+    @classmethod
+    def _stage_named(cls, value: str, info: ValidationInfo) -> str:
+        value = value.strip()
+        kinds = {
+            "writer": ("extractive", "openai:"),
+            "judge": ("evidence", "openai:", "cross-encoder:"),
+            "reranker": ("evidence", "cross-encoder:"),
+        }[info.field_name or ""]
+        if not any(value == kind or (kind.endswith(":") and value.startswith(kind)) for kind in kinds):
+            raise ValueError(f"must be one of {', '.join(k + ('<model>' if k.endswith(':') else '') for k in kinds)}")
+        if value.endswith(":"):
+            raise ValueError(f"{value} needs a model name")
+        return value
+
+    @model_validator(mode="after")
+    def _judge_is_not_the_writer(self) -> Settings:
+        same_endpoint = (self.judge_base_url or self.openai_base_url) == self.openai_base_url
+        if self.writer.startswith("openai:") and self.judge == self.writer and same_endpoint:
+            raise ValueError("CANDOR_JUDGE must be a different model from CANDOR_WRITER (a model grading itself)")
+        return self
+
     @model_validator(mode="after")
     def _openai_needs_key(self) -> Settings:
         if self.embedder.startswith("openai:") and self.openai_api_key is None and not self.openai_base_url:
             raise ValueError("CANDOR_EMBEDDER=openai:... needs OPENAI_API_KEY (or OPENAI_BASE_URL)")
+        if self.writer.startswith("openai:") and self.openai_api_key is None and not self.openai_base_url:
+            raise ValueError("CANDOR_WRITER=openai:... needs OPENAI_API_KEY (or OPENAI_BASE_URL)")
+        judge_endpoint = self.judge_base_url or self.openai_base_url
+        if self.judge.startswith("openai:") and self.openai_api_key is None and not judge_endpoint:
+            raise ValueError(
+                "CANDOR_JUDGE=openai:... needs OPENAI_API_KEY (or CANDOR_JUDGE_BASE_URL / OPENAI_BASE_URL)"
+            )
         return self
 
     @cached_property

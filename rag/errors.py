@@ -17,11 +17,15 @@ it into a friendly message.
     │   ├── CorruptFile             the parser rejected the content
     │   └── OutsideRoot             a symlink pointing out of the ingested folder
     ├── EmbeddingError              the embedder failed or returned the wrong shape
+    ├── CrossEncoderError           a cross-encoder (reranker, verifier) failed to score its pairs
     ├── RetrievalError              a search request is invalid (empty query, bad k, ...)
     ├── QuestionError               a question cannot be answered as asked (empty, too long)
     ├── TrackingError               a trace, feedback or eval run could not be stored
     │   └── UnknownTrace            feedback names a trace that does not exist
     ├── DeliveryError               a chat platform did not take a reply (after retries)
+    ├── LLMError                    a language model could not give a usable reply (after retries)
+    │   ├── LLMUnavailable          unreachable, failing, out of time, or its circuit breaker is open
+    │   └── LLMOutputError          its reply was not JSON, broke the schema, or was cut off
     └── EvalError                   a golden file is missing or malformed
 """
 
@@ -92,6 +96,12 @@ class EmbeddingError(CandorError):
     """The embedder failed or returned vectors of the wrong shape."""
 
 
+class CrossEncoderError(CandorError):
+    """A cross-encoder model failed while scoring pairs (a broken model on disk, out of memory, ...).
+
+    A model that cannot be opened at all is a `ConfigError`: the setting names something unusable."""
+
+
 class RetrievalError(CandorError):
     """A search request is invalid."""
 
@@ -110,6 +120,18 @@ class UnknownTrace(TrackingError):
 
 class DeliveryError(CandorError):
     """A chat platform did not take a reply, after retries (throttled, failing or unreachable)."""
+
+
+class LLMError(CandorError):
+    """A language model could not give a usable reply, after retries: the stage falls back or abstains."""
+
+
+class LLMUnavailable(LLMError):
+    """The endpoint is unreachable, failing or slower than the answer's budget, or its circuit is open."""
+
+
+class LLMOutputError(LLMError):
+    """The model's reply was not JSON, broke the schema, contradicted itself or was cut off."""
 
 
 class EvalError(CandorError):

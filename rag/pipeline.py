@@ -41,6 +41,8 @@ class PipelineConfig:
     refusal: str = "I don't know - the knowledge base does not cover this."
     focus_threshold: float = 0.09
     """A part is unanswered when its answer ignores a question word (rag/focus.py) by more than this."""
+    answer_budget: float | None = None
+    """Seconds all language-model calls of one answer share (None: no limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +184,8 @@ class GatedAttempt:
             attempt.draft = await self.synthesizer.synthesise(
                 SynthesisRequest(understood.text, attempt.evidence, context, number)
             )
+        if attempt.draft.writer:
+            attempt.gates.append(_writer_gate(attempt.draft, number))
         bridges = await self._bridges(attempt, scope, k, clock)
         if bridges:
             attempt.evidence = tuple(
@@ -330,6 +334,12 @@ def _bridge_gate(parts: Sequence[str], bridges: Mapping[int, Bridged], draft: Dr
     }
     share = sum(i in answered for i in bridges) / len(bridges)
     return GateOutcome("bridge", share > 0, share, number, details)
+
+
+def _writer_gate(draft: Draft, number: int) -> GateOutcome:
+    """Which writer made the draft: failed when the configured one did not (and why)."""
+    details = {"writer": draft.writer, "fallback": draft.fallback, "sentences": len(draft.sentences)}
+    return GateOutcome("writer", draft.fallback is None, 0.0 if draft.fallback else 1.0, number, details)
 
 
 def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:

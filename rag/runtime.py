@@ -21,6 +21,7 @@ from rag.ingest.pipeline import Ingestor
 from rag.pipeline import GatedAttempt, PipelineConfig
 from rag.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
 from rag.retrieve import HybridRetriever
+from rag.stages import build_verifier, build_writer
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
@@ -160,10 +161,13 @@ def build_answerer(
         retry=settings.retry,
         refusal=settings.refusal,
         focus_threshold=settings.focus_threshold,
+        answer_budget=settings.answer_budget,
     )
     reranker = reranker or EvidenceReranker(sentence_source(store, vectors), vectors)
-    synthesizer = synthesizer or ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
-    verifier = verifier or EvidenceVerifier(vectors, min_support=settings.min_support)
+    synthesizer = synthesizer or build_writer(
+        settings, ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
+    )
+    verifier = verifier or build_verifier(settings, EvidenceVerifier(vectors, min_support=settings.min_support))
     attempt = GatedAttempt(config, embedder, retriever, frequencies, reranker, synthesizer, verifier)
     policy = AccessPolicy.from_file(settings.access_policy) if settings.access_policy else AccessPolicy()
     conflicts = conflicts or ValueConflicts()
@@ -202,4 +206,8 @@ def answer_settings(settings: Settings) -> dict[str, Any]:
         "fusion": settings.fusion,
         "dense_weight": settings.dense_weight,
         "candidates": settings.candidates,
+        "writer": settings.writer,
+        "judge": settings.judge,
+        "reranker": settings.reranker,
+        "answer_budget": settings.answer_budget,
     }

@@ -55,6 +55,11 @@ class Draft:
     sentences: tuple[DraftSentence, ...]
     unanswered_parts: tuple[int, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    """The writer's own remarks (a model's conflict notes): logged, not delivered."""
+    writer: str = ""
+    """The writer that made it (a fallback writer when the configured one failed)."""
+    fallback: str | None = None
+    """Why the configured writer did not make it, when it did not."""
 
     @property
     def abstained(self) -> bool:

@@ -1,0 +1,51 @@
+"""The model-backed stages the settings ask for, each wrapped so that it degrades to the offline one.
+
+    CANDOR_WRITER=openai:<model>      → FallbackSynthesizer(LLMSynthesizer, the extractive writer)
+    CANDOR_JUDGE=openai:<model>       → FallbackVerifier(PrefilteredVerifier(offline, LLMJudge), offline)
+    CANDOR_JUDGE=cross-encoder:<m>    → CrossEncoderVerifier (numbers still checked exactly)
+    CANDOR_RERANKER=cross-encoder:<m> → CrossEncoderReranker over the offline reranker's sentences
+
+Every chat model gets its own circuit breaker, its price from CANDOR_LLM_COSTS, and the timeouts
+and attempts of the settings; all calls of one answer share CANDOR_ANSWER_BUDGET_SECONDS.
+"""
+
+from __future__ import annotations
+
+from rag.config import Settings
+from rag.critic import Verifier
+from rag.llm import ChatModel, ChatSettings
+from rag.llm_judge import FallbackVerifier, LLMJudge, PrefilteredVerifier
+from rag.llm_writer import FallbackSynthesizer, LLMSynthesizer
+from rag.synthesis import Synthesizer
+
+
+def chat_model(settings: Settings, model: str, *, base_url: str | None) -> ChatModel:
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return ChatModel(
+        ChatSettings(
+            model,
+            base_url=base_url,
+            api_key=key,
+            timeout=settings.llm_timeout,
+            attempts=settings.llm_attempts,
+            max_tokens=settings.llm_max_tokens,
+            price=settings.llm_costs.get(model),
+        )
+    )
+
+
+def build_writer(settings: Settings, offline: Synthesizer) -> Synthesizer:
+    if not settings.writer.startswith("openai:"):
+        return offline
+    model = chat_model(settings, settings.writer.removeprefix("openai:"), base_url=settings.openai_base_url)
+    return FallbackSynthesizer(LLMSynthesizer(model, refusal=settings.refusal), offline)
+
+
+def build_verifier(settings: Settings, offline: Verifier) -> Verifier:
+    if settings.judge.startswith("openai:"):
+        base_url = settings.judge_base_url or settings.openai_base_url
+        judge: Verifier = LLMJudge(chat_model(settings, settings.judge.removeprefix("openai:"), base_url=base_url))
+        if settings.judge_prefilter:
+            judge = PrefilteredVerifier(offline, judge)
+        return FallbackVerifier(judge, offline)
+    return offline
