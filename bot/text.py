@@ -65,6 +65,7 @@ def render_summary(summary: Mapping[str, Any], per_question: Sequence[Mapping[st
     lines.extend(f"{label:<{width}}  {_rate(summary.get(key, {}))}" for label, key in _SUMMARY_ROWS)
     latency = summary["latency_ms"]
     lines.append(f"{'latency p50 / p95':<{width}}  {latency['p50']} / {latency['p95']} ms")
+    lines.extend(_usage_lines(summary.get("usage"), width))
     lines.extend(["", "by tag:"])
     for tag, t in summary["by_tag"].items():
         lines.append(
@@ -76,6 +77,26 @@ def render_summary(summary: Mapping[str, Any], per_question: Sequence[Mapping[st
         lines.extend(["", "to look at:"])
         lines.extend(f"  {q['id']}: {_why(q)}" for q in misses)
     return "\n".join(lines)
+
+
+def _usage_lines(usage: Mapping[str, Any] | None, width: int) -> list[str]:
+    """Tokens and cost per answer, or a plain statement that no model was asked (never zeros as if measured)."""
+    if usage is None:
+        return []
+    if not usage["model_calls"]:
+        return [f"{'model calls':<{width}}  no model calls (offline stages)"]
+    tokens_in, tokens_out, cost = usage["prompt_tokens"], usage["completion_tokens"], usage["cost"]
+    lines = [
+        f"{'model calls':<{width}}  {usage['model_calls']} for {usage['answers']} answers",
+        f"{'tokens in / out per answer':<{width}}  {tokens_in['per_answer']:.1f} / {tokens_out['per_answer']:.1f}"
+        f" (total {tokens_in['total']} / {tokens_out['total']})",
+    ]
+    if cost["total"] is None:
+        unpriced = f"{usage['unpriced_calls']} of {usage['model_calls']} calls"
+        lines.append(f"{'cost per answer':<{width}}  unknown: {unpriced} to models CANDOR_LLM_COSTS does not price")
+    else:
+        lines.append(f"{'cost per answer':<{width}}  {cost['per_answer']:.6f} (total {cost['total']:.6f})")
+    return lines
 
 
 def _missed(q: Mapping[str, Any]) -> bool:

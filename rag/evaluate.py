@@ -3,7 +3,8 @@
 Scoring is pure (`score_question`, `summarise`), so it is tested without a database. Every rate
 comes with its counts, because on forty questions a rate alone misleads. Restricted questions are
 asked twice: once with their access group (scored like any other), once without (it must abstain
-and cite nothing from the restricted document: a leak otherwise).
+and cite nothing from the restricted document: a leak otherwise). What the language models cost
+counts every answer asked for, both of a restricted question's included (`Usage`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,67 @@ from rag.types import AccessScope, Passage
 
 Ask = Callable[[Question], Awaitable[Answer]]
 Search = Callable[[str, AccessScope], Awaitable[list[Passage]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The model calls made for some answers: tokens in and out, and what the priced calls cost."""
+
+    answers: int = 0
+    calls: int = 0
+    unpriced: int = 0
+    """Calls to a model CANDOR_LLM_COSTS does not price: while there are any, the cost is unknown."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    priced_cost: float = 0.0
+
+    @classmethod
+    def of(cls, *answers: Answer) -> Usage:
+        calls = [call for answer in answers for call in answer.model_calls]
+        return cls(
+            answers=len(answers),
+            calls=len(calls),
+            unpriced=sum(call.cost is None for call in calls),
+            prompt_tokens=sum(call.prompt_tokens for call in calls),
+            completion_tokens=sum(call.completion_tokens for call in calls),
+            priced_cost=sum((call.cost or 0.0 for call in calls), 0.0),
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.answers + other.answers,
+            self.calls + other.calls,
+            self.unpriced + other.unpriced,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.priced_cost + other.priced_cost,
+        )
+
+    @property
+    def cost(self) -> float | None:
+        """None when any call was unpriced: a partial sum would understate it."""
+        return None if self.unpriced else round(self.priced_cost, COST_DIGITS)
+
+    def as_json(self) -> dict[str, Any]:
+        per_answer = self.answers or None
+        return {
+            "answers": self.answers,
+            "model_calls": self.calls,
+            "unpriced_calls": self.unpriced,
+            "prompt_tokens": {"total": self.prompt_tokens, "per_answer": _mean(self.prompt_tokens, per_answer, 1)},
+            "completion_tokens": {
+                "total": self.completion_tokens,
+                "per_answer": _mean(self.completion_tokens, per_answer, 1),
+            },
+            "cost": {"total": self.cost, "per_answer": _mean(self.cost, per_answer, COST_DIGITS)},
+        }
+
+
+COST_DIGITS = 8
+
+
+def _mean(total: float | None, count: int | None, digits: int) -> float | None:
+    return None if total is None or count is None else round(total / count, digits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +102,8 @@ class Scored:
     rerank_hit1: bool | None = None
     """hit@1 of the shortlist as the reranker orders it (None: not measured)."""
     rerank_hit5: bool | None = None
+    usage: Usage = Usage()
+    """The model calls of the question's answers (two for a restricted question)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +124,11 @@ class Scored:
             "parts_ok": self.parts_ok,
             "restricted_leak": self.leak,
             "latency_ms": round(self.latency_ms, 1),
+            "answers": self.usage.answers,
+            "model_calls": self.usage.calls,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "cost": self.usage.cost,
         }
 
 
@@ -75,10 +144,13 @@ async def run_eval(
         answer = await ask(Question(item.question, scope=scope, platform="eval"))
         passages = await search(item.question, scope) if item.sources else []
         leak = None
+        asked_again = Usage()
         if item.required_access:
             public = await ask(Question(item.question, scope=AccessScope(frozenset(), bases), platform="eval"))
             leak = leaked(public, item)
+            asked_again = Usage.of(public)
         scored = score_question(item, answer, passages, leak)
+        scored = replace(scored, usage=scored.usage + asked_again)
         if rerank is not None and item.sources:
             hit1, hit5 = hits(await rerank(item.question, scope), item)
             scored = replace(scored, rerank_hit1=hit1, rerank_hit5=hit5)
@@ -124,6 +196,7 @@ def score_question(item: GoldenItem, answer: Answer, passages: Sequence[Passage]
         parts_ok=_parts_ok(item, answer) if item.parts else None,
         leak=leak,
         latency_ms=answer.timings_ms.get("total", 0.0),
+        usage=Usage.of(answer),
     )
 
 
@@ -188,6 +261,7 @@ def summarise(results: Sequence[Scored]) -> dict[str, Any]:
             "p50": round(statistics.median(latencies), 1) if latencies else None,
             "p95": round(_percentile(latencies, 0.95), 1) if latencies else None,
         },
+        "usage": sum((r.usage for r in results), Usage()).as_json(),
     }
     summary["by_tag"] = {tag: _tag_summary([r for r in results if tag in r.item.tags]) for tag in _tags(results)}
     return summary

@@ -1,4 +1,4 @@
-"""The SQL of the tracking store, against the tables of migration 0002.
+"""The SQL of the tracking store, against the tables of migration 0002 (and 0007's model calls).
 
 Parameters are the records of `rag.tracking.records` as they are (JSON data); the casts turn
 strings into uuids, timestamps and dates, and jsonb columns take JSON text.
@@ -10,11 +10,12 @@ from sqlalchemy import text
 
 INSERT_TRACE = text(
     "INSERT INTO traces (id, created_at, platform, asker, conversation, thread, question, rewritten_question, "
-    "parts, scope, route, answer_text, answer, config, models, timings, total_ms, attempts, recorded_late) "
+    "parts, scope, route, answer_text, answer, config, models, timings, total_ms, attempts, recorded_late, "
+    "prompt_tokens, completion_tokens, cost) "
     "VALUES (CAST(:id AS uuid), CAST(:created_at AS timestamptz), :platform, :asker, :conversation, :thread, "
     ":question, :rewritten_question, CAST(:parts AS jsonb), CAST(:scope AS jsonb), :route, :answer_text, "
     "CAST(:answer AS jsonb), CAST(:config AS jsonb), CAST(:models AS jsonb), CAST(:timings AS jsonb), "
-    ":total_ms, :attempts, :recorded_late) "
+    ":total_ms, :attempts, :recorded_late, :prompt_tokens, :completion_tokens, :cost) "
     "ON CONFLICT (id) DO NOTHING RETURNING id"
 )
 
@@ -33,6 +34,12 @@ INSERT_DROPPED = text(
     "INSERT INTO dropped_sentences (trace_id, attempt, text, citations, score, reasons, stage) "
     "VALUES (CAST(:trace_id AS uuid), :attempt, :text, CAST(:citations AS integer[]), :score, "
     "CAST(:reasons AS text[]), :stage)"
+)
+
+INSERT_MODEL_CALL = text(
+    "INSERT INTO model_calls (trace_id, position, purpose, model, prompt_tokens, completion_tokens, ms, outcome, "
+    "mode, error, cost) VALUES (CAST(:trace_id AS uuid), :position, :purpose, :model, :prompt_tokens, "
+    ":completion_tokens, :ms, :outcome, :mode, :error, :cost)"
 )
 
 # A vote replaces the same user's earlier vote on the trace, unless it is older than that vote
@@ -54,8 +61,8 @@ INSERT_EVAL_RUN = text(
 
 SELECT_TRACE = text(
     "SELECT id, created_at, platform, asker, conversation, thread, question, rewritten_question, parts, scope, "
-    "route, answer_text, answer, config, models, timings, total_ms, attempts, recorded_late "
-    "FROM traces WHERE id = CAST(:id AS uuid)"
+    "route, answer_text, answer, config, models, timings, total_ms, attempts, recorded_late, prompt_tokens, "
+    "completion_tokens, cost FROM traces WHERE id = CAST(:id AS uuid)"
 )
 
 SELECT_GATES = text(
@@ -71,6 +78,11 @@ SELECT_SOURCES = text(
 SELECT_DROPPED = text(
     "SELECT attempt, text, citations, score, reasons, stage FROM dropped_sentences "
     "WHERE trace_id = CAST(:id AS uuid) ORDER BY attempt, id"
+)
+
+SELECT_MODEL_CALLS = text(
+    "SELECT position, purpose, model, prompt_tokens, completion_tokens, ms, outcome, mode, error, cost "
+    "FROM model_calls WHERE trace_id = CAST(:id AS uuid) ORDER BY position"
 )
 
 SELECT_FEEDBACK = text(

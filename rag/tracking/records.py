@@ -32,7 +32,7 @@ def trace_record(
     models: Mapping[str, str],
     now: datetime,
 ) -> dict[str, Any]:
-    """The trace row and its child rows for one answer."""
+    """The trace row (with the answer's token and cost totals) and its child rows for one answer."""
     trace_id = parse_trace_id(answer.trace_id)
     if trace_id is None:
         raise TrackingError(f"trace id {answer.trace_id!r} is not a UUID")
@@ -58,6 +58,7 @@ def trace_record(
             "timings": dict(answer.timings_ms),
             "total_ms": answer.timings_ms.get("total"),
             "attempts": _attempts(answer),
+            **_totals(answer),
         },
         "gates": [
             {
@@ -93,6 +94,21 @@ def trace_record(
                 "stage": dropped.stage,
             }
             for dropped in answer.dropped
+        ],
+        "model_calls": [
+            {
+                "position": position,
+                "purpose": call.purpose,
+                "model": call.model,
+                "prompt_tokens": call.prompt_tokens,
+                "completion_tokens": call.completion_tokens,
+                "ms": call.ms,
+                "outcome": call.outcome,
+                "mode": call.mode,
+                "error": call.error,
+                "cost": call.cost,
+            }
+            for position, call in enumerate(answer.model_calls)
         ],
     }
     return plain_dict(record)
@@ -172,6 +188,17 @@ def _scope(scope: AccessScope | None) -> dict[str, Any] | None:
         return None
     kbs = None if scope.knowledge_bases is None else sorted(scope.knowledge_bases)
     return {"groups": sorted(scope.groups), "knowledge_bases": kbs}
+
+
+def _totals(answer: Answer) -> dict[str, Any]:
+    """Tokens in and out over the answer's model calls (0 without any) and their cost (0.0 without
+    any; None when a call is unpriced, since a partial sum would understate it)."""
+    cost = answer.cost
+    return {
+        "prompt_tokens": sum(call.prompt_tokens for call in answer.model_calls),
+        "completion_tokens": sum(call.completion_tokens for call in answer.model_calls),
+        "cost": None if cost is None else float(cost),
+    }
 
 
 def _attempts(answer: Answer) -> int | None:

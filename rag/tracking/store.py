@@ -1,4 +1,5 @@
-"""`TraceStore`: every answer's trace, gate outcomes, cited sources and dropped sentences; feedback; eval runs.
+"""`TraceStore`: every answer's trace, gate outcomes, cited sources, dropped sentences and model calls
+(with the answer's token and cost totals); feedback; eval runs.
 
 Recording never costs the user an answer: when the database cannot take a trace or a vote, the
 record goes to the spool directory (one JSON file each) with an ERROR log line, and
@@ -30,6 +31,7 @@ log = logging.getLogger("candor.tracking")
 
 DATABASE_ERRORS = (SQLAlchemyError, OSError, StoreError)
 TRACE_JSONB = ("parts", "scope", "answer", "config", "models", "timings")
+NOT_RECORDED = {"prompt_tokens": None, "completion_tokens": None, "cost": None}
 FOREIGN_KEY_VIOLATION = "23503"
 DATATYPE_MISMATCH = "42804"
 
@@ -191,7 +193,9 @@ class TraceStore:
     # --- reading -------------------------------------------------------------------------
 
     async def trace(self, trace_id: str) -> dict[str, Any] | None:
-        """One trace with its gates (by attempt, position), sources, dropped sentences and feedback, as JSON data."""
+        """One trace with its gates (by attempt, position), sources, dropped sentences, model calls (by
+        position) and feedback, as JSON data; the answer's totals are the trace's `prompt_tokens`,
+        `completion_tokens` and `cost`."""
         canonical = parse_trace_id(trace_id)
         if canonical is None:
             return None
@@ -200,6 +204,7 @@ class TraceStore:
             "gates": queries.SELECT_GATES,
             "sources": queries.SELECT_SOURCES,
             "dropped": queries.SELECT_DROPPED,
+            "model_calls": queries.SELECT_MODEL_CALLS,
             "feedback": queries.SELECT_FEEDBACK,
         }
         try:
@@ -230,7 +235,8 @@ class TraceStore:
 async def _write_trace(conn: AsyncConnection, record: dict[str, Any], *, recorded_late: bool) -> bool:
     """Insert one trace record; False when that trace id is already stored (nothing else is written)."""
     trace = record["trace"]
-    params = {**trace, "recorded_late": recorded_late}
+    # Spooled before model calls were traced: their totals stay unknown (NULL), not zero.
+    params = {**NOT_RECORDED, **trace, "recorded_late": recorded_late}
     params.update({key: None if trace[key] is None else dumps(trace[key]) for key in TRACE_JSONB})
     if (await conn.execute(queries.INSERT_TRACE, params)).first() is None:
         return False
@@ -239,10 +245,12 @@ async def _write_trace(conn: AsyncConnection, record: dict[str, Any], *, recorde
     sources = [{**source, **trace_id} for source in record["sources"]]
     # Spooled before the stage was recorded: only the critic dropped sentences then.
     dropped = [{"stage": "critic", **sentence, **trace_id} for sentence in record["dropped"]]
+    calls = [{**call, **trace_id} for call in record.get("model_calls", [])]
     for statement, rows in (
         (queries.INSERT_GATE, gates),
         (queries.INSERT_SOURCE, sources),
         (queries.INSERT_DROPPED, dropped),
+        (queries.INSERT_MODEL_CALL, calls),
     ):
         if rows:
             await conn.execute(statement, rows)
