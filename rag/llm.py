@@ -197,9 +197,11 @@ class ChatModel:
         deadline: float | None = None,
         n: int = 1,
         temperature: float | None = None,
+        check: Callable[[Output], object] | None = None,
     ) -> list[Output]:
-        """`n` replies, each validated as `output`; `deadline` is a `time.monotonic()` instant
-        (default: the current answer's, see `metering`)."""
+        """`n` replies, each validated as `output` and by `check` (which raises `LLMOutputError` for a
+        reply that parses but contradicts itself: retried like malformed output); `deadline` is a
+        `time.monotonic()` instant (default: the current answer's, see `metering`)."""
         deadline = deadline if deadline is not None else _deadline()
         if not self.breaker.allow():
             self._log(ModelCall(purpose, self.name, 0, 0, 0.0, "skipped", self.mode, "circuit open"))
@@ -213,7 +215,7 @@ class ChatModel:
         try:
             async for attempt in retrying:
                 with attempt:
-                    replies = await self._attempt(messages, output, purpose, deadline, n, temperature)
+                    replies = await self._attempt(messages, output, purpose, deadline, n, temperature, check)
         except LLMUnavailable:  # refused for good (401, 404, a bad request): the endpoint is unusable
             self.breaker.failed()
             raise
@@ -235,6 +237,7 @@ class ChatModel:
         deadline: float | None,
         n: int,
         temperature: float | None,
+        check: Callable[[Output], object] | None,
     ) -> list[Output]:
         import openai
 
@@ -280,6 +283,9 @@ class ChatModel:
                 replies = [_parse(choice, output) for choice in response.choices]
                 if len(replies) != n:
                     raise LLMOutputError(f"asked for {n} replies, got {len(replies)}")
+                if check is not None:
+                    for reply in replies:
+                        check(reply)
             except LLMOutputError as exc:
                 self._log(ModelCall(purpose, self.name, *tokens, ms, "malformed", mode, str(exc)))
                 raise _Retryable(LLMOutputError(f"{self.name}: {exc}")) from exc

@@ -129,8 +129,13 @@ class LLMSynthesizer:
 
     async def synthesise(self, request: SynthesisRequest) -> Draft:
         messages = self.messages(request)
-        (written,) = await self.model.structured(messages, WrittenAnswer, purpose="writer")
-        return to_draft(written, request, prompt=messages[0]["content"], refusal=self.rules.refusal)
+        prompt, refusal = messages[0]["content"], self.rules.refusal
+
+        def check(written: WrittenAnswer) -> Draft:
+            return to_draft(written, request, prompt=prompt, refusal=refusal)
+
+        (written,) = await self.model.structured(messages, WrittenAnswer, purpose="writer", check=check)
+        return check(written)
 
 
 def to_draft(written: WrittenAnswer, request: SynthesisRequest, *, prompt: str, refusal: str) -> Draft:
