@@ -15,6 +15,10 @@ offline default) checks, in order:
 A sentence passes when nothing exact is missing and the mean of (2) and (3) reaches
 `min_support`. The score is that mean, so a dropped sentence's row in the gate log says how far off
 it was.
+
+`settled_verdict` (empty sentence, no evidence, an instruction, a verbatim quote) and
+`exact_mismatches` (the value, code, name and subject checks of step 1) are shared with the other
+verifiers (`rag/cross_encoders.py`), so no model can overrule an exact fact.
 """
 
 from __future__ import annotations
@@ -51,25 +55,16 @@ class EvidenceVerifier:
         self.min_support = min_support
 
     async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict:
+        settled = settled_verdict(sentence, evidence)
+        if settled is not None:
+            return settled
         text = " ".join(evidence)
-        if not sentence.strip():
-            return Verdict(False, 0.0, ("empty sentence",))
-        if not text.strip():
-            return Verdict(False, 0.0, ("no evidence cited",))
-        if looks_like_instruction(sentence):
-            return Verdict(False, 0.0, ("reads as an instruction to the bot, not a statement of fact",))
-        if quoted(sentence, evidence):
-            return Verdict(True, 1.0, ("quoted verbatim from the cited evidence",))
-        missing = missing_facts(sentence, text)
         words = content_words(sentence)
         covered = len(words & content_words(text)) / len(words) if words else 0.0
-        pieces = [piece for passage in evidence for piece in (split_sentences(passage) or [passage])]
+        pieces = evidence_sentences(evidence)
         similarity, closest = await self._closest(sentence, pieces)
         score = 0.5 * covered + 0.5 * min(1.0, max(0.0, similarity))
-        reasons = [f"{kind} {token!r} is not in the cited evidence" for kind, token in missing]
-        reasons.extend(
-            f"{surface!r} is stated for another subject in the evidence" for surface in misattributed(sentence, pieces)
-        )
+        reasons = exact_mismatches(sentence, evidence, pieces)
         if negated(sentence) != negated(closest):
             reasons.append("negation differs from the closest evidence sentence")
         if wider_scope(sentence, closest):
@@ -89,6 +84,37 @@ class EvidenceVerifier:
         cosines = vectors[1:] @ vectors[0]
         best = int(cosines.argmax())
         return float(cosines[best]), pieces[best]
+
+
+def settled_verdict(sentence: str, evidence: Sequence[str]) -> Verdict | None:
+    """The verdict any verifier gives before weighing support, or None when support must be weighed:
+    an empty sentence, no evidence and an instruction to the bot fail; a verbatim quote passes."""
+    if not sentence.strip():
+        return Verdict(False, 0.0, ("empty sentence",))
+    if not " ".join(evidence).strip():
+        return Verdict(False, 0.0, ("no evidence cited",))
+    if looks_like_instruction(sentence):
+        return Verdict(False, 0.0, ("reads as an instruction to the bot, not a statement of fact",))
+    if quoted(sentence, evidence):
+        return Verdict(True, 1.0, ("quoted verbatim from the cited evidence",))
+    return None
+
+
+def evidence_sentences(evidence: Sequence[str]) -> list[str]:
+    """The cited passages split into sentences as at ingest (a passage with none stays whole)."""
+    return [piece for passage in evidence for piece in (split_sentences(passage) or [passage])]
+
+
+def exact_mismatches(sentence: str, evidence: Sequence[str], pieces: Sequence[str]) -> list[str]:
+    """Reasons no score may overrule: each value, product code and name of `sentence` the evidence
+    does not state, and each value it states only for another subject or variant (`pieces`: the
+    evidence's sentences, from `evidence_sentences`)."""
+    missing = missing_facts(sentence, " ".join(evidence))
+    reasons = [f"{kind} {token!r} is not in the cited evidence" for kind, token in missing]
+    reasons.extend(
+        f"{surface!r} is stated for another subject in the evidence" for surface in misattributed(sentence, pieces)
+    )
+    return reasons
 
 
 def _plain(text: str) -> str:

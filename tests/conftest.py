@@ -17,6 +17,7 @@ import pytest
 from rag.config import Settings, load_settings
 from rag.runtime import Candor, open_candor
 from rag.store.postgres import KnowledgeBase
+from tests.tiny_cross_encoders import TinyCrossEncoders, build_all
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample" / "handbook"
@@ -38,6 +39,12 @@ def settings(home: Path) -> Settings:
 async def candor(settings: Settings) -> AsyncIterator[Candor]:
     async with open_candor(settings) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoders(tmp_path_factory: pytest.TempPathFactory) -> TinyCrossEncoders:
+    """Tiny random cross-encoders saved on disk, built once: they prove plumbing, never quality."""
+    return build_all(tmp_path_factory.mktemp("tiny-cross-encoders"))
 
 
 @pytest.fixture

@@ -17,8 +17,10 @@ import pytest
 
 from rag.config import PACKAGED_MINILM
 from rag.critic import EvidenceVerifier, Verifier
+from rag.cross_encoders import CrossEncoderVerifier, load_cross_encoder
 from rag.embeddings import SentenceTransformerEmbedder
 from tests.contract.known_failures import KnownFailures
+from tests.tiny_cross_encoders import TinyCrossEncoders
 
 LEAVE = (
     "Parental leave is paid at the full salary:\n"
@@ -179,3 +181,17 @@ class TestEvidenceVerifier(VerifierContract):
     @pytest.fixture
     def verifier(self, minilm: SentenceTransformerEmbedder) -> Verifier:
         return EvidenceVerifier(minilm, min_support=0.6)
+
+
+class TestCrossEncoderVerifier(VerifierContract):
+    """Over a tiny random NLI model (tests/tiny_cross_encoders.py): what this proves is the shape of
+    the verdict and the exact checks, which overrule the model where it reads entailment into a
+    changed product code or plan name. The copied sentences pass as verbatim quotes, and the
+    unrelated ones fail on an exact check or because this random model happens to read
+    contradiction: how well a real NLI model judges support is measured on the golden questions."""
+
+    known_failures: ClassVar[Mapping[str, pytest.MarkDecorator]] = {}
+
+    @pytest.fixture
+    def verifier(self, tiny_cross_encoders: TinyCrossEncoders) -> Verifier:
+        return CrossEncoderVerifier(load_cross_encoder(str(tiny_cross_encoders.nli)))
