@@ -18,11 +18,12 @@ from typing import Any, Protocol
 
 from rag.access import AccessPolicy
 from rag.answers import Answer, Question
+from rag.attempt import Attempt, dropped
 from rag.compose import compose
 from rag.conflicts import ContradictionDetector, ValueConflicts
 from rag.errors import CandorError
 from rag.llm import metering
-from rag.pipeline import Attempt, AttemptRunner, PipelineConfig, dropped
+from rag.pipeline import AttemptRunner, PipelineConfig
 from rag.understand import understand
 
 log = logging.getLogger("candor.answer")

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.answers import AnswerSentence, Conflict, GateOutcome, Route, Source
+from rag.attempt import Attempt, Checked
 from rag.conflicts import ContradictionDetector, FoundConflict, ValueConflicts
 from rag.facts import clean_sentence
-from rag.pipeline import Attempt, Checked
 from rag.rerank import ScoredSentence
 from rag.types import Passage
 

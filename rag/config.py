@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     shortlist: int = Field(20, ge=1, le=200, validation_alias=_env("CANDOR_SHORTLIST"))
     """CANDOR_SHORTLIST: passages retrieved and reranked per question part (doubled on retry)."""
     retry: bool = Field(True, validation_alias=_env("CANDOR_RETRY"))
+    rescue: bool = Field(True, validation_alias=_env("CANDOR_RESCUE"))
+    """CANDOR_RESCUE: a sentence the critic rejects gets one re-retrieval of its own before it is
+    dropped (rag/rescue.py); logged in the `rescue` gate."""
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
     """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
     access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))

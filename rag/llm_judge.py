@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.answers import Verdict
 from rag.critic import Verifier
-from rag.errors import LLMError
+from rag.errors import CrossEncoderError, LLMError
 from rag.llm import ChatModel
 
 log = logging.getLogger("candor.judge")
@@ -85,7 +85,7 @@ class PrefilteredVerifier:
 
 
 class FallbackVerifier:
-    """The judge's verdict, or the offline verifier's when the judge fails after its retries."""
+    """The judge's (or a cross-encoder's) verdict, or the offline verifier's when it fails."""
 
     def __init__(self, primary: Verifier, fallback: Verifier) -> None:
         self.primary = primary
@@ -95,7 +95,7 @@ class FallbackVerifier:
     async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict:
         try:
             return await self.primary.verify(sentence, evidence)
-        except LLMError as exc:
+        except (LLMError, CrossEncoderError) as exc:
             log.warning(
                 "the judge failed; the offline verifier decides",
                 extra={"verifier": self.primary.name, "fallback": self.fallback.name, "error": str(exc)},

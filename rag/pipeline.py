@@ -10,12 +10,12 @@ Every gate's outcome goes into the `Answer`, and from there into the gate log.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-from rag.answers import DroppedSentence, GateOutcome
+from rag.answers import GateOutcome
+from rag.attempt import Attempt, Checked, Clock, context_of
 from rag.bridge import Bridge, describes, find_bridge
 from rag.critic import Verifier
 from rag.embeddings import Embedder
@@ -23,6 +23,7 @@ from rag.facts import STOP_WORDS, clean_sentence, readable
 from rag.focus import Focus, FocusCheck
 from rag.premise import alternatives, premise_gate, unknown_names
 from rag.rerank import Query, Ranked, Reranker
+from rag.rescue import ClaimRescuer, rescue_gate
 from rag.retrieve import HybridRetriever
 from rag.synthesis import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, SynthesisRequest, Synthesizer
 from rag.types import AccessScope, Passage
@@ -43,84 +44,8 @@ class PipelineConfig:
     """A part is unanswered when its answer ignores a question word (rag/focus.py) by more than this."""
     answer_budget: float | None = None
     """Seconds all language-model calls of one answer share (None: no limit)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """A draft sentence after the critic."""
-
-    text: str
-    passages: tuple[Passage, ...]
-    part: int
-    supported: bool
-    score: float
-    reasons: tuple[str, ...]
-    origin_index: int
-
-
-@dataclass(slots=True)
-class Attempt:
-    number: int
-    parts: tuple[str, ...]
-    evidence: tuple[PartEvidence, ...] = ()
-    draft: Draft | None = None
-    checked: tuple[Checked, ...] = ()
-    gates: list[GateOutcome] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    unknown_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    """Per part: names and codes of the question that no retrieved passage mentions."""
-    known_instead: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    """Per such part: what the passages name of the same kind ("Starter plan", "NW-200X")."""
-    focus: dict[int, Focus] = field(default_factory=dict)
-    """Per part with supported sentences: does that answer address every word of the part?"""
-
-    @property
-    def supported(self) -> tuple[Checked, ...]:
-        """Sentences the critic passed, of parts whose answer addresses what the part asks."""
-        return tuple(c for c in self.checked if c.supported and c.part not in self.off_topic_parts)
-
-    @property
-    def off_topic_parts(self) -> frozenset[int]:
-        return frozenset(i for i, f in self.focus.items() if not f.addressed)
-
-    @property
-    def off_topic(self) -> tuple[Checked, ...]:
-        """Faithful sentences withheld because their part's answer ignores what it asks."""
-        return tuple(c for c in self.checked if c.supported and c.part in self.off_topic_parts)
-
-    @property
-    def unsupported(self) -> tuple[Checked, ...]:
-        return tuple(c for c in self.checked if not c.supported)
-
-    def gate(self, name: str) -> GateOutcome | None:
-        return next((g for g in self.gates if g.gate == name), None)
-
-    @property
-    def support_score(self) -> float:
-        return sum(c.score for c in self.checked) / len(self.checked) if self.checked else 0.0
-
-    def rank(self) -> tuple[int, float]:
-        return (len(self.supported) - len(self.unsupported), self.support_score)
-
-
-class Clock:
-    def __init__(self, timings: dict[str, float]) -> None:
-        self.timings = timings
-
-    def stage(self, name: str) -> _Timer:
-        return _Timer(self.timings, name)
-
-
-class _Timer:
-    def __init__(self, timings: dict[str, float], name: str) -> None:
-        self.timings, self.name, self.start = timings, name, 0.0
-
-    def __enter__(self) -> None:
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        elapsed = (time.perf_counter() - self.start) * 1000
-        self.timings[self.name] = self.timings.get(self.name, 0.0) + elapsed
+    rescue: bool = True
+    """One targeted re-retrieval for each sentence the critic rejects, before it is dropped."""
 
 
 class AttemptRunner(Protocol):
@@ -148,6 +73,7 @@ class GatedAttempt:
         self.synthesizer = synthesizer
         self.verifier = verifier
         self.focus = FocusCheck(embedder, threshold=config.focus_threshold)
+        self.rescuer = ClaimRescuer(retriever, verifier)
 
     async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt:
         queries = understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts)
@@ -199,7 +125,10 @@ class GatedAttempt:
             attempt.draft = with_bridges(draft, bridges, context)
             attempt.gates.append(_bridge_gate(understood.parts, bridges, attempt.draft, number))
         with clock.stage("critic"):
-            attempt.checked = without_lone_bridges(await self._check(attempt.draft, context), attempt.draft, bridges)
+            checked = await self._check(attempt.draft, context)
+            if self.config.rescue and any(not c.supported for c in checked):
+                checked = await self._rescue(checked, scope, attempt)
+            attempt.checked = without_lone_bridges(checked, attempt.draft, bridges)
         with clock.stage("focus"):
             attempt.focus = await self._focus(attempt)
         attempt.gates.append(self._faithfulness_gate(attempt, number))
@@ -231,6 +160,24 @@ class GatedAttempt:
             hop = (*ranked, Ranked(bridge.sentence.passage, bridge.sentence.score, (bridge.sentence,)))
             out[index] = Bridged(bridge, PartEvidence(bridge.question, hop, usable))
         return out
+
+    async def _rescue(self, checked: Sequence[Checked], scope: AccessScope, attempt: Attempt) -> tuple[Checked, ...]:
+        """Each rejected sentence gets one re-retrieval of its own; a supported one is kept with the
+        passage that supports it."""
+        failed = [c for c in checked if not c.supported and c.text.strip()]
+        rescues = await asyncio.gather(*(self.rescuer.rescue(c.text, scope, tried=c.passages) for c in failed))
+        attempt.gates.append(rescue_gate(rescues, attempt.number))
+        tried = {c.origin_index: r for c, r in zip(failed, rescues, strict=True)}
+
+        def after(c: Checked) -> Checked:
+            r = tried.get(c.origin_index)
+            if r is None:
+                return c
+            if r.passage is None:
+                return replace(c, reasons=(*c.reasons, *r.reasons))
+            return replace(c, passages=(r.passage,), supported=True, score=r.score, reasons=("rescued", *r.reasons))
+
+        return tuple(after(c) for c in checked)
 
     async def _focus(self, attempt: Attempt) -> dict[int, Focus]:
         by_part: dict[int, list[Checked]] = {}
@@ -376,31 +323,7 @@ def _best_cosine(passages: Sequence[Passage]) -> float:
     return max((p.dense_score for p in passages if p.dense_score is not None), default=-1.0)
 
 
-def context_of(evidence: Sequence[PartEvidence]) -> tuple[Passage, ...]:
-    seen: dict[int, Passage] = {}
-    for part in evidence:
-        for r in part.ranked:
-            seen.setdefault(r.passage.chunk_id, r.passage)
-    return tuple(seen.values())
-
-
 def retry_query(part: str) -> str:
     """The retry's query: the part's content words only, so full-text search weighs them alone."""
     words = [w for w in part.replace("?", " ").split() if w.lower().strip(",.") not in STOP_WORDS]
     return " ".join(words) or part
-
-
-def dropped(attempts: Sequence[Attempt]) -> tuple[DroppedSentence, ...]:
-    out = []
-    for attempt in attempts:
-        context = context_of(attempt.evidence)
-        numbers = {p.chunk_id: n for n, p in enumerate(context, 1)}
-        for c in attempt.unsupported:
-            cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
-            out.append(DroppedSentence(c.text, cites, attempt.number, c.score, c.reasons))
-        for c in attempt.off_topic:
-            cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
-            missed = ", ".join(f'"{w.word}"' for w in attempt.focus[c.part].unaddressed)
-            reason = f"supported, but does not address {missed} of: {attempt.parts[c.part]}"
-            out.append(DroppedSentence(c.text, cites, attempt.number, c.score, (reason,), stage="focus"))
-    return tuple(out)

@@ -21,7 +21,7 @@ from rag.ingest.pipeline import Ingestor
 from rag.pipeline import GatedAttempt, PipelineConfig
 from rag.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
 from rag.retrieve import HybridRetriever
-from rag.stages import build_verifier, build_writer
+from rag.stages import build_reranker, build_verifier, build_writer
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
@@ -162,8 +162,9 @@ def build_answerer(
         refusal=settings.refusal,
         focus_threshold=settings.focus_threshold,
         answer_budget=settings.answer_budget,
+        rescue=settings.rescue,
     )
-    reranker = reranker or EvidenceReranker(sentence_source(store, vectors), vectors)
+    reranker = reranker or build_reranker(settings, EvidenceReranker(sentence_source(store, vectors), vectors))
     synthesizer = synthesizer or build_writer(
         settings, ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
     )
@@ -203,6 +204,7 @@ def answer_settings(settings: Settings) -> dict[str, Any]:
         "min_support": settings.min_support,
         "shortlist": settings.shortlist,
         "retry": settings.retry,
+        "rescue": settings.rescue,
         "fusion": settings.fusion,
         "dense_weight": settings.dense_weight,
         "candidates": settings.candidates,

@@ -2,7 +2,7 @@
 
     CANDOR_WRITER=openai:<model>      → FallbackSynthesizer(LLMSynthesizer, the extractive writer)
     CANDOR_JUDGE=openai:<model>       → FallbackVerifier(PrefilteredVerifier(offline, LLMJudge), offline)
-    CANDOR_JUDGE=cross-encoder:<m>    → CrossEncoderVerifier (numbers still checked exactly)
+    CANDOR_JUDGE=cross-encoder:<m>    → FallbackVerifier(CrossEncoderVerifier, offline) (numbers still exact)
     CANDOR_RERANKER=cross-encoder:<m> → CrossEncoderReranker over the offline reranker's sentences
 
 Every chat model gets its own circuit breaker, its price from CANDOR_LLM_COSTS, and the timeouts
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from rag.config import Settings
 from rag.critic import Verifier
+from rag.cross_encoders import CrossEncoderReranker, CrossEncoderVerifier, load_cross_encoder
 from rag.llm import ChatModel, ChatSettings
 from rag.llm_judge import FallbackVerifier, LLMJudge, PrefilteredVerifier
 from rag.llm_writer import FallbackSynthesizer, LLMSynthesizer
+from rag.rerank import Reranker
 from rag.synthesis import Synthesizer
 
 
@@ -48,4 +50,16 @@ def build_verifier(settings: Settings, offline: Verifier) -> Verifier:
         if settings.judge_prefilter:
             judge = PrefilteredVerifier(offline, judge)
         return FallbackVerifier(judge, offline)
+    if settings.judge.startswith("cross-encoder:"):
+        model = load_cross_encoder(settings.judge, allow_hub=settings.allow_model_download)
+        return FallbackVerifier(CrossEncoderVerifier(model), offline)
+    return offline
+
+
+def build_reranker(settings: Settings, offline: Reranker) -> Reranker:
+    """A cross-encoder orders the passages; the offline reranker still scores their sentences."""
+    if settings.reranker.startswith("cross-encoder:"):
+        return CrossEncoderReranker(
+            load_cross_encoder(settings.reranker, allow_hub=settings.allow_model_download), offline
+        )
     return offline
