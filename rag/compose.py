@@ -18,6 +18,7 @@ from rag.types import Passage
 SHORTLIST_FOR_CONFLICTS = 10
 NOT_FOUND = "No relevant information found in your knowledge base for: {part}"
 LOW_CONFIDENCE = "Some of this could not be fully verified against the sources; check the cited passages."
+INCONSISTENT = "Asked again, the model did not state the same facts every time: treat the figures with care."
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +55,12 @@ def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector |
     answered = {c.part for c in attempt.supported}
     unanswered = tuple(p for i, p in enumerate(attempt.parts) if i not in answered)
     faithful = attempt.gate("faithfulness")
-    route: Route = "answered" if faithful is not None and faithful.passed else "low_confidence"
+    consistent = attempt.gate("self_consistency")
+    confident = faithful is not None and faithful.passed and (consistent is None or consistent.passed)
+    route: Route = "answered" if confident else "low_confidence"
     caveats = (LOW_CONFIDENCE,) if route == "low_confidence" else ()
+    if consistent is not None and not consistent.passed:
+        caveats = (*caveats, INCONSISTENT)
     notes = [
         f"{NOT_FOUND.format(part=p)}"
         + (

@@ -196,6 +196,10 @@ class Settings(BaseSettings):
     """CANDOR_RERANKER: `evidence` (offline) or `cross-encoder:<model path or name>`."""
     allow_model_download: bool = Field(False, validation_alias=_env("CANDOR_ALLOW_MODEL_DOWNLOAD"))
     """CANDOR_ALLOW_MODEL_DOWNLOAD: cross-encoders named by hub id may be fetched (default: disk only)."""
+    self_consistency_kbs: list[str] = Field(default_factory=list, validation_alias=_env("CANDOR_SELF_CONSISTENCY_KBS"))
+    """CANDOR_SELF_CONSISTENCY_KBS: JSON list of high-stakes knowledge bases (`["*"]`: all) whose
+    answers a model writer must give again, consistently, to be delivered as confident."""
+    self_consistency_samples: int = Field(3, ge=2, le=10, validation_alias=_env("CANDOR_SELF_CONSISTENCY_SAMPLES"))
     llm_timeout: float = Field(30.0, gt=0, le=600, validation_alias=_env("CANDOR_LLM_TIMEOUT"))
     """CANDOR_LLM_TIMEOUT: seconds per model request."""
     llm_attempts: int = Field(3, ge=1, le=10, validation_alias=_env("CANDOR_LLM_ATTEMPTS"))

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rag.consistency import SamplingSynthesizer
 from rag.errors import LLMError, LLMOutputError
 from rag.facts import clean_sentence
 from rag.llm import ChatModel
@@ -137,6 +138,19 @@ class LLMSynthesizer:
         (written,) = await self.model.structured(messages, WrittenAnswer, purpose="writer", check=check)
         return check(written)
 
+    async def sample(self, request: SynthesisRequest, n: int, *, temperature: float) -> list[Draft]:
+        """`n` more drafts at `temperature`, in one request (self-consistency)."""
+        messages = self.messages(request)
+        prompt, refusal = messages[0]["content"], self.rules.refusal
+
+        def check(written: WrittenAnswer) -> Draft:
+            return to_draft(written, request, prompt=prompt, refusal=refusal)
+
+        written = await self.model.structured(
+            messages, WrittenAnswer, purpose="consistency", n=n, temperature=temperature, check=check
+        )
+        return [check(w) for w in written]
+
 
 def to_draft(written: WrittenAnswer, request: SynthesisRequest, *, prompt: str, refusal: str) -> Draft:
     """The model's reply as a `Draft`, or `LLMOutputError` when it contradicts itself."""
@@ -198,3 +212,8 @@ class FallbackSynthesizer:
             draft = await self.fallback.synthesise(request)
             return replace(draft, writer=self.fallback.name, fallback=f"{self.primary.name}: {exc}")
         return replace(draft, writer=self.primary.name)
+
+    async def sample(self, request: SynthesisRequest, n: int, *, temperature: float) -> list[Draft]:
+        if not isinstance(self.primary, SamplingSynthesizer):
+            return []
+        return await self.primary.sample(request, n, temperature=temperature)

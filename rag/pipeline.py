@@ -17,8 +17,10 @@ from typing import Protocol
 from rag.answers import GateOutcome
 from rag.attempt import Attempt, Checked, Clock, context_of
 from rag.bridge import Bridge, describes, find_bridge
+from rag.consistency import SAMPLE_TEMPERATURE, SamplingSynthesizer, consistency_gate
 from rag.critic import Verifier
 from rag.embeddings import Embedder
+from rag.errors import LLMError
 from rag.facts import STOP_WORDS, clean_sentence, readable
 from rag.focus import Focus, FocusCheck
 from rag.premise import alternatives, premise_gate, unknown_names
@@ -46,6 +48,9 @@ class PipelineConfig:
     """Seconds all language-model calls of one answer share (None: no limit)."""
     rescue: bool = True
     """One targeted re-retrieval for each sentence the critic rejects, before it is dropped."""
+    self_consistency_kbs: frozenset[str] = frozenset()
+    """Knowledge bases whose answers the writer must give again, consistently ("*": all)."""
+    self_consistency_samples: int = 3
 
 
 class AttemptRunner(Protocol):
@@ -131,6 +136,9 @@ class GatedAttempt:
             attempt.checked = without_lone_bridges(checked, attempt.draft, bridges)
         with clock.stage("focus"):
             attempt.focus = await self._focus(attempt)
+        if self._high_stakes(attempt) and isinstance(self.synthesizer, SamplingSynthesizer):
+            with clock.stage("consistency"):
+                attempt.gates.append(await self._consistency(understood.text, attempt, context, number))
         attempt.gates.append(self._faithfulness_gate(attempt, number))
         attempt.gates.append(_completeness_gate(attempt, number))
         return attempt
@@ -178,6 +186,25 @@ class GatedAttempt:
             return replace(c, passages=(r.passage,), supported=True, score=r.score, reasons=("rescued", *r.reasons))
 
         return tuple(after(c) for c in checked)
+
+    def _high_stakes(self, attempt: Attempt) -> bool:
+        marked = self.config.self_consistency_kbs
+        if not marked or not attempt.supported or (attempt.draft is not None and attempt.draft.fallback):
+            return False
+        return "*" in marked or any(p.knowledge_base in marked for c in attempt.supported for p in c.passages)
+
+    async def _consistency(
+        self, question: str, attempt: Attempt, context: Sequence[Passage], number: int
+    ) -> GateOutcome:
+        assert isinstance(self.synthesizer, SamplingSynthesizer)
+        request = SynthesisRequest(question, attempt.evidence, tuple(context), number)
+        try:
+            samples = await self.synthesizer.sample(
+                request, self.config.self_consistency_samples, temperature=SAMPLE_TEMPERATURE
+            )
+        except LLMError as exc:
+            return GateOutcome("self_consistency", False, 0.0, number, {"error": str(exc), "samples": 0})
+        return consistency_gate([c.text for c in attempt.supported], samples, number)
 
     async def _focus(self, attempt: Attempt) -> dict[int, Focus]:
         by_part: dict[int, list[Checked]] = {}

@@ -163,6 +163,8 @@ def build_answerer(
         focus_threshold=settings.focus_threshold,
         answer_budget=settings.answer_budget,
         rescue=settings.rescue,
+        self_consistency_kbs=frozenset(settings.self_consistency_kbs),
+        self_consistency_samples=settings.self_consistency_samples,
     )
     reranker = reranker or build_reranker(settings, EvidenceReranker(sentence_source(store, vectors), vectors))
     synthesizer = synthesizer or build_writer(
@@ -205,6 +207,7 @@ def answer_settings(settings: Settings) -> dict[str, Any]:
         "shortlist": settings.shortlist,
         "retry": settings.retry,
         "rescue": settings.rescue,
+        "self_consistency_kbs": settings.self_consistency_kbs,
         "fusion": settings.fusion,
         "dense_weight": settings.dense_weight,
         "candidates": settings.candidates,

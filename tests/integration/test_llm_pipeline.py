@@ -289,3 +289,55 @@ async def test_cross_encoders_are_wired_from_the_settings(
     assert gate(answer, "faithfulness").details["verifier"].startswith("cross-encoder:")
     assert answer.route == "answered" and "10 days" in answer.text  # the sure NLI model entails; numbers match
     assert fake.chat_requests == []
+
+
+# --- self-consistency (high-stakes knowledge bases) -----------------------------------------------
+
+
+async def test_self_consistency_is_off_by_default(candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI) -> None:
+    fake.responder = Models(writes(copy("16 weeks")))
+    answer = await ask(core(candor, fake), handbook, PARENTAL)
+    assert not any(g.gate == "self_consistency" for g in answer.gates)
+    assert [c.purpose for c in answer.model_calls] == ["writer"]
+
+
+async def test_consistent_samples_keep_a_high_stakes_answer_confident_and_their_cost_is_logged(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    fake.responder = Models(writes(copy("16 weeks")))
+    configured = core(candor, fake, self_consistency_kbs=[handbook.name], llm_costs={"writer-model": (1.0, 1.0)})
+    answer = await ask(configured, handbook, PARENTAL)
+    consistency = gate(answer, "self_consistency")
+    assert consistency.passed and consistency.details["samples"] == 3 and consistency.details["samples_agreeing"] == 3
+    assert answer.route == "answered"
+    (sampled,) = [r for r in fake.chat_requests if r.n == 3]
+    assert sampled.temperature == 0.7
+    costs = {c.purpose: c.cost for c in answer.model_calls}
+    assert set(costs) == {"writer", "consistency"} and all(cost and cost > 0 for cost in costs.values())
+
+
+async def test_samples_that_disagree_on_a_fact_make_the_answer_low_confidence(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    drafts = iter(
+        [
+            writes(copy("16 weeks")),  # the answer
+            writes(altered("16 weeks", "16 weeks", "12 weeks")),  # the samples: two say otherwise
+            writes(altered("16 weeks", "16 weeks", "14 weeks")),
+            writes(copy("16 weeks")),
+        ]
+    )
+    fake.responder = Models(lambda request: next(drafts)(request))
+    answer = await ask(core(candor, fake, self_consistency_kbs=["*"], retry=False), handbook, PARENTAL)
+    consistency = gate(answer, "self_consistency")
+    assert not consistency.passed and consistency.details["not_in_most_samples"] == ["week 16"]
+    assert answer.route == "low_confidence" and "16 weeks" in answer.text
+    assert any("did not state the same facts" in c for c in answer.caveats)
+
+
+async def test_self_consistency_skips_knowledge_bases_not_marked(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    fake.responder = Models(writes(copy("16 weeks")))
+    answer = await ask(core(candor, fake, self_consistency_kbs=["another-kb"]), handbook, PARENTAL)
+    assert not any(g.gate == "self_consistency" for g in answer.gates)
