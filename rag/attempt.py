@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rag.answers import DroppedSentence, GateOutcome
+from rag.conflicts import FoundConflict
 from rag.focus import Focus
 from rag.synthesis import Draft, PartEvidence
 from rag.types import Passage
@@ -41,6 +42,8 @@ class Attempt:
     """Per part: names and codes of the question that no retrieved passage mentions."""
     known_instead: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """Per such part: what the passages name of the same kind ("Starter plan", "NW-200X")."""
+    writer_conflicts: tuple[FoundConflict, ...] = ()
+    """The writer's conflict notes the cited passages confirmed."""
     focus: dict[int, Focus] = field(default_factory=dict)
     """Per part with supported sentences: does that answer address every word of the part?"""
 

@@ -49,9 +49,11 @@ def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector |
         text = "\n".join((refusal, *dict.fromkeys(challenges)))
         return Composed("abstained", text, (), (), (), attempt.parts, (), None)
     finals = [_resolve(attempt, c, detector or ValueConflicts()) for c in attempt.supported]
-    sources, number = _number_sources(finals)
+    found = [f.conflict for f in finals if f.conflict is not None]
+    found += [c for c in attempt.writer_conflicts if _pair(c) not in {_pair(f) for f in found}]
+    sources, number = _number_sources(finals, found)
     sentences = tuple(AnswerSentence(f.text, tuple(number[p.chunk_id] for p in f.passages)) for f in finals)
-    conflicts = tuple(_conflict(f.conflict, number) for f in finals if f.conflict is not None)
+    conflicts = tuple(_conflict(c, number) for c in found)
     answered = {c.part for c in attempt.supported}
     unanswered = tuple(p for i, p in enumerate(attempt.parts) if i not in answered)
     faithful = attempt.gate("faithfulness")
@@ -104,7 +106,13 @@ def _origin(attempt: Attempt, checked: Checked) -> ScoredSentence:
     return ScoredSentence(checked.passages[0], -1, checked.text, checked.score, 0.0, 0.0, 0.0, None)
 
 
-def _number_sources(finals: Sequence[Final]) -> tuple[tuple[Source, ...], dict[int, int]]:
+def _pair(conflict: FoundConflict) -> frozenset[int]:
+    return frozenset({conflict.chosen.passage.chunk_id, conflict.other.passage.chunk_id})
+
+
+def _number_sources(
+    finals: Sequence[Final], conflicts: Sequence[FoundConflict]
+) -> tuple[tuple[Source, ...], dict[int, int]]:
     order: dict[int, Passage] = {}
     for f in finals:
         for p in f.passages:
@@ -112,6 +120,9 @@ def _number_sources(finals: Sequence[Final]) -> tuple[tuple[Source, ...], dict[i
         if f.conflict is not None:
             for s in (f.conflict.chosen, f.conflict.other):
                 order.setdefault(s.passage.chunk_id, s.passage)
+    for c in conflicts:  # the writer's confirmed notes, after the sentences' own sources
+        for s in (c.chosen, c.other):
+            order.setdefault(s.passage.chunk_id, s.passage)
     numbers = {chunk: n for n, chunk in enumerate(order, 1)}
     sources = tuple(_source(n, p) for n, p in enumerate(order.values(), 1))
     return sources, numbers

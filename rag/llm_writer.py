@@ -28,7 +28,7 @@ from rag.consistency import SamplingSynthesizer
 from rag.errors import LLMError, LLMOutputError
 from rag.facts import clean_sentence
 from rag.llm import ChatModel
-from rag.synthesis import Draft, DraftSentence, SynthesisRequest, Synthesizer
+from rag.synthesis import Draft, DraftConflict, DraftSentence, SynthesisRequest, Synthesizer
 from rag.types import Passage
 
 log = logging.getLogger("candor.writer")
@@ -171,8 +171,10 @@ def to_draft(written: WrittenAnswer, request: SynthesisRequest, *, prompt: str, 
     answered = {s.part for s in sentences}
     unanswered = sorted({n - 1 for n in written.unanswered_parts if 0 < n <= parts} - answered)
     unanswered += [i for i in range(parts) if i not in answered and i not in unanswered]
-    notes = tuple(c.note for c in written.conflicts if c.note.strip())
-    return Draft(tuple(sentences), tuple(sorted(set(unanswered))), notes)
+    conflicts = tuple(
+        DraftConflict(c.note.strip(), tuple(c.values), tuple(c.citations)) for c in written.conflicts if c.values
+    )
+    return Draft(tuple(sentences), tuple(sorted(set(unanswered))), conflicts=conflicts)
 
 
 _PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\.\.\.|…|one sentence of the answer\.?|string|text)$", re.IGNORECASE)

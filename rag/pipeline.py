@@ -30,6 +30,7 @@ from rag.retrieve import HybridRetriever
 from rag.synthesis import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, SynthesisRequest, Synthesizer
 from rag.types import AccessScope, Passage
 from rag.understand import Understood
+from rag.writer_conflicts import confirm, writer_conflicts_gate
 
 TermFrequencies = Callable[[str], Awaitable[Mapping[str, float]]]
 
@@ -136,6 +137,10 @@ class GatedAttempt:
             attempt.checked = without_lone_bridges(checked, attempt.draft, bridges)
         with clock.stage("focus"):
             attempt.focus = await self._focus(attempt)
+        if attempt.draft.conflicts:
+            notes = [confirm(note, context) for note in attempt.draft.conflicts]
+            attempt.writer_conflicts = tuple(n.found for n in notes if n.found is not None)
+            attempt.gates.append(writer_conflicts_gate(notes, number))
         if self._high_stakes(attempt) and isinstance(self.synthesizer, SamplingSynthesizer):
             with clock.stage("consistency"):
                 attempt.gates.append(await self._consistency(understood.text, attempt, context, number))

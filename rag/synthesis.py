@@ -51,11 +51,22 @@ class DraftSentence:
 
 
 @dataclass(frozen=True, slots=True)
+class DraftConflict:
+    """A writer's note that its passages disagree: checked before it is believed (rag/writer_conflicts.py)."""
+
+    note: str
+    values: tuple[str, ...]
+    citations: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Draft:
     sentences: tuple[DraftSentence, ...]
     unanswered_parts: tuple[int, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
-    """The writer's own remarks (a model's conflict notes): logged, not delivered."""
+    """The writer's own remarks: logged, not delivered."""
+    conflicts: tuple[DraftConflict, ...] = ()
+    """Disagreements between passages the writer reports: delivered only when confirmed."""
     writer: str = ""
     """The writer that made it (a fallback writer when the configured one failed)."""
     fallback: str | None = None

@@ -281,12 +281,14 @@ async def test_a_draft_failing_the_critic_is_retried_and_the_retry_delivered(
     assert trace is not None
     assert len(trace["dropped"]) == len(answer.dropped)
     assert trace["attempts"] == 2
-    assert [(g["gate"], g["attempt"]) for g in trace["gates"]][:4] == [
+    assert [(g["gate"], g["attempt"]) for g in trace["gates"]][:5] == [
         ("retrieval_score", 1),
         ("premise", 1),
+        ("rescue", 1),  # the wrong length looked for elsewhere in the documents, in vain
         ("faithfulness", 1),
         ("completeness", 1),
     ]
+    assert gate(answer, "rescue", 1)["passed"] is False
 
 
 async def test_a_writer_that_keeps_failing_gives_low_confidence_with_caveats(
