@@ -74,15 +74,34 @@ def stated(text: str, *, citing: str | None = None, citations: Sequence[int] = (
     return make
 
 
-def writes(*sentences: Sentence, abstained: bool = False, unanswered: Sequence[int] = ()) -> Callable[..., Any]:
-    """A writer answering every request with these sentences."""
+Note = Callable[[ChatRequest], dict[str, Any]]
+
+
+def disagreement(*stated: tuple[str, str]) -> Note:
+    """A conflict note: each (value, phrase) pair cites the passage holding `phrase`."""
+
+    def make(request: ChatRequest) -> dict[str, Any]:
+        values = [value for value, _ in stated]
+        return {
+            "note": f"The passages disagree: {' vs '.join(values)}.",
+            "values": values,
+            "citations": [find(request, phrase)[0] for _, phrase in stated],
+        }
+
+    return make
+
+
+def writes(
+    *sentences: Sentence, abstained: bool = False, unanswered: Sequence[int] = (), conflicts: Sequence[Note] = ()
+) -> Callable[..., Any]:
+    """A writer answering every request with these sentences (and conflict notes)."""
 
     def reply(request: ChatRequest) -> dict[str, Any]:
         return {
             "sentences": [make(request) for make in sentences],
             "abstained": abstained,
             "unanswered_parts": list(unanswered),
-            "conflicts": [],
+            "conflicts": [make(request) for make in conflicts],
         }
 
     return reply

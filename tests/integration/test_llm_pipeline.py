@@ -21,7 +21,7 @@ from rag.store.postgres import KnowledgeBase
 from rag.types import AccessScope
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.teams_server import ingest_handbook
-from tests.fakes.writers import Models, altered, copy, judges, stated, writes
+from tests.fakes.writers import Models, altered, copy, disagreement, judges, stated, writes
 from tests.tiny_cross_encoders import TinyCrossEncoders
 
 PARENTAL = "How much paid parental leave does the primary carer get?"
@@ -341,3 +341,44 @@ async def test_self_consistency_skips_knowledge_bases_not_marked(
     fake.responder = Models(writes(copy("16 weeks")))
     answer = await ask(core(candor, fake, self_consistency_kbs=["another-kb"]), handbook, PARENTAL)
     assert not any(g.gate == "self_consistency" for g in answer.gates)
+
+
+# --- the writer's conflict notes -----------------------------------------------------------------
+
+ANNUAL = "How many days of annual leave do full-time employees get?"
+
+
+async def test_a_conflict_note_the_passages_bear_out_is_confirmed_and_delivered_once(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    note = disagreement(("24 days", "24 days of paid annual"), ("20 days", "20 days of paid annual"))
+    fake.responder = Models(writes(copy("24 days"), conflicts=[note]))
+    answer = await ask(core(candor, fake), handbook, ANNUAL)
+    notes = gate(answer, "writer_conflicts")
+    assert notes.passed and notes.details["notes"][0]["confirmed"] is True
+    (conflict,) = answer.conflicts  # the offline detector found the same pair: one conflict, not two
+    assert set(conflict.values) == {"24 days", "20 days"}
+    assert answer.sources[conflict.preferred - 1].document.endswith("hr-leave-policy.md")  # type: ignore[operator]
+
+
+async def test_a_conflict_note_the_passages_do_not_bear_out_is_rejected(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    note = disagreement(("24 days", "24 days of paid annual"), ("30 days", "20 days of paid annual"))
+    fake.responder = Models(writes(copy("24 days"), conflicts=[note]))
+    answer = await ask(core(candor, fake), handbook, ANNUAL)
+    notes = gate(answer, "writer_conflicts")
+    assert not notes.passed and notes.details["notes"][0]["confirmed"] is False
+    assert "'30 days'" in notes.details["notes"][0]["reason"]
+    assert all("30 days" not in c.values for c in answer.conflicts) and "30 days" not in answer.text
+
+
+async def test_a_conflict_note_between_different_facts_is_rejected(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    note = disagreement(("24 days", "24 days of paid annual"), ("16 weeks", "16 weeks"))
+    fake.responder = Models(writes(copy("24 days"), conflicts=[note]))
+    answer = await ask(core(candor, fake), handbook, ANNUAL)
+    reason = gate(answer, "writer_conflicts").details["notes"][0]["reason"]
+    assert "cite two documents" in reason or "same fact" in reason
+    assert all("16 weeks" not in c.values for c in answer.conflicts)
