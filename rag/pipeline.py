@@ -25,7 +25,7 @@ from rag.facts import STOP_WORDS, clean_sentence, readable
 from rag.focus import Focus, FocusCheck
 from rag.premise import alternatives, premise_gate, unknown_names
 from rag.rerank import Query, Ranked, Reranker
-from rag.rescue import ClaimRescuer, rescue_gate
+from rag.rescue import ClaimRescuer, contradicts_evidence, rescue_gate
 from rag.retrieve import HybridRetriever
 from rag.synthesis import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, SynthesisRequest, Synthesizer
 from rag.types import AccessScope, Passage
@@ -177,7 +177,9 @@ class GatedAttempt:
     async def _rescue(self, checked: Sequence[Checked], scope: AccessScope, attempt: Attempt) -> tuple[Checked, ...]:
         """Each rejected sentence gets one re-retrieval of its own; a supported one is kept with the
         passage that supports it."""
-        failed = [c for c in checked if not c.supported and c.text.strip()]
+        failed = [c for c in checked if not c.supported and c.text.strip() and not contradicts_evidence(c.reasons)]
+        if not failed:
+            return tuple(checked)
         rescues = await asyncio.gather(*(self.rescuer.rescue(c.text, scope, tried=c.passages) for c in failed))
         attempt.gates.append(rescue_gate(rescues, attempt.number))
         tried = {c.origin_index: r for c, r in zip(failed, rescues, strict=True)}

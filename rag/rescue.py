@@ -5,6 +5,11 @@ becomes the query: the `k` passages the retriever finds for it in the asker's sc
 the same verifier, one at a time; the first that supports it becomes its citation. Nothing else
 is relaxed: the verifier, its exact-fact checks and the scope are the critic's own. Every attempt
 is logged in the `rescue` gate, rescued or not.
+
+A sentence its cited evidence contradicts (a value stated there for another subject, another
+name in its place, the opposite polarity, a wider scope) is not looked for elsewhere: it is not
+mis-cited but wrong, and a second search only gives a weak verifier a second chance to be fooled
+(a name-swapped interval, "30 seconds", found again next to the product's timeout).
 """
 
 from __future__ import annotations
@@ -52,6 +57,19 @@ class ClaimRescuer:
                 return Rescue(sentence, passage, verdict.score, verdict.reasons)
         best = max(verdict.score for verdict in verdicts)
         return Rescue(sentence, None, best, (f"no re-retrieved passage supports it (best {best:.2f})",))
+
+
+CONTRADICTIONS = (
+    "stated for another subject",
+    "where the closest evidence names another",
+    "negation differs",
+    "claims all/every",
+)
+"""The critic's reasons that say the cited evidence contradicts the sentence (rag/critic.py)."""
+
+
+def contradicts_evidence(reasons: Sequence[str]) -> bool:
+    return any(marker in reason for reason in reasons for marker in CONTRADICTIONS)
 
 
 def rescue_gate(rescues: Sequence[Rescue], number: int) -> GateOutcome:
