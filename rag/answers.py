@@ -59,6 +59,8 @@ class Verdict:
     passed: bool
     score: float
     reasons: tuple[str, ...] = ()
+    decided_by: str = ""
+    """The verifier that decided, when a composite one (prefilter, fallback) was asked; "" otherwise."""
 
 
 @dataclass(frozen=True, slots=True)

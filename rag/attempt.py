@@ -27,6 +27,8 @@ class Checked:
     score: float
     reasons: tuple[str, ...]
     origin_index: int
+    decided_by: str = ""
+    """Which verifier decided (a composite critic's prefilter, judge or fallback)."""
 
 
 @dataclass(slots=True)

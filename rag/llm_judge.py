@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -63,7 +64,7 @@ class LLMJudge:
             return Verdict(False, 0.0, ("no evidence cited" if sentence.strip() else "empty sentence",))
         (judgement,) = await self.model.structured(self.messages(sentence, evidence), Judgement, purpose="judge")
         reason = f"{self.name}: {judgement.reason.strip() or ('supported' if judgement.supported else 'unsupported')}"
-        return Verdict(judgement.supported, 1.0 if judgement.supported else 0.0, (reason,))
+        return Verdict(judgement.supported, 1.0 if judgement.supported else 0.0, (reason,), self.name)
 
 
 class PrefilteredVerifier:
@@ -77,11 +78,10 @@ class PrefilteredVerifier:
 
     async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict:
         first = await self.cheap.verify(sentence, evidence)
-        if not first.passed and _exact_fact_missing(first):
-            return first
-        if first.passed and first.score >= self.clear_pass:
-            return first
-        return await self.judge.verify(sentence, evidence)
+        if (not first.passed and _exact_fact_missing(first)) or (first.passed and first.score >= self.clear_pass):
+            return replace(first, decided_by=first.decided_by or self.cheap.name)
+        second = await self.judge.verify(sentence, evidence)
+        return replace(second, decided_by=second.decided_by or self.judge.name)
 
 
 class FallbackVerifier:
@@ -102,7 +102,7 @@ class FallbackVerifier:
             )
             verdict = await self.fallback.verify(sentence, evidence)
             note = f"{self.primary.name} unavailable ({exc}): decided by {self.fallback.name}"
-            return Verdict(verdict.passed, verdict.score, (*verdict.reasons, note))
+            return Verdict(verdict.passed, verdict.score, (*verdict.reasons, note), f"{self.fallback.name} (fallback)")
 
 
 def _exact_fact_missing(verdict: Verdict) -> bool:

@@ -10,6 +10,7 @@ Every gate's outcome goes into the `Answer`, and from there into the gate log.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -250,7 +251,16 @@ class GatedAttempt:
             if not cited:
                 return Checked(sentence.text, (), sentence.part, False, 0.0, ("cites no passage that exists",), index)
             verdict = await self.verifier.verify(sentence.text, [p.text for p in cited])
-            return Checked(sentence.text, cited, sentence.part, verdict.passed, verdict.score, verdict.reasons, index)
+            return Checked(
+                sentence.text,
+                cited,
+                sentence.part,
+                verdict.passed,
+                verdict.score,
+                verdict.reasons,
+                index,
+                verdict.decided_by,
+            )
 
         return tuple(await asyncio.gather(*(one(i) for i in range(len(draft.sentences)))))
 
@@ -270,6 +280,7 @@ class GatedAttempt:
                 "max_unsupported": self.config.max_unsupported,
                 "min_support": self.config.min_support,
                 "verifier": self.verifier.name,
+                "decided_by": dict(Counter(c.decided_by for c in attempt.checked if c.decided_by)),
             },
         )
 

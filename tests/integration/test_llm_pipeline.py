@@ -181,6 +181,7 @@ async def test_the_prefilter_spares_the_judge_the_clear_cases(
     fake.responder = models
     answer = await ask(core(candor, fake, judge="openai:judge-model"), handbook, PARENTAL)
     assert "judge-model" not in models.seen  # a verbatim copy passes, a missing value fails: no judge needed
+    assert set(gate(answer, "faithfulness").details["decided_by"]) == {"evidence-verifier-v1"}
     assert "16 weeks" in answer.text and "18 weeks" not in answer.text
 
 
@@ -265,6 +266,8 @@ async def test_a_dead_judge_leaves_the_decision_to_the_offline_critic(
     assert "judge-model" not in models.seen
     judged = [c for c in answer.model_calls if c.purpose == "judge"]
     assert judged and all(c.outcome == "failed" for c in judged)
+    decided = gate(answer, "faithfulness").details["decided_by"]
+    assert decided == {"evidence-verifier-v1 (fallback)": len(answer.sentences)}  # the gate log says who decided
 
 
 async def test_the_trace_records_the_model_calls(candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI) -> None:
