@@ -135,6 +135,7 @@ class GatedAttempt:
             checked = await self._check(attempt.draft, context)
             if self.config.rescue and any(not c.supported for c in checked):
                 checked = await self._rescue(checked, scope, attempt)
+            checked = tuple(_about_the_unknown(c, attempt.unknown_names) for c in checked)
             attempt.checked = without_lone_bridges(checked, attempt.draft, bridges)
         with clock.stage("focus"):
             attempt.focus = await self._focus(attempt)
@@ -283,6 +284,16 @@ class GatedAttempt:
                 "decided_by": dict(Counter(c.decided_by for c in attempt.checked if c.decided_by)),
             },
         )
+
+
+def _about_the_unknown(checked: Checked, unknown: Mapping[int, tuple[str, ...]]) -> Checked:
+    """A sentence answering a part that names something no document mentions is not delivered, however
+    well its evidence supports it: it is about something else (the premise gate's challenge says so)."""
+    names = unknown.get(checked.part)
+    if not names or not checked.supported:
+        return checked
+    reason = f"answers a part about {', '.join(names)}, which no document mentions"
+    return replace(checked, supported=False, reasons=(*checked.reasons, reason))
 
 
 @dataclass(frozen=True, slots=True)

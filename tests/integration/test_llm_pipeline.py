@@ -385,3 +385,15 @@ async def test_a_conflict_note_between_different_facts_is_rejected(
     reason = gate(answer, "writer_conflicts").details["notes"][0]["reason"]
     assert "cite two documents" in reason or "same fact" in reason
     assert all("16 weeks" not in c.values for c in answer.conflicts)
+
+
+async def test_a_model_answering_about_something_no_document_names_is_not_delivered(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    """A careless model answers the Platinum plan's price with the Starter plan's sentence, verbatim: the
+    critic would pass the quote, but the premise gate found no document naming Platinum."""
+    fake.responder = Models(writes(copy("Starter plan costs $8")))
+    answer = await ask(core(candor, fake), handbook, "How much does the Platinum plan cost per user per month?")
+    assert answer.route == "abstained" and "$8" not in answer.text
+    assert "Platinum" in answer.text  # Candor's own challenge: no document mentions it
+    assert any("no document mentions" in " ".join(d.reasons) for d in answer.dropped)
