@@ -90,15 +90,39 @@ def same_subject(claim: str, evidence_sentence: str) -> bool:
     return variant_qualifiers(claim) <= variant_qualifiers(evidence_sentence)
 
 
+_ROW_PAIR = re.compile(r"^[^:;]{1,80}: [^;]+$")
+
+
+def row_cells(sentence: str) -> list[str]:
+    """A table row as ingest flattens it ("Severity: P1; Starter: 1 business day; Business: 1 hour")
+    as one sentence per cell, each with the row's key ("Severity: P1; Business: 1 hour"): a row names
+    several subjects, and a value belongs to its own column's. Any other sentence: itself."""
+    pairs = [p.strip() for p in sentence.split("; ")]
+    if len(pairs) < 3 or not all(_ROW_PAIR.match(p) for p in pairs):
+        return [sentence]
+    return [f"{pairs[0]}; {pair}" for pair in pairs[1:]]
+
+
 def misattributed(claim: str, evidence_sentences: Sequence[str]) -> list[str]:
-    """Values of the claim stated in the evidence only for another subject or variant."""
+    """Values of the claim stated in the evidence only for another subject or variant (a table row's
+    values each for its own column)."""
     wrong = []
+    cells = [cell for s in evidence_sentences for cell in row_cells(s)]
     for value in values(claim):
-        holders = [s for s in evidence_sentences if _holds(value, s)]
+        holders = [s for s in cells if _holds(value, s)]
         rate = _rate(claim, value)
-        if holders and not any(same_subject(claim, s) and _rate(s, value) == rate for s in holders):
+        if holders and not any(_carries(claim, s, value, rate) for s in holders):
             wrong.append(value.surface)
     return wrong
+
+
+def _carries(claim: str, sentence: str, value: Value, rate: str | None) -> bool:
+    """`sentence` states `value` for the claim's subject: it shares a name with the claim but names
+    no other thing in the place of one of the claim's ("P1" shared, "Business" where the claim says
+    "Starter": another plan's response time)."""
+    if not same_subject(claim, sentence) or _rate(sentence, value) != rate:
+        return False
+    return not swapped_names(claim, sentence)
 
 
 def negated(text: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.claims import misattributed, negated, same_subject, sibling_names, swapped_names, wider_scope
+from rag.claims import misattributed, negated, row_cells, same_subject, sibling_names, swapped_names, wider_scope
 
 LEAVE = [
     "The primary carer receives 16 weeks of fully paid parental leave.",
@@ -96,3 +96,23 @@ def test_a_verbatim_quote_is_recognised_despite_markdown_and_spacing() -> None:
     assert quoted("The primary carer receives 16 weeks of fully paid parental leave.", evidence)
     assert not quoted("The secondary carer receives 16 weeks of fully paid parental leave.", evidence)
     assert not quoted("Leave.", evidence)  # too short to count as a quote
+
+
+ROW = "Severity: P1 (Critical); Starter: 1 business day; Team: 4 business hours; Business: 1 hour, 24/7"
+
+
+def test_a_table_row_is_read_cell_by_cell() -> None:
+    assert row_cells(ROW) == [
+        "Severity: P1 (Critical); Starter: 1 business day",
+        "Severity: P1 (Critical); Team: 4 business hours",
+        "Severity: P1 (Critical); Business: 1 hour, 24/7",
+    ]
+    assert row_cells("Note: see below.") == ["Note: see below."]
+    assert row_cells("Prices: monthly; annual") == ["Prices: monthly; annual"]
+
+
+def test_a_value_of_one_column_is_not_stated_for_another_columns_subject() -> None:
+    swapped = "Starter plan customers receive a first response to P1 incidents within 1 hour, 24 hours a day."
+    assert misattributed(swapped, [ROW]) == ["1 hour"]
+    right = "Business plan customers receive a first response to P1 incidents within 1 hour."
+    assert misattributed(right, [ROW]) == []
