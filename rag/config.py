@@ -190,8 +190,9 @@ class Settings(BaseSettings):
     a different model from the writer) or `cross-encoder:<model path or name>` (NLI / fact-check)."""
     judge_base_url: str | None = Field(None, validation_alias=_env("CANDOR_JUDGE_BASE_URL"))
     """CANDOR_JUDGE_BASE_URL: the judge's endpoint when it is not OPENAI_BASE_URL."""
-    judge_prefilter: bool = Field(True, validation_alias=_env("CANDOR_JUDGE_PREFILTER"))
-    """CANDOR_JUDGE_PREFILTER: the offline verifier decides the clear cases, the judge the rest."""
+    judge_prefilter: str = Field("evidence", validation_alias=_env("CANDOR_JUDGE_PREFILTER"))
+    """CANDOR_JUDGE_PREFILTER: what decides the clear cases before an LLM judge: `evidence` (the
+    offline verifier), `cross-encoder:<model>`, or `off` (the judge sees every sentence)."""
     reranker: str = Field("evidence", validation_alias=_env("CANDOR_RERANKER"))
     """CANDOR_RERANKER: `evidence` (offline) or `cross-encoder:<model path or name>`."""
     allow_model_download: bool = Field(False, validation_alias=_env("CANDOR_ALLOW_MODEL_DOWNLOAD"))
@@ -235,6 +236,17 @@ class Settings(BaseSettings):
         if needs_tenant and self.microsoft_app_id and not self.microsoft_app_tenant_id:
             raise ValueError(f"MICROSOFT_APP_TYPE={self.microsoft_app_type} needs MICROSOFT_APP_TENANT_ID")
         return self
+
+    @field_validator("judge_prefilter", mode="before")
+    @classmethod
+    def _prefilter_named(cls, value: object) -> object:
+        if isinstance(value, bool) or str(value).strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+            on = value if isinstance(value, bool) else str(value).strip().lower() in ("true", "1", "yes")
+            return "evidence" if on else "off"
+        text = str(value).strip()
+        if text not in ("evidence", "off") and not (text.startswith("cross-encoder:") and len(text) > 14):
+            raise ValueError("must be evidence, off or cross-encoder:<model>")
+        return text
 
     @field_validator("writer", "judge", "reranker", mode="after")
     @classmethod

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.answers import Verdict
 from rag.critic import Verifier
-from rag.errors import CrossEncoderError, LLMError
+from rag.errors import CrossEncoderError, LLMError, LLMOutputError
 from rag.llm import ChatModel
 
 log = logging.getLogger("candor.judge")
@@ -110,3 +110,46 @@ def _exact_fact_missing(verdict: Verdict) -> bool:
     negation or a scope it does not share: facts no judge may overrule."""
     markers = ("is not in the cited evidence", "negation differs", "claims all/every", "stated for another subject")
     return any(marker in reason for reason in verdict.reasons for marker in markers)
+
+
+COMPARE_RULES = (
+    "You compare a support bot's answer with other answers the same writer gave to the same question.",
+    "For each other answer, say whether it states the same facts as the first: the same numbers, amounts, "
+    "dates, durations, names and conditions. Wording does not matter; a different or missing fact does.",
+    "List the facts of the first answer that the other answer states differently or not at all.",
+)
+
+
+class SampleComparison(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    same_facts: bool
+    differing: list[str] = Field(description="Facts of the first answer this one states differently or omits.")
+
+
+class Comparisons(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    samples: list[SampleComparison]
+
+
+class LLMFactComparer:
+    """A judge model's reading of whether resampled answers state the answer's facts (self-consistency)."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+        self.name = f"llm-judge:{model.name}"
+
+    async def compare(self, answer: str, samples: Sequence[str]) -> list[SampleComparison]:
+        listed = "\n\n".join(f"Other answer {n}: {text or '(abstained)'}" for n, text in enumerate(samples, 1))
+        messages = [
+            {"role": "system", "content": "\n".join(COMPARE_RULES)},
+            {"role": "user", "content": f"First answer: {answer}\n\n{listed}"},
+        ]
+
+        def check(reply: Comparisons) -> None:
+            if len(reply.samples) != len(samples):
+                raise LLMOutputError(f"compared {len(reply.samples)} answers, asked for {len(samples)}")
+
+        (reply,) = await self.model.structured(messages, Comparisons, purpose="consistency", check=check)
+        return reply.samples

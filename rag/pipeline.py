@@ -18,7 +18,7 @@ from typing import Protocol
 from rag.answers import GateOutcome
 from rag.attempt import Attempt, Checked, Clock, context_of
 from rag.bridge import Bridge, describes, find_bridge
-from rag.consistency import SAMPLE_TEMPERATURE, SamplingSynthesizer, consistency_gate
+from rag.consistency import SAMPLE_TEMPERATURE, FactComparer, SamplingSynthesizer, consistency_gate, judged_gate
 from rag.critic import Verifier
 from rag.embeddings import Embedder
 from rag.errors import LLMError
@@ -71,6 +71,8 @@ class GatedAttempt:
         reranker: Reranker,
         synthesizer: Synthesizer,
         verifier: Verifier,
+        *,
+        fact_comparer: FactComparer | None = None,
     ) -> None:
         self.config = config
         self.embedder = embedder
@@ -81,6 +83,7 @@ class GatedAttempt:
         self.verifier = verifier
         self.focus = FocusCheck(embedder, threshold=config.focus_threshold)
         self.rescuer = ClaimRescuer(retriever, verifier)
+        self.fact_comparer = fact_comparer
 
     async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt:
         queries = understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts)
@@ -213,7 +216,16 @@ class GatedAttempt:
             )
         except LLMError as exc:
             return GateOutcome("self_consistency", False, 0.0, number, {"error": str(exc), "samples": 0})
-        return consistency_gate([c.text for c in attempt.supported], samples, number)
+        delivered = [c.text for c in attempt.supported]
+        if self.fact_comparer is not None:
+            texts = [" ".join(s.text for s in d.sentences) for d in samples]
+            try:
+                compared = await self.fact_comparer.compare(" ".join(delivered), texts)
+                return judged_gate(compared, samples, self.fact_comparer.name, number)
+            except LLMError as exc:  # the offline comparison decides; the gate says so
+                gate = consistency_gate(delivered, samples, number)
+                return replace(gate, details={**gate.details, "judge_failed": str(exc)})
+        return consistency_gate(delivered, samples, number)
 
     async def _focus(self, attempt: Attempt) -> dict[int, Focus]:
         by_part: dict[int, list[Checked]] = {}

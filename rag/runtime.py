@@ -18,10 +18,11 @@ from rag.embeddings import Embedder, build_embedder
 from rag.errors import TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
+from rag.llm_judge import LLMFactComparer
 from rag.pipeline import GatedAttempt, PipelineConfig
 from rag.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
 from rag.retrieve import HybridRetriever
-from rag.stages import build_reranker, build_verifier, build_writer
+from rag.stages import build_reranker, build_verifier, build_writer, judge_model
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
@@ -170,8 +171,12 @@ def build_answerer(
     synthesizer = synthesizer or build_writer(
         settings, ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
     )
-    verifier = verifier or build_verifier(settings, EvidenceVerifier(vectors, min_support=settings.min_support))
-    attempt = GatedAttempt(config, embedder, retriever, frequencies, reranker, synthesizer, verifier)
+    judge = judge_model(settings)
+    verifier = verifier or build_verifier(settings, EvidenceVerifier(vectors, min_support=settings.min_support), judge)
+    comparer = LLMFactComparer(judge) if judge is not None else None
+    attempt = GatedAttempt(
+        config, embedder, retriever, frequencies, reranker, synthesizer, verifier, fact_comparer=comparer
+    )
     policy = AccessPolicy.from_file(settings.access_policy) if settings.access_policy else AccessPolicy()
     conflicts = conflicts or ValueConflicts()
     models = {

@@ -1,7 +1,8 @@
 """The model-backed stages the settings ask for, each wrapped so that it degrades to the offline one.
 
     CANDOR_WRITER=openai:<model>      → FallbackSynthesizer(LLMSynthesizer, the extractive writer)
-    CANDOR_JUDGE=openai:<model>       → FallbackVerifier(PrefilteredVerifier(offline, LLMJudge), offline)
+    CANDOR_JUDGE=openai:<model>       → FallbackVerifier(PrefilteredVerifier(offline, LLMJudge), offline);
+                                        the same model compares self-consistency samples (LLMFactComparer)
     CANDOR_JUDGE=cross-encoder:<m>    → FallbackVerifier(CrossEncoderVerifier, offline) (numbers still exact)
     CANDOR_RERANKER=cross-encoder:<m> → CrossEncoderReranker over the offline reranker's sentences
 
@@ -43,13 +44,23 @@ def build_writer(settings: Settings, offline: Synthesizer) -> Synthesizer:
     return FallbackSynthesizer(LLMSynthesizer(model, refusal=settings.refusal), offline)
 
 
-def build_verifier(settings: Settings, offline: Verifier) -> Verifier:
-    if settings.judge.startswith("openai:"):
-        base_url = settings.judge_base_url or settings.openai_base_url
-        judge: Verifier = LLMJudge(chat_model(settings, settings.judge.removeprefix("openai:"), base_url=base_url))
-        if settings.judge_prefilter:
-            judge = PrefilteredVerifier(offline, judge)
-        return FallbackVerifier(judge, offline)
+def judge_model(settings: Settings) -> ChatModel | None:
+    """The LLM judge's model (one circuit breaker for its verdicts and its fact comparisons), if any."""
+    if not settings.judge.startswith("openai:"):
+        return None
+    base_url = settings.judge_base_url or settings.openai_base_url
+    return chat_model(settings, settings.judge.removeprefix("openai:"), base_url=base_url)
+
+
+def build_verifier(settings: Settings, offline: Verifier, judge: ChatModel | None = None) -> Verifier:
+    if judge is not None:
+        verifier: Verifier = LLMJudge(judge)
+        if settings.judge_prefilter == "evidence":
+            verifier = PrefilteredVerifier(offline, verifier)
+        elif settings.judge_prefilter.startswith("cross-encoder:"):
+            model = load_cross_encoder(settings.judge_prefilter, allow_hub=settings.allow_model_download)
+            verifier = PrefilteredVerifier(FallbackVerifier(CrossEncoderVerifier(model), offline), verifier)
+        return FallbackVerifier(verifier, offline)
     if settings.judge.startswith("cross-encoder:"):
         model = load_cross_encoder(settings.judge, allow_hub=settings.allow_model_download)
         return FallbackVerifier(CrossEncoderVerifier(model), offline)

@@ -126,10 +126,16 @@ class Models:
 
     writer: Callable[[ChatRequest], Any]
     judge: Callable[[ChatRequest], Any] | None = None
+    compare: Callable[[ChatRequest], Any] | None = None
+    """Answers the self-consistency comparison ("First answer: ... Other answer 1: ...")."""
     seen: list[str] = field(default_factory=list)
 
     def __call__(self, request: ChatRequest) -> Any:
         self.seen.append(request.model or "")
+        if request.user.startswith("First answer: "):
+            if self.compare is None:
+                raise AssertionError("a comparison was asked but none is scripted")
+            return self.compare(request)
         if "Sentence: " in request.user and "Evidence:" in request.user:
             if self.judge is None:
                 raise AssertionError("the judge was asked but none is scripted")
@@ -389,3 +395,12 @@ def _changed(old: int, after: str) -> list[int]:
 def _named(name: str) -> re.Pattern[str]:
     """`name` as a whole name: "Beacon" is not in "Beacon Pro", "NW-200" not in "NW-200X"."""
     return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-]|\s(?:Pro|Ultra|Plus)\b)")
+
+
+def compares(*same: bool, differing: Sequence[str] = ()) -> Callable[[ChatRequest], dict[str, Any]]:
+    """A judge comparing resampled answers: `same[i]` for the i-th other answer."""
+
+    def reply(request: ChatRequest) -> dict[str, Any]:
+        return {"samples": [{"same_facts": s, "differing": [] if s else list(differing)} for s in same]}
+
+    return reply

@@ -21,7 +21,7 @@ from rag.store.postgres import KnowledgeBase
 from rag.types import AccessScope
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.teams_server import ingest_handbook
-from tests.fakes.writers import Models, altered, copy, disagreement, judges, stated, writes
+from tests.fakes.writers import Models, altered, compares, copy, disagreement, judges, stated, writes
 from tests.tiny_cross_encoders import TinyCrossEncoders
 
 PARENTAL = "How much paid parental leave does the primary carer get?"
@@ -165,7 +165,7 @@ async def test_a_hallucinated_number_is_caught_by_the_judge(
         writes(altered("16 weeks", "16 weeks", "18 weeks"), copy("secondary carer")), judge=judges(unless=["18 weeks"])
     )
     fake.responder = models
-    configured = core(candor, fake, judge="openai:judge-model", judge_prefilter=False)
+    configured = core(candor, fake, judge="openai:judge-model", judge_prefilter="off")
     answer = await ask(configured, handbook, PARENTAL)
     assert "18 weeks" not in answer.text
     dropped = [d for d in answer.dropped if "18 weeks" in d.text]
@@ -259,7 +259,7 @@ async def test_a_dead_judge_leaves_the_decision_to_the_offline_critic(
     models = Models(writes(copy("16 weeks")), judge=judges())
     fake.responder = models
     configured = core(
-        candor, fake, judge="openai:judge-model", judge_prefilter=False, judge_base_url="http://127.0.0.1:1/v1"
+        candor, fake, judge="openai:judge-model", judge_prefilter="off", judge_base_url="http://127.0.0.1:1/v1"
     )
     answer = await ask(configured, handbook, PARENTAL)
     assert answer.route == "answered" and "16 weeks" in answer.text
@@ -397,3 +397,44 @@ async def test_a_model_answering_about_something_no_document_names_is_not_delive
     assert answer.route == "abstained" and "$8" not in answer.text
     assert "Platinum" in answer.text  # Candor's own challenge: no document mentions it
     assert any("no document mentions" in " ".join(d.reasons) for d in answer.dropped)
+
+
+async def test_with_a_judge_model_the_judge_compares_the_samples_facts(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    models = Models(
+        writes(copy("16 weeks")), judge=judges(), compare=compares(True, False, False, differing=["16 weeks"])
+    )
+    fake.responder = models
+    configured = core(candor, fake, judge="openai:judge-model", self_consistency_kbs=["*"], retry=False)
+    answer = await ask(configured, handbook, PARENTAL)
+    consistency = gate(answer, "self_consistency")
+    assert consistency.details["judge"] == "llm-judge:judge-model"
+    assert not consistency.passed and consistency.details["samples_agreeing"] == 1
+    assert consistency.details["not_in_most_samples"] == ["16 weeks"]
+    assert answer.route == "low_confidence"
+    (compared,) = [r for r in fake.chat_requests if r.user.startswith("First answer: ")]
+    assert compared.model == "judge-model" and "Other answer 3:" in compared.user
+
+
+async def test_when_the_judge_cannot_compare_the_offline_comparison_decides(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    fake.responder = Models(writes(copy("16 weeks")), judge=judges(), compare=lambda request: {"samples": []})
+    configured = core(candor, fake, judge="openai:judge-model", self_consistency_kbs=["*"])
+    answer = await ask(configured, handbook, PARENTAL)
+    consistency = gate(answer, "self_consistency")
+    assert "compared 0 answers" in consistency.details["judge_failed"]
+    assert consistency.passed and answer.route == "answered"  # every sample states 16 weeks
+
+
+async def test_a_cross_encoder_can_prefilter_for_the_judge(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI, tiny_cross_encoders: TinyCrossEncoders
+) -> None:
+    models = Models(writes(copy("16 weeks"), altered("16 weeks", "16 weeks", "18 weeks")), judge=judges())
+    fake.responder = models
+    prefilter = f"cross-encoder:{tiny_cross_encoders.nli_sure}"
+    answer = await ask(core(candor, fake, judge="openai:judge-model", judge_prefilter=prefilter), handbook, PARENTAL)
+    decided = gate(answer, "faithfulness").details["decided_by"]
+    assert any(name.startswith("cross-encoder:") for name in decided)  # the wrong number: failed by exact checks
+    assert "18 weeks" not in answer.text and "16 weeks" in answer.text

@@ -67,3 +67,18 @@ def test_a_single_tenant_or_managed_identity_bot_needs_its_tenant(
     monkeypatch.setenv("MICROSOFT_APP_TYPE", "Sideways")
     with pytest.raises(ConfigError, match="MICROSOFT_APP_TYPE"):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    ("given", "read"),
+    [("true", "evidence"), ("false", "off"), ("cross-encoder:/models/nli", "cross-encoder:/models/nli")],
+)
+def test_the_judge_prefilter_is_named(monkeypatch: pytest.MonkeyPatch, given: str, read: str) -> None:
+    monkeypatch.setenv("CANDOR_JUDGE_PREFILTER", given)
+    assert load_settings().judge_prefilter == read
+
+
+def test_an_unknown_judge_prefilter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CANDOR_JUDGE_PREFILTER", "sometimes")
+    with pytest.raises(ConfigError, match="CANDOR_JUDGE_PREFILTER"):
+        load_settings()
