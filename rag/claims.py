@@ -10,7 +10,8 @@ carer) and lets a "not" appear or vanish. These checks look at the sentences the
   whose name extends the claim's ("Beacon Pro" when the claim says "Beacon");
 - polarity: the claim and its closest evidence sentence are both negated or both not;
 - scope: a claim that says "all", "every", "any" or "always" of something needs evidence that
-  says so of the same thing;
+  says so of the same thing, and one that adds "unlimited", "free", "only", "guaranteed" and the
+  like needs evidence that uses the word;
 - names: the claim does not put other names where its closest evidence sentence has its own
   ("Tomasz Nowak is the CEO" against "Priya Raman is the CEO"), and values keep their rate
   ("$60 per day" is not "$60 per week").
@@ -127,6 +128,23 @@ def _carries(claim: str, sentence: str, value: Value, rate: str | None) -> bool:
 
 def negated(text: str) -> bool:
     return bool(_NEGATION.search(text))
+
+
+_STRONG = re.compile(
+    r"\b(unlimited|free|guaranteed|mandatory|compulsory|optional|automatic(?:ally)?|instant(?:ly)?|lifetime"
+    r"|permanent(?:ly)?|only|exclusively|immediately|unconditional(?:ly)?)\b",
+    re.IGNORECASE,
+)
+
+
+def added_qualifiers(claim: str, evidence: str) -> set[str]:
+    """Strong qualifiers the claim adds that the evidence never uses ("unlimited", "free", "only",
+    "guaranteed", ...): each changes what is promised, like a number would."""
+
+    def found(text: str) -> set[str]:
+        return {m.group(1).lower() for m in _STRONG.finditer(text)}
+
+    return found(claim) - found(evidence)
 
 
 def wider_scope(claim: str, evidence_sentence: str) -> bool:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from rag.answers import Verdict
-from rag.claims import misattributed, negated, swapped_names, wider_scope
+from rag.claims import added_qualifiers, misattributed, negated, swapped_names, wider_scope
 from rag.embeddings import Embedder
 from rag.facts import content_words, looks_like_instruction, values
 from rag.ingest.sentences import split_sentences
@@ -69,6 +69,9 @@ class EvidenceVerifier:
             reasons.append("negation differs from the closest evidence sentence")
         if wider_scope(sentence, closest):
             reasons.append("claims all/every where the evidence does not")
+        added = added_qualifiers(sentence, text)
+        if added:
+            reasons.append(f"adds {', '.join(sorted(added))}, which the cited evidence does not say")
         swapped = swapped_names(sentence, closest)
         if swapped:
             reasons.append(f"names {', '.join(sorted(swapped))} where the closest evidence names another")

@@ -438,3 +438,15 @@ async def test_a_cross_encoder_can_prefilter_for_the_judge(
     decided = gate(answer, "faithfulness").details["decided_by"]
     assert any(name.startswith("cross-encoder:") for name in decided)  # the wrong number: failed by exact checks
     assert "18 weeks" not in answer.text and "16 weeks" in answer.text
+
+
+async def test_a_claim_adding_a_strong_qualifier_is_dropped(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    """Coverage and similarity alone passed this one (0.5 and 0.7): "unlimited" promises what no passage says."""
+    fake.responder = Models(
+        writes(copy("16 weeks"), stated("Parental leave is unlimited for managers.", citing="16 weeks"))
+    )
+    answer = await ask(core(candor, fake), handbook, PARENTAL)
+    assert "unlimited" not in answer.text
+    assert any("adds unlimited" in " ".join(d.reasons) for d in answer.dropped)

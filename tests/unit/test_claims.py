@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from rag.claims import misattributed, negated, row_cells, same_subject, sibling_names, swapped_names, wider_scope
+from rag.claims import (
+    added_qualifiers,
+    misattributed,
+    negated,
+    row_cells,
+    same_subject,
+    sibling_names,
+    swapped_names,
+    wider_scope,
+)
 
 LEAVE = [
     "The primary carer receives 16 weeks of fully paid parental leave.",
@@ -116,3 +125,18 @@ def test_a_value_of_one_column_is_not_stated_for_another_columns_subject() -> No
     assert misattributed(swapped, [ROW]) == ["1 hour"]
     right = "Business plan customers receive a first response to P1 incidents within 1 hour."
     assert misattributed(right, [ROW]) == []
+
+
+@pytest.mark.parametrize(
+    ("claim", "added"),
+    [
+        ("Parental leave is unlimited for managers.", {"unlimited"}),
+        ("Only managers may approve expenses.", {"only"}),
+        ("The laptop is replaced free every three years.", {"free"}),
+        ("The primary carer receives 16 weeks of fully paid parental leave.", set()),
+    ],
+)
+def test_strong_qualifiers_the_evidence_does_not_use_are_added(claim: str, added: set[str]) -> None:
+    evidence = "The primary carer receives 16 weeks of fully paid parental leave. Managers approve expenses."
+    assert added_qualifiers(claim, evidence) == added
+    assert added_qualifiers("It is free.", "It is free of charge.") == set()
