@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bot.report_text import render_report
 from bot.text import render_summary, render_text
 from rag.answers import Answer, Question
 from rag.config import Settings, load_settings
@@ -26,6 +27,7 @@ from rag.errors import CandorError, ConfigError
 from rag.evaluate import run_eval, summarise
 from rag.golden import load_golden
 from rag.ingest.pipeline import IngestReport
+from rag.reporting import By, build_report, report_window
 from rag.runtime import Candor, answer_settings, open_candor
 from rag.types import AccessScope, Passage
 
@@ -249,6 +251,40 @@ def evaluate(
         return
     out.print(render_summary(summary, per_question), markup=False, highlight=False)
     out.print(f"stored as eval run {run_id}", style="dim", highlight=False)
+
+
+@app.command()
+def report(
+    since: Annotated[str, typer.Option(help="Start of the window: 7d, 12h, 2w ago, or an ISO date (UTC).")] = "30d",
+    until: Annotated[
+        str | None, typer.Option(help="End of the window, not included; same forms (default: now).")
+    ] = None,
+    kb: Annotated[
+        str | None, typer.Option("--kb", help="Only answers scoped to this knowledge base or citing its documents.")
+    ] = None,
+    by: Annotated[By | None, typer.Option("--by", help="A row per day or per week (UTC).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+) -> None:
+    """What the gate log says: routes, gates, feedback, latency, cost, sources, platforms, eval runs."""
+    try:
+        window = report_window(since, until, by=by, kb=kb)
+    except ValueError as exc:
+        err.print(f"error: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+
+    async def work(candor: Candor) -> tuple[dict[str, Any], bool]:
+        known = kb is None or await candor.knowledge_base(kb) is not None
+        return await build_report(candor.tracker.engine, window), known
+
+    result, known = _run(work, check_embedder=False)
+    if not known:
+        err.print(
+            f"note: no knowledge base is called {escape(str(kb))}; counting answers that name it", highlight=False
+        )
+    if as_json:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+        return
+    out.print(render_report(result), markup=False, highlight=False, end="")
 
 
 @app.command()
