@@ -124,6 +124,10 @@ class CircuitBreaker:
             return True
         return False
 
+    def release(self) -> None:
+        """A call ended without telling whether the endpoint works (cancelled): free the trial slot."""
+        self._trial = False
+
     def succeeded(self) -> None:
         self._failed, self._opened_at, self._trial = 0, None, False
 
@@ -149,6 +153,14 @@ class ChatSettings:
     max_tokens: int = 1024
     price: tuple[float, float] | None = None
     """Cost per million tokens in and out (`CANDOR_LLM_COSTS`); None: not priced."""
+
+
+class BudgetExhausted(LLMUnavailable):
+    """No time left in the answer's budget: nothing was sent."""
+
+
+class LLMRefused(LLMUnavailable):
+    """The endpoint refused this request for good (401, 404, 400: a bad key, model or request)."""
 
 
 class _Retryable(Exception):
@@ -212,20 +224,24 @@ class ChatModel:
             retry=retry_if_exception_type(_Retryable),
             reraise=True,
         )
+        settled = False
         try:
             async for attempt in retrying:
                 with attempt:
                     replies = await self._attempt(messages, output, purpose, deadline, n, temperature, check)
-        except LLMUnavailable:  # refused for good (401, 404, a bad request): the endpoint is unusable
-            self.breaker.failed()
-            raise
+        except (BudgetExhausted, LLMRefused):  # out of this answer's time, or a request it cannot take
+            raise  # the endpoint itself is not failing: the breaker does not count it
         except _Retryable as exc:
-            if isinstance(exc.error, LLMUnavailable):
+            if isinstance(exc.error, LLMUnavailable) and not isinstance(exc.error, BudgetExhausted):
                 self.breaker.failed()
             else:
                 self.breaker.succeeded()  # it answered: the endpoint is alive, its output was not usable
+            settled = True
             log.warning("%s: giving up after retries: %s", self.name, exc.error, extra={"purpose": purpose})
             raise exc.error from exc
+        finally:
+            if not settled:
+                self.breaker.release()  # whatever ended the call (a cancellation), a trial slot is freed
         self.breaker.succeeded()
         return replies
 
@@ -241,8 +257,8 @@ class ChatModel:
     ) -> list[Output]:
         import openai
 
-        timeout = self._timeout(deadline)
         while True:  # only a refused structured-output mode loops, to the next mode
+            timeout = self._timeout(deadline)
             mode = self.mode
             started = time.perf_counter()
             try:
@@ -267,20 +283,27 @@ class ChatModel:
                     raise _Retryable(
                         LLMUnavailable(f"{self.name}: HTTP {exc.status_code}"), retry_after=_retry_after(exc)
                     ) from exc
-                raise LLMUnavailable(f"{self.name}: HTTP {exc.status_code}: {_message(exc)}") from exc
+                raise LLMRefused(f"{self.name}: HTTP {exc.status_code}: {_message(exc)}") from exc
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
                 ms = (time.perf_counter() - started) * 1000
                 self._log(ModelCall(purpose, self.name, 0, 0, ms, "failed", mode, type(exc).__name__))
                 raise _Retryable(LLMUnavailable(f"{self.name}: {type(exc).__name__}: {exc}")) from exc
-            except ValueError as exc:  # a body that is not the JSON the client expects
+            except (ValueError, openai.OpenAIError) as exc:  # a body that is not the JSON the client expects
                 ms = (time.perf_counter() - started) * 1000
                 self._log(ModelCall(purpose, self.name, 0, 0, ms, "malformed", mode, "unreadable response"))
                 raise _Retryable(LLMOutputError(f"{self.name}: unreadable response: {exc}")) from exc
             ms = (time.perf_counter() - started) * 1000
-            usage = response.usage
-            tokens = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else (0, 0)
+            usage = getattr(response, "usage", None)
+            tokens = (
+                (getattr(usage, "prompt_tokens", None) or 0, getattr(usage, "completion_tokens", None) or 0)
+                if usage is not None
+                else (0, 0)
+            )
             try:
-                replies = [_parse(choice, output) for choice in response.choices]
+                choices = getattr(response, "choices", None)
+                if not isinstance(choices, list):  # an HTML page or a bare string answered 200
+                    raise LLMOutputError("the response is not a chat completion")
+                replies = [_parse(choice, output) for choice in choices]
                 if len(replies) != n:
                     raise LLMOutputError(f"asked for {n} replies, got {len(replies)}")
                 if check is not None:
@@ -304,7 +327,7 @@ class ChatModel:
             return self.settings.timeout
         left = deadline - time.monotonic()
         if left <= 0.05:
-            raise LLMUnavailable(f"{self.name}: no time left in the answer's budget")
+            raise BudgetExhausted(f"{self.name}: no time left in the answer's budget")
         return min(self.settings.timeout, left)
 
     def _wait(self, deadline: float | None) -> Callable[[RetryCallState], float]:
@@ -347,10 +370,11 @@ def _with_schema(messages: Sequence[Mapping[str, str]], output: type[BaseModel])
 
 
 def _parse(choice: Any, output: type[Output]) -> Output:
-    if choice.finish_reason == "length":
+    if getattr(choice, "finish_reason", None) == "length":
         raise LLMOutputError("the reply was cut off at the token limit")
-    content = choice.message.content if choice.message is not None else None
-    if not content:
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None) if message is not None else None
+    if not content or not isinstance(content, str):
         raise LLMOutputError("the reply was empty")
     fenced = _FENCE.match(content)
     try:

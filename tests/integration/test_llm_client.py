@@ -3,12 +3,14 @@ structured output and its fallbacks, retries, the answer's time budget, the circ
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
+from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
 from rag.errors import LLMOutputError, LLMUnavailable
@@ -188,3 +190,63 @@ async def test_n_samples_come_back_validated(fake: FakeOpenAI) -> None:
     assert [r.days for r in replies] == [25, 20]
     (request,) = fake.chat_requests
     assert (request.n, request.temperature) == (2, 0.7)
+
+
+async def test_a_cancelled_trial_frees_the_half_open_circuit(fake: FakeOpenAI) -> None:
+    clock = Clock()
+    chat = model(fake, attempts=1, breaker=CircuitBreaker(failures=1, reset_seconds=10, clock=clock))
+    fake.fail(status=500, endpoint="chat")
+    with pytest.raises(LLMUnavailable):
+        await chat.structured(MESSAGES, Days, purpose="writer")
+    clock.now = 11.0
+    fake.delay_next(5.0, endpoint="chat")
+    trial = asyncio.create_task(chat.structured(MESSAGES, Days, purpose="writer"))
+    await asyncio.sleep(0.3)
+    trial.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await trial
+    fake.reply(GOOD)
+    (days,) = await chat.structured(MESSAGES, Days, purpose="writer")  # not refused as "circuit open"
+    assert days.days == 25 and chat.breaker.state == "closed"
+
+
+async def test_an_exhausted_budget_or_a_refused_request_does_not_open_the_circuit(fake: FakeOpenAI) -> None:
+    chat = model(fake, attempts=1, breaker=CircuitBreaker(failures=1, reset_seconds=30))
+    with metering(budget_seconds=0.0), pytest.raises(LLMUnavailable, match="no time left"):
+        await chat.structured(MESSAGES, Days, purpose="judge")
+    fake.fail(status=400, endpoint="chat")
+    with pytest.raises(LLMUnavailable, match="HTTP 400"):
+        await chat.structured(MESSAGES, Days, purpose="judge")
+    assert chat.breaker.state == "closed"
+
+
+async def test_a_200_that_is_not_a_chat_completion_is_malformed_not_a_crash() -> None:
+    async def html(request: web.Request) -> web.Response:
+        return web.Response(text="<html>maintenance</html>", content_type="text/html")
+
+    async def no_usage(request: web.Request) -> web.Response:
+        reply = {"role": "assistant", "content": '{"days": 1, "unit": "d"}'}
+        choice = {"index": 0, "finish_reason": "stop", "message": reply}
+        body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "usage": {}, "choices": [choice]}
+        return web.json_response(body)
+
+    for handler, expected in ((html, LLMOutputError), (no_usage, None)):
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+        chat = ChatModel(ChatSettings("m", base_url=url, attempts=1, price=(1.0, 1.0)), backoff_seconds=0.01)
+        try:
+            with metering() as meter:
+                if expected is None:
+                    (days,) = await chat.structured(MESSAGES, Days, purpose="writer")
+                    assert days.days == 1 and (meter.calls[0].prompt_tokens, meter.calls[0].cost) == (0, 0.0)
+                else:
+                    with pytest.raises(expected, match=r"not a chat completion|unreadable"):
+                        await chat.structured(MESSAGES, Days, purpose="writer")
+        finally:
+            await chat.aclose()
+            await runner.cleanup()
