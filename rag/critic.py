@@ -103,6 +103,35 @@ def settled_verdict(sentence: str, evidence: Sequence[str]) -> Verdict | None:
     return None
 
 
+CONTRADICTIONS = (
+    "is stated for another subject",
+    "negation differs",
+    "claims all/every",
+    "where the closest evidence names another",
+)
+"""The offline checks' reasons that say the cited evidence contradicts the sentence (not merely lacks
+it): such a sentence is wrong, not mis-cited, and is not looked for elsewhere (rag/rescue.py)."""
+
+HARD_FAILURES = (
+    "empty sentence",
+    "no evidence cited",
+    "reads as an instruction",
+    "is not in the cited evidence",
+    "which the cited evidence does not say",
+    *CONTRADICTIONS,
+)
+"""The reasons no model may overrule (a judge, a cross-encoder): an instruction to the bot, a value,
+code or name the evidence lacks, an added qualifier, and every contradiction."""
+
+
+def contradicts_evidence(reasons: Sequence[str]) -> bool:
+    return any(marker in reason for reason in reasons for marker in CONTRADICTIONS)
+
+
+def hard_failure(verdict: Verdict) -> bool:
+    return not verdict.passed and any(marker in reason for reason in verdict.reasons for marker in HARD_FAILURES)
+
+
 def evidence_sentences(evidence: Sequence[str]) -> list[str]:
     """The cited passages split into sentences as at ingest (a passage with none stays whole)."""
     return [piece for passage in evidence for piece in (split_sentences(passage) or [passage])]

@@ -165,7 +165,14 @@ class CrossEncoderReranker:
         ranked = await self.inner.rerank(query, passages)
         if not ranked:
             return []
-        logits = await self.model.logits([(query.text, r.passage.text) for r in ranked])
+        try:
+            logits = await self.model.logits([(query.text, r.passage.text) for r in ranked])
+        except CrossEncoderError as exc:  # degrade explicitly: the inner reranker's order stands
+            log.warning(
+                "the cross-encoder failed; the inner reranker's order is used",
+                extra={"reranker": self.name, "fallback": self.inner.name, "error": str(exc)},
+            )
+            return ranked[:top_k] if top_k else ranked
         scores = sigmoid(logits[:, 0])
         order = sorted(range(len(ranked)), key=lambda i: (-scores[i], i))  # ties keep the inner order
         reordered = [replace(ranked[i], score=float(scores[i])) for i in order]

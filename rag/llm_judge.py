@@ -20,7 +20,7 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag.answers import Verdict
-from rag.critic import Verifier
+from rag.critic import Verifier, evidence_sentences, exact_mismatches, hard_failure, settled_verdict
 from rag.errors import CrossEncoderError, LLMError, LLMOutputError
 from rag.llm import ChatModel
 
@@ -60,8 +60,12 @@ class LLMJudge:
         ]
 
     async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict:
-        if not sentence.strip() or not any(e.strip() for e in evidence):
-            return Verdict(False, 0.0, ("no evidence cited" if sentence.strip() else "empty sentence",))
+        settled = settled_verdict(sentence, evidence)  # an instruction to the bot is never the judge's call
+        if settled is not None and not settled.passed:
+            return settled
+        mismatches = exact_mismatches(sentence, evidence, evidence_sentences(evidence))
+        if mismatches:  # numbers and names are compared exactly, before any model reads them
+            return Verdict(False, 0.0, tuple(mismatches), self.name)
         (judgement,) = await self.model.structured(self.messages(sentence, evidence), Judgement, purpose="judge")
         reason = f"{self.name}: {judgement.reason.strip() or ('supported' if judgement.supported else 'unsupported')}"
         return Verdict(judgement.supported, 1.0 if judgement.supported else 0.0, (reason,), self.name)
@@ -78,7 +82,7 @@ class PrefilteredVerifier:
 
     async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict:
         first = await self.cheap.verify(sentence, evidence)
-        if (not first.passed and _exact_fact_missing(first)) or (first.passed and first.score >= self.clear_pass):
+        if hard_failure(first) or (first.passed and first.score >= self.clear_pass):
             return replace(first, decided_by=first.decided_by or self.cheap.name)
         second = await self.judge.verify(sentence, evidence)
         return replace(second, decided_by=second.decided_by or self.judge.name)
@@ -103,13 +107,6 @@ class FallbackVerifier:
             verdict = await self.fallback.verify(sentence, evidence)
             note = f"{self.primary.name} unavailable ({exc}): decided by {self.fallback.name}"
             return Verdict(verdict.passed, verdict.score, (*verdict.reasons, note), f"{self.fallback.name} (fallback)")
-
-
-def _exact_fact_missing(verdict: Verdict) -> bool:
-    """The offline verifier's reasons name a value, code or name absent from the evidence, a
-    negation or a scope it does not share: facts no judge may overrule."""
-    markers = ("is not in the cited evidence", "negation differs", "claims all/every", "stated for another subject")
-    return any(marker in reason for reason in verdict.reasons for marker in markers)
 
 
 COMPARE_RULES = (

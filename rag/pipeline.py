@@ -19,14 +19,14 @@ from rag.answers import GateOutcome
 from rag.attempt import Attempt, Checked, Clock, context_of
 from rag.bridge import Bridge, describes, find_bridge
 from rag.consistency import SAMPLE_TEMPERATURE, FactComparer, SamplingSynthesizer, consistency_gate, judged_gate
-from rag.critic import Verifier
+from rag.critic import Verifier, contradicts_evidence
 from rag.embeddings import Embedder
 from rag.errors import LLMError
 from rag.facts import STOP_WORDS, clean_sentence, readable
 from rag.focus import Focus, FocusCheck
 from rag.premise import alternatives, premise_gate, unknown_names
 from rag.rerank import Query, Ranked, Reranker
-from rag.rescue import ClaimRescuer, contradicts_evidence, rescue_gate
+from rag.rescue import ClaimRescuer, rescue_gate
 from rag.retrieve import HybridRetriever
 from rag.synthesis import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, SynthesisRequest, Synthesizer
 from rag.types import AccessScope, Passage

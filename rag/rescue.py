@@ -59,19 +59,6 @@ class ClaimRescuer:
         return Rescue(sentence, None, best, (f"no re-retrieved passage supports it (best {best:.2f})",))
 
 
-CONTRADICTIONS = (
-    "stated for another subject",
-    "where the closest evidence names another",
-    "negation differs",
-    "claims all/every",
-)
-"""The critic's reasons that say the cited evidence contradicts the sentence (rag/critic.py)."""
-
-
-def contradicts_evidence(reasons: Sequence[str]) -> bool:
-    return any(marker in reason for reason in reasons for marker in CONTRADICTIONS)
-
-
 def rescue_gate(rescues: Sequence[Rescue], number: int) -> GateOutcome:
     saved = [r for r in rescues if r.rescued]
     details = {

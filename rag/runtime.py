@@ -123,7 +123,7 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
         if replayed:
             log.warning("wrote %d traces or votes spooled while the database was away", replayed)
         vectors = CachedEmbedder(embedder)
-        reranker = EvidenceReranker(sentence_source(store, vectors), vectors)
+        reranker = build_reranker(settings, EvidenceReranker(sentence_source(store, vectors), vectors))
         answerer = build_answerer(
             settings, store, embedder, retriever, reranker=reranker, vectors=vectors, tracker=tracker
         )

@@ -325,17 +325,25 @@ def test_allowing_the_hub_says_when_hf_hub_offline_keeps_it_away(monkeypatch: py
         load_cross_encoder("candor-tests/no-such-model", allow_hub=True)
 
 
-async def test_a_model_failing_at_run_time_raises_a_candor_error(
-    tiny_cross_encoders: TinyCrossEncoders, candor: Candor, corpus: KnowledgeBase, inner: EvidenceReranker
+async def test_a_model_failing_at_run_time_degrades_the_reranker_and_raises_from_the_verifier(
+    tiny_cross_encoders: TinyCrossEncoders,
+    candor: Candor,
+    corpus: KnowledgeBase,
+    inner: EvidenceReranker,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The broken model loads, but its embedding table is smaller than its vocabulary."""
+    """The broken model loads, but its embedding table is smaller than its vocabulary. The reranker
+    falls back to the inner order (logged); the verifier raises a CandorError (FallbackVerifier's to catch)."""
     broken = load(tiny_cross_encoders.broken)
     query, passages = await shortlist(candor, corpus, PRIMARY_CARER_LEAVE)
-    with pytest.raises(CrossEncoderError, match="tiny-broken: scoring") as caught:
-        await CrossEncoderReranker(broken, inner).rerank(query, passages)
-    assert isinstance(caught.value, CandorError) and caught.value.__cause__ is not None
-    with pytest.raises(CrossEncoderError, match="tiny-broken"):
+    expected = await inner.rerank(query, passages)
+    with caplog.at_level("WARNING"):
+        ranked = await CrossEncoderReranker(broken, inner).rerank(query, passages)
+    assert [r.passage.chunk_id for r in ranked] == [r.passage.chunk_id for r in expected]
+    assert any("inner reranker's order is used" in r.getMessage() for r in caplog.records)
+    with pytest.raises(CrossEncoderError, match="tiny-broken") as caught:
         await CrossEncoderVerifier(broken).verify(PARAPHRASE, [LEAVE])
+    assert isinstance(caught.value, CandorError) and caught.value.__cause__ is not None
 
 
 # --- concurrency ----------------------------------------------------------------------------------
