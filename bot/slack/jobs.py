@@ -121,8 +121,14 @@ class Responder:
             await self._deliver(job, [SlackMessage(escape(f"I couldn't take that question: {exc}."), ())])
             await self.ledger.complete(claim, failed=True, error=str(exc))
             return
-        except (CandorError, SlackApiError, OSError) as exc:
-            log.error("answering a Slack question failed: %s", exc, extra={"key": claim.key, "trace_id": trace_id})
+        except Exception as exc:  # CandorError, Slack, the network, or a defect: the asker hears of it
+            expected = isinstance(exc, CandorError | SlackApiError | OSError)
+            log.error(
+                "answering a Slack question failed: %s",
+                exc,
+                exc_info=not expected,
+                extra={"key": claim.key, "trace_id": trace_id},
+            )
             await self.deliver_failure(job, trace_id)
             await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc))
             return

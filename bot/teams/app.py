@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from types import SimpleNamespace
@@ -37,8 +36,9 @@ from bot.teams.cards import answer_activity, failure_activity, welcome_activity
 from bot.teams.credentials import ReusedCredentials
 from bot.teams.delivery import Delivery, Send, to_activity
 from bot.teams.feedback import feedback_from_invoke
+from bot.teams.job import TeamsJob, channel_data, question_text
 from bot.worker import EventClaims, Worker
-from rag.answers import Audience, Feedback, Question, Turn
+from rag.answers import Feedback, Question, Turn
 from rag.config import Settings
 from rag.errors import CandorError, DeliveryError, QuestionError, StoreError, UnknownTrace
 from rag.tracking.events import Claim
@@ -49,7 +49,6 @@ PLATFORM = "teams"
 MESSAGES_PATH = "/api/messages"
 CHAT_HISTORY_MINUTES = 30
 """A personal or group chat never ends: earlier turns count as context for this long."""
-_COMMAND_WORD = re.compile(r"^\s*(?:ask|help)\b[\s:,-]*", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,59 +77,6 @@ def teams_config(settings: Settings) -> TeamsConfig:
         ask_human=settings.teams_ask_human,
         concurrency=settings.answer_concurrency,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TeamsJob:
-    """One question to answer, as the claim's payload stores it."""
-
-    reference: dict[str, Any]
-    """The serialised `ConversationReference` the answer is sent to."""
-    text: str
-    user: str
-    conversation: str
-    conversation_type: str
-    tenant: str
-    team_id: str = ""
-    """A channel's team (`channelData.team.id`); empty outside teams."""
-    channel_id: str = ""
-    """A channel's id without the thread (`channelData.channel.id`); empty outside teams."""
-
-    def as_payload(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> TeamsJob:
-        return cls(**{k: v for k, v in payload.items() if k in cls.__dataclass_fields__})
-
-    @property
-    def audience(self) -> Audience:
-        """Personal chats are direct; group chats and team channels are private: read by their
-        members only, whom the tenant controls (Slack's public channels are open to the whole
-        workspace, Teams channels to their team). The access policy decides what each may read."""
-        return "direct" if self.conversation_type == "personal" else "private"
-
-    @property
-    def where(self) -> str:
-        """The conversation as the access policy sees it: `tenant/team/channel` for a team channel
-        (every thread of it), `tenant/conversation` for a chat."""
-        if self.conversation_type == "channel" and self.team_id and self.channel_id:
-            return f"{self.tenant}/{self.team_id}/{self.channel_id}"
-        return f"{self.tenant}/{self.conversation}"
-
-
-def _channel_data(activity: Activity, field: str) -> str:
-    """`channelData.<field>.id`: the tenant (botbuilder 4.17 drops `conversation.tenantId` when
-    reading), the team, the channel."""
-    data = activity.channel_data if isinstance(activity.channel_data, dict) else {}
-    value = data.get(field)
-    return str(value.get("id") or "") if isinstance(value, dict) else ""
-
-
-def question_text(activity: Activity) -> str:
-    """The message without the bot's @mention and without a leading command word ("ask", "help")."""
-    text = TurnContext.remove_recipient_mention(activity) if activity.recipient else activity.text
-    return _COMMAND_WORD.sub("", (text or "").replace("&nbsp;", " ")).strip()
 
 
 class TeamsAdapter:
@@ -225,7 +171,7 @@ class TeamsAdapter:
             await context.send_activity(to_activity(await self._welcome()))
             return
         reference = TurnContext.get_conversation_reference(activity)
-        tenant = _channel_data(activity, "tenant")
+        tenant = channel_data(activity, "tenant")
         job = TeamsJob(
             reference=reference.serialize(),
             text=text,
@@ -233,8 +179,8 @@ class TeamsAdapter:
             conversation=conversation.id if conversation else "",
             conversation_type=kind,
             tenant=tenant,
-            team_id=_channel_data(activity, "team"),
-            channel_id=_channel_data(activity, "channel"),
+            team_id=channel_data(activity, "team"),
+            channel_id=channel_data(activity, "channel"),
         )
         key = f"{tenant}/{job.conversation}/{activity.id}"
         try:
@@ -338,8 +284,13 @@ class TeamsAdapter:
             await self._tell(send, {"type": "message", "text": f"I couldn't take that question: {exc}."}, claim)
             await self.ledger.complete(claim, failed=True, error=str(exc))
             return
-        except CandorError as exc:
-            log.error("answering a Teams question failed: %s", exc, extra={"key": claim.key, "trace_id": trace_id})
+        except Exception as exc:  # CandorError, or a defect: either way the asker hears of it
+            log.error(
+                "answering a Teams question failed: %s",
+                exc,
+                exc_info=not isinstance(exc, CandorError),
+                extra={"key": claim.key, "trace_id": trace_id},
+            )
             if not isinstance(exc, DeliveryError):
                 await self._tell(send, failure_activity(trace_id), claim)
             await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc))
@@ -350,7 +301,20 @@ class TeamsAdapter:
             "answer_text": answer.text,
             "route": answer.route,
         }
-        await self.ledger.complete(claim, trace_id=trace_id, reply=reply)
+        await self._record_reply(claim, reply, trace_id)
+
+    async def _record_reply(self, claim: Claim, reply: Mapping[str, Any], trace_id: str | None) -> None:
+        """Where the answer went, so that votes on it find its trace: a delivered answer is never
+        marked failed; a claim taken over meanwhile still gets its reply recorded."""
+        for attempt in range(3):
+            try:
+                if not await self.ledger.complete(claim, trace_id=trace_id, reply=reply):
+                    await self.ledger.update_reply(PLATFORM, claim.key, reply, trace_id=trace_id)
+                return
+            except StoreError as exc:
+                log.warning("could not record a delivered Teams answer (try %d): %s", attempt + 1, exc)
+                await asyncio.sleep(1.0 * (attempt + 1))
+        log.error("a delivered Teams answer is not recorded; votes on it will not find it", extra={"key": claim.key})
 
     async def _tell(self, send: Send, activity: Mapping[str, Any], claim: Claim) -> None:
         """A message about a failure: if it cannot be delivered either, logged."""

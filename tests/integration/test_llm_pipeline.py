@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from rag.answers import Answer, Question
 from rag.runtime import Candor, build_answerer
@@ -389,12 +390,12 @@ async def test_a_conflict_note_the_passages_do_not_bear_out_is_rejected(
 async def test_a_conflict_note_between_different_facts_is_rejected(
     candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
 ) -> None:
-    note = disagreement(("24 days", "24 days of paid annual"), ("16 weeks", "16 weeks"))
+    note = disagreement(("24 days", "24 days of paid annual"), ("10 days", "10 days of fully paid sick"))
     fake.responder = Models(writes(copy("24 days"), conflicts=[note]))
     answer = await ask(core(candor, fake), handbook, ANNUAL)
     reason = gate(answer, "writer_conflicts").details["notes"][0]["reason"]
     assert "cite two documents" in reason or "same fact" in reason
-    assert all("16 weeks" not in c.values for c in answer.conflicts)
+    assert all("10 days" not in c.values for c in answer.conflicts)
 
 
 async def test_a_model_answering_about_something_no_document_names_is_not_delivered(
@@ -477,3 +478,39 @@ async def test_no_judge_overrules_an_instruction_or_a_missing_number(
     assert "password" not in answer.text and "18 weeks" not in answer.text and "16 weeks" in answer.text
     reasons = {d.text: " ".join(d.reasons) for d in answer.dropped}
     assert "instruction" in reasons[injected]
+
+
+async def test_self_consistency_that_cannot_run_does_not_make_the_answer_look_inconsistent(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    writer = writes(copy("16 weeks"))
+
+    def reply(request: Any) -> Any:
+        if (request.n or 1) > 1:
+            raise RuntimeError("this endpoint cannot sample")
+        return writer(request)
+
+    fake.responder = Models(reply)
+    answer = await ask(core(candor, fake, self_consistency_kbs=["*"]), handbook, PARENTAL)
+    consistency = gate(answer, "self_consistency")
+    assert consistency.details["samples"] == 0 and "HTTP 500" in consistency.details["not_run"]
+    assert answer.route == "answered" and not any("did not state the same facts" in c for c in answer.caveats)
+
+
+async def test_the_openai_key_goes_only_to_its_own_endpoint(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    fake.responder = Models(writes(copy("16 weeks")), judge=judges())
+    judge_url = fake.base_url.replace("127.0.0.1", "localhost")  # the same fake, another endpoint by name
+    configured = core(
+        candor,
+        fake,
+        openai_api_key=SecretStr("sk-writer"),
+        judge="openai:judge-model",
+        judge_base_url=judge_url,
+        judge_prefilter="off",
+    )
+    await ask(configured, handbook, PARENTAL)
+    keys = {(r.model, r.authorization) for r in fake.chat_requests}
+    assert ("writer-model", "Bearer sk-writer") in keys
+    assert {auth for model, auth in keys if model == "judge-model"} == {"Bearer not-needed"}

@@ -27,7 +27,7 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.synthesis import ExtractiveSynthesizer
 from rag.tracking.events import EventLedger
-from tests.cores import Broken, SlowWriter, Verbose
+from tests.cores import Broken, Defective, SlowWriter, Verbose
 from tests.fakes.bot_connector import FakeConnector
 from tests.fakes.teams_activities import (
     TEAM_ID,
@@ -255,6 +255,16 @@ async def test_a_pipeline_failure_gets_a_friendly_message(core: Candor) -> None:
         assert "went wrong" in call.body["text"]
         row = await answered(served, question)
         assert row["status"] == "failed" and "not reachable" in row["error"]
+
+
+async def test_a_defect_in_answering_still_tells_the_asker(core: Candor) -> None:
+    async with serving(Defective(core), core) as served:
+        question = personal_message("How much is the home office stipend?", service_url=served.fake.service_url)
+        await served.post(question)
+        (call,) = await served.fake.wait_for(kind="message", timeout=30)
+        assert "went wrong" in call.body["text"]
+        row = await answered(served, question)
+        assert row["status"] == "failed" and "defect nobody anticipated" in row["error"]
 
 
 async def test_a_restricted_document_is_answered_only_in_the_channel_granted_its_group(served: Served) -> None:
