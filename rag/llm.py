@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from rag.answers import ModelCall
+from rag.circuit import CircuitBreaker
 from rag.errors import ConfigError, LLMError, LLMOutputError, LLMUnavailable
 
 log = logging.getLogger("candor.llm")
@@ -90,54 +91,6 @@ def _deadline() -> float | None:
     return meter.deadline if meter is not None else None
 
 
-# --- the circuit breaker ---------------------------------------------------------------------------
-
-
-class CircuitBreaker:
-    """Closed → (``failures`` failed calls in a row) → open → (``reset_seconds``) → one trial call."""
-
-    def __init__(
-        self, *, failures: int = 5, reset_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        if failures < 1 or reset_seconds <= 0:
-            raise ConfigError("a circuit breaker needs failures >= 1 and reset_seconds > 0")
-        self.failures = failures
-        self.reset_seconds = reset_seconds
-        self.clock = clock
-        self._failed = 0
-        self._opened_at: float | None = None
-        self._trial = False
-
-    @property
-    def state(self) -> Literal["closed", "open", "half_open"]:
-        if self._opened_at is None:
-            return "closed"
-        return "half_open" if self.clock() - self._opened_at >= self.reset_seconds else "open"
-
-    def allow(self) -> bool:
-        """May a call go out now? In the half-open state, one trial call at a time."""
-        state = self.state
-        if state == "closed":
-            return True
-        if state == "half_open" and not self._trial:
-            self._trial = True
-            return True
-        return False
-
-    def release(self) -> None:
-        """A call ended without telling whether the endpoint works (cancelled): free the trial slot."""
-        self._trial = False
-
-    def succeeded(self) -> None:
-        self._failed, self._opened_at, self._trial = 0, None, False
-
-    def failed(self) -> None:
-        self._trial = False
-        self._failed += 1
-        if self._opened_at is not None or self._failed >= self.failures:
-            self._opened_at = self.clock()  # (re)open: a failed trial waits another period
-
-
 # --- the model -------------------------------------------------------------------------------------
 
 
@@ -151,6 +104,8 @@ class ChatSettings:
     attempts: int = 3
     temperature: float = 0.0
     max_tokens: int = 1024
+    concurrency: int = 8
+    """Requests in flight at once to this model (a judge gets every sentence of every answer)."""
     price: tuple[float, float] | None = None
     """Cost per million tokens in and out (`CANDOR_LLM_COSTS`); None: not priced."""
 
@@ -193,6 +148,7 @@ class ChatModel:
         self.breaker = breaker or CircuitBreaker()
         self.backoff_seconds = backoff_seconds
         self.mode: StructuredMode = "json_schema"
+        self._slots: asyncio.Semaphore | None = None
         self._client = AsyncOpenAI(
             api_key=settings.api_key or "not-needed",
             base_url=settings.base_url,
@@ -226,9 +182,12 @@ class ChatModel:
         )
         settled = False
         try:
-            async for attempt in retrying:
-                with attempt:
-                    replies = await self._attempt(messages, output, purpose, deadline, n, temperature, check)
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self.settings.concurrency)
+            async with self._slots:
+                async for attempt in retrying:
+                    with attempt:
+                        replies = await self._attempt(messages, output, purpose, deadline, n, temperature, check)
         except (BudgetExhausted, LLMRefused):  # out of this answer's time, or a request it cannot take
             raise  # the endpoint itself is not failing: the breaker does not count it
         except _Retryable as exc:

@@ -22,7 +22,7 @@ from rag.llm_judge import LLMFactComparer
 from rag.pipeline import GatedAttempt, PipelineConfig
 from rag.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
 from rag.retrieve import HybridRetriever
-from rag.stages import build_reranker, build_verifier, build_writer, judge_model
+from rag.stages import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
@@ -130,6 +130,7 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
         events = EventLedger(store.engine, lease_seconds=settings.event_lease_seconds)
         yield Candor(settings, store, embedder, retriever, answerer, tracker, reranker, events)
     finally:
+        await close_chat_models()
         await store.close()
 
 

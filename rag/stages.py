@@ -17,17 +17,31 @@ from pydantic import SecretStr
 from rag.config import Settings
 from rag.critic import Verifier
 from rag.cross_encoders import CrossEncoderReranker, CrossEncoderVerifier, load_cross_encoder
-from rag.llm import ChatModel, ChatSettings
+from rag.llm import ChatModel, ChatSettings, close_all
 from rag.llm_judge import FallbackVerifier, LLMJudge, PrefilteredVerifier
 from rag.llm_writer import FallbackSynthesizer, LLMSynthesizer
 from rag.rerank import Reranker
 from rag.synthesis import Synthesizer
+
+OPENED: list[ChatModel] = []
+"""Every chat model built by this process, closed by `close_chat_models` (their HTTP clients)."""
+
+
+async def close_chat_models() -> None:
+    models, OPENED[:] = list(OPENED), []
+    await close_all(models)
 
 
 def chat_model(settings: Settings, model: str, *, base_url: str | None, key: SecretStr | None = None) -> ChatModel:
     """A model on `base_url`, with `key` (default: OPENAI_API_KEY, which goes to OPENAI_BASE_URL only)."""
     if key is None and base_url == settings.openai_base_url:
         key = settings.openai_api_key
+    made = _chat_model(settings, model, base_url=base_url, key=key)
+    OPENED.append(made)
+    return made
+
+
+def _chat_model(settings: Settings, model: str, *, base_url: str | None, key: SecretStr | None) -> ChatModel:
     return ChatModel(
         ChatSettings(
             model,

@@ -13,8 +13,9 @@ import pytest
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
+from rag.circuit import CircuitBreaker
 from rag.errors import LLMOutputError, LLMUnavailable
-from rag.llm import ChatModel, ChatSettings, CircuitBreaker, metering
+from rag.llm import ChatModel, ChatSettings, metering
 from tests.fakes.openai_server import FakeOpenAI
 
 MESSAGES = [{"role": "system", "content": "You answer in JSON."}, {"role": "user", "content": "How many days?"}]
@@ -250,3 +251,12 @@ async def test_a_200_that_is_not_a_chat_completion_is_malformed_not_a_crash() ->
         finally:
             await chat.aclose()
             await runner.cleanup()
+
+
+async def test_requests_to_one_model_are_limited_to_its_concurrency(fake: FakeOpenAI) -> None:
+    fake.delay_next(0.5, times=2, endpoint="chat")
+    fake.reply(GOOD, times=2)
+    chat = model(fake, concurrency=1)
+    await asyncio.gather(*(chat.structured(MESSAGES, Days, purpose="judge") for _ in range(2)))
+    first, second = sorted(r.at for r in fake.chat_requests)
+    assert second - first >= 0.45  # the second waited for the first
