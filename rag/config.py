@@ -300,6 +300,16 @@ def offline_model_environment() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def model_library_environment(*, allow_hub: bool) -> bool:
+    """Before a model library is imported: `offline_model_environment` unless the hub is allowed.
+    True when HF_HUB_OFFLINE keeps the hub out of reach all the same (for error messages)."""
+    if allow_hub:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    else:
+        offline_model_environment()
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def load_settings(**overrides: object) -> Settings:
     """Build the settings, translating validation errors into one `ConfigError` naming the variables.
 

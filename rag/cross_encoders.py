@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -41,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from rag.answers import Verdict
-from rag.config import offline_model_environment
+from rag.config import model_library_environment
 from rag.critic import evidence_sentences, exact_mismatches, settled_verdict
 from rag.errors import ConfigError, CrossEncoderError
 from rag.rerank import Query, Ranked, Reranker
@@ -129,10 +128,7 @@ def load_cross_encoder(
         raise ConfigError(f"cross-encoder model {spec!r} not found: no such folder")
     if local and not (folder / "config.json").is_file():
         raise ConfigError(f"cross-encoder model folder {spec!r} holds no model (no config.json)")
-    if allow_hub:
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    else:
-        offline_model_environment()
+    hub_blocked = model_library_environment(allow_hub=allow_hub)
     from sentence_transformers import CrossEncoder
 
     try:
@@ -144,7 +140,7 @@ def load_cross_encoder(
             trust_remote_code=False,
         )
     except Exception as exc:  # OSError, SafetensorError, ValueError...: the setting names nothing usable
-        raise ConfigError(_unloadable(spec, local, allow_hub, exc)) from exc
+        raise ConfigError(_unloadable(spec, local, allow_hub, hub_blocked, exc)) from exc
     return CrossEncoderModel(model, folder.name if local else spec, batch_size=batch_size)
 
 
@@ -248,13 +244,13 @@ def _labels(model: Any) -> tuple[str, ...]:
     return tuple(str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(int(model.num_labels)))
 
 
-def _unloadable(spec: str, local: bool, allow_hub: bool, exc: Exception) -> str:
+def _unloadable(spec: str, local: bool, allow_hub: bool, hub_blocked: bool, exc: Exception) -> str:
     detail = str(exc) if len(str(exc)) <= _DETAIL else str(exc)[:_DETAIL] + "..."
     if local:
         return f"cannot load cross-encoder model from folder {spec!r}: {detail}"
     where = "not a folder on disk and not in the local Hugging Face cache"
     if not allow_hub:
         return f"cross-encoder model {spec!r} not found: {where} (the hub was not allowed)"
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+    if hub_blocked:
         return f"cross-encoder model {spec!r} not found: {where}, and HF_HUB_OFFLINE keeps the hub out of reach"
     return f"cross-encoder model {spec!r} could not be fetched from the hub: {detail}"
