@@ -198,6 +198,15 @@ class Settings(BaseSettings):
     offline verifier), `cross-encoder:<model>`, or `off` (the judge sees every sentence)."""
     reranker: str = Field("evidence", validation_alias=_env("CANDOR_RERANKER"))
     """CANDOR_RERANKER: `evidence` (offline) or `cross-encoder:<model path or name>`."""
+    audit_verifier: str = Field("auto", validation_alias=_env("CANDOR_AUDIT_VERIFIER"))
+    """CANDOR_AUDIT_VERIFIER: what `candor audit answers` re-verifies delivered sentences with: `auto`
+    (the strongest configured: the gate's LLM judge, else its cross-encoder judge, else the offline
+    verifier), `evidence`, `openai:<model>` (on CANDOR_AUDIT_BASE_URL, else OPENAI_BASE_URL) or
+    `cross-encoder:<model>`. Independent of the gate only when it is none of the gate's models."""
+    audit_base_url: str | None = Field(None, validation_alias=_env("CANDOR_AUDIT_BASE_URL"))
+    """CANDOR_AUDIT_BASE_URL: the audit model's endpoint when it is not OPENAI_BASE_URL."""
+    audit_api_key: SecretStr | None = Field(None, validation_alias=_env("CANDOR_AUDIT_API_KEY"))
+    """CANDOR_AUDIT_API_KEY: the key for CANDOR_AUDIT_BASE_URL (OPENAI_API_KEY goes to OPENAI_BASE_URL only)."""
     allow_model_download: bool = Field(False, validation_alias=_env("CANDOR_ALLOW_MODEL_DOWNLOAD"))
     """CANDOR_ALLOW_MODEL_DOWNLOAD: cross-encoders named by hub id may be fetched (default: disk only)."""
     self_consistency_kbs: list[str] = Field(default_factory=list, validation_alias=_env("CANDOR_SELF_CONSISTENCY_KBS"))
@@ -251,7 +260,7 @@ class Settings(BaseSettings):
             raise ValueError("must be evidence, off or cross-encoder:<model>")
         return text
 
-    @field_validator("writer", "judge", "reranker", mode="after")
+    @field_validator("writer", "judge", "reranker", "audit_verifier", mode="after")
     @classmethod
     def _stage_named(cls, value: str, info: ValidationInfo) -> str:
         value = value.strip()
@@ -259,6 +268,7 @@ class Settings(BaseSettings):
             "writer": ("extractive", "openai:"),
             "judge": ("evidence", "openai:", "cross-encoder:"),
             "reranker": ("evidence", "cross-encoder:"),
+            "audit_verifier": ("auto", "evidence", "openai:", "cross-encoder:"),
         }[info.field_name or ""]
         if not any(value == kind or (kind.endswith(":") and value.startswith(kind)) for kind in kinds):
             raise ValueError(f"must be one of {', '.join(k + ('<model>' if k.endswith(':') else '') for k in kinds)}")
@@ -283,6 +293,11 @@ class Settings(BaseSettings):
         if self.judge.startswith("openai:") and self.openai_api_key is None and not judge_endpoint:
             raise ValueError(
                 "CANDOR_JUDGE=openai:... needs OPENAI_API_KEY (or CANDOR_JUDGE_BASE_URL / OPENAI_BASE_URL)"
+            )
+        audit_endpoint = self.audit_base_url or self.openai_base_url
+        if self.audit_verifier.startswith("openai:") and self.openai_api_key is None and not audit_endpoint:
+            raise ValueError(
+                "CANDOR_AUDIT_VERIFIER=openai:... needs OPENAI_API_KEY (or CANDOR_AUDIT_BASE_URL / OPENAI_BASE_URL)"
             )
         return self
 

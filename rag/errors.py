@@ -26,7 +26,9 @@ it into a friendly message.
     ├── LLMError                    a language model could not give a usable reply (after retries)
     │   ├── LLMUnavailable          unreachable, failing, out of time, or its circuit breaker is open
     │   └── LLMOutputError          its reply was not JSON, broke the schema, or was cut off
-    └── EvalError                   a golden file is missing or malformed
+    ├── EvalError                   a golden file is missing or malformed
+    └── AuditError                  an audit of the answers could not run or finish (its verifier went away)
+        └── LabelFileError          a file of human labels has malformed rows (each named by its line)
 """
 
 from __future__ import annotations
@@ -136,3 +138,15 @@ class LLMOutputError(LLMError):
 
 class EvalError(CandorError):
     """A golden file is missing or malformed."""
+
+
+class AuditError(CandorError):
+    """An audit of the answers could not run or finish: its verifier went away, its window is empty."""
+
+
+class LabelFileError(AuditError):
+    """A file of human labels has rows that cannot be stored; `problems` names each by its line."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
