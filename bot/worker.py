@@ -83,6 +83,10 @@ class EventClaims(Protocol):
 class Responder(Protocol):
     async def run(self, claim: Claim) -> None: ...
 
+    async def abandoned(self, claim: Claim) -> None:
+        """Tell the asker that their question was given up (`Claim.given_up`): no replica could answer it."""
+        ...
+
 
 @dataclass(slots=True)
 class Worker:
@@ -143,6 +147,9 @@ class Worker:
             await asyncio.sleep(self.poll_seconds)
             try:
                 for claim in await self.ledger.expired(self.platform):
+                    if claim.given_up:
+                        self.submit(claim, self.responder.abandoned)
+                        continue
                     log.info("taking a question from the ledger", extra={"key": claim.key, "attempt": claim.attempt})
                     self.submit(claim)
             except StoreError as exc:

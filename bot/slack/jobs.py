@@ -102,6 +102,13 @@ class Responder:
         finally:
             await self._progress(job, started=False)
 
+    async def abandoned(self, claim: Claim) -> None:
+        """The question was given up (every replica that took it stopped before answering): say so
+        in its thread, and take away the 👀 a dead replica may have left."""
+        job = Job.from_payload(claim.payload)
+        await self._progress(job, started=False)
+        await self.deliver_failure(job, None)
+
     async def _answer(self, claim: Claim, job: Job) -> None:
         trace_id: str | None = None
         try:

@@ -265,6 +265,15 @@ class TeamsAdapter:
         finally:
             typing.cancel()
 
+    async def abandoned(self, claim: Claim) -> None:
+        """The question was given up (every replica that took it stopped before answering): say so."""
+        reference = ConversationReference.deserialize(TeamsJob.from_payload(claim.payload).reference)
+
+        async def send(activity: Mapping[str, Any]) -> str | None:
+            return await self.delivery.proactive(reference, activity)
+
+        await self._tell(send, failure_activity(None), claim)
+
     async def _answer(self, claim: Claim, job: TeamsJob, send: Send) -> None:
         trace_id: str | None = None
         try:

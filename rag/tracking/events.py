@@ -74,7 +74,7 @@ GIVE_UP_EXHAUSTED = text(
     "UPDATE platform_events SET status = 'failed', updated_at = now(), error = "
     "'given up after ' || attempt || ' attempts: every replica that took it stopped before answering' "
     "WHERE platform = :platform AND status = 'claimed' AND lease_until < now() AND attempt >= :max_attempts "
-    "RETURNING key, attempt"
+    f"RETURNING {CLAIM_COLUMNS}"
 )
 
 HELD = "platform = :platform AND key = :key AND owner = :owner AND attempt = :attempt AND status = 'claimed'"
@@ -127,6 +127,9 @@ class Claim:
     lease_until: datetime
     taken_over: bool
     """True when this owner took the question from one whose lease ran out."""
+    given_up: bool = False
+    """True when the question was given up (`max_attempts` owners stopped before answering it): it
+    is failed in the ledger, and this owner is the one (of all replicas) to tell the asker."""
     question: str | None = None
     team: str | None = None
     conversation: str | None = None
@@ -254,15 +257,21 @@ class EventLedger:
         await self._execute(f"release {claim.platform} event {claim.key}", RELEASE, _held(claim))
 
     async def expired(self, platform: str, *, limit: int = 10) -> list[Claim]:
-        """Take over up to `limit` questions of `platform` whose owner's lease ran out."""
+        """Take over up to `limit` questions of `platform` whose owner's lease ran out.
+
+        Questions that `max_attempts` owners took and never finished are failed instead, and come
+        back with `given_up` set: one UPDATE marks each, so exactly one replica gets it and tells
+        the asker (a question is never dropped without a word)."""
         if limit < 1:
             return []
         exhausted = {"platform": platform, "max_attempts": self.max_attempts}
+        given_up = []
         for row in await self._execute(f"give up exhausted {platform} events", GIVE_UP_EXHAUSTED, exhausted):
             log.error("gave up a question after %d attempts", row["attempt"], extra={"key": row["key"]})
+            given_up.append(_claim(row, taken_over=True, given_up=True))
         params = {**exhausted, "limit": limit, "owner": self.owner, "lease": self.lease_seconds}
         rows = await self._execute(f"take over expired {platform} events", TAKE_OVER_EXPIRED, params)
-        return [_claim(row, taken_over=True) for row in rows]
+        return given_up + [_claim(row, taken_over=True) for row in rows]
 
     async def get(self, platform: str, key: str) -> dict[str, Any] | None:
         """The ledger row as JSON data (timestamps in ISO form), or None when the key is unknown."""
@@ -331,7 +340,7 @@ class EventLedger:
             raise StoreError(f"could not {what}: {_describe(exc)}") from exc
 
 
-def _claim(row: Mapping[str, Any], *, taken_over: bool) -> Claim:
+def _claim(row: Mapping[str, Any], *, taken_over: bool, given_up: bool = False) -> Claim:
     return Claim(
         platform=row["platform"],
         key=row["key"],
@@ -340,6 +349,7 @@ def _claim(row: Mapping[str, Any], *, taken_over: bool) -> Claim:
         payload=dict(row["payload"]),
         lease_until=row["lease_until"],
         taken_over=taken_over,
+        given_up=given_up,
         question=row["question"],
         team=row["team"],
         conversation=row["conversation"],

@@ -492,6 +492,8 @@ async def test_a_question_no_owner_ever_finishes_is_given_up_after_max_attempts(
     await asyncio.sleep(PAST_SHORT)
 
     assert await crashing.claim(platform, key, PAYLOAD) is None  # three owners stopped: not a fourth
+    (given_up,) = await crashing.expired(platform)  # handed back once, for this replica to tell the asker
+    assert given_up.given_up and given_up.key == key and given_up.payload == PAYLOAD
     assert await crashing.expired(platform) == []
     row = await crashing.get(platform, key)
     assert row is not None and row["status"] == "failed" and row["attempt"] == 3

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.slack.app import SlackAdapter, SlackConfig
 from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_REASON_CALLBACK, FEEDBACK_UP, REASON_ACTION, REASON_BLOCK
+from bot.slack.jobs import PLATFORM, Job
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
@@ -368,6 +369,33 @@ async def test_a_pipeline_failure_gets_a_friendly_message_and_the_event_is_recor
             break
         await settle(0.1)
     assert row is not None and row["status"] == "failed" and "not reachable" in row["error"]
+
+
+async def test_a_question_no_replica_could_finish_is_given_up_and_the_asker_is_told(core: Candor) -> None:
+    ledger = EventLedger(core.store.engine, lease_seconds=0.5, max_attempts=1)
+    dead = EventLedger(core.store.engine, owner="dead-replica", lease_seconds=0.5, max_attempts=1)
+    channel = f"CGIVE{uuid.uuid4().hex[:6].upper()}"
+    job = Job(
+        team="T0001",
+        channel=channel,
+        ts="1700000000.000100",
+        user="U1",
+        text="Leave days?",
+        reply_thread="1700000000.000100",
+    )
+    async with serving(core, ledger) as served:
+        assert await dead.claim(PLATFORM, job.key, job.as_payload(), question=job.text) is not None
+        # the only owner allowed (max_attempts=1) stops without answering: its lease runs out
+        (post,) = await served.fake.wait_for("chat.postMessage", where=lambda c: c.params.get("channel") == channel)
+        assert post.params["thread_ts"] == job.ts
+        assert "went wrong" in block_text(post) + post.params.get("text", "")
+        removed = served.fake.calls_to("reactions.remove")
+        assert any(c.params.get("channel") == channel and c.params.get("timestamp") == job.ts for c in removed)
+        await settle(1.5)  # more polls: it is told once, not at every poll
+        told = [c for c in served.fake.calls_to("chat.postMessage") if c.params.get("channel") == channel]
+        assert len(told) == 1
+    row = await ledger.get(PLATFORM, job.key)
+    assert row is not None and row["status"] == "failed" and "given up after 1 attempts" in row["error"]
 
 
 async def test_an_assistant_thread_offers_prompts_and_shows_that_it_is_thinking(served: Served) -> None:

@@ -19,16 +19,18 @@ from typing import Any
 
 import aiohttp
 import pytest
+from botbuilder.schema import ChannelAccount, ConversationAccount, ConversationReference
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.server import ChatCore
-from bot.teams.app import TeamsAdapter, TeamsConfig
+from bot.teams.app import PLATFORM, TeamsAdapter, TeamsConfig
+from bot.teams.job import TeamsJob
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.synthesis import ExtractiveSynthesizer
 from rag.tracking.events import EventLedger
 from tests.cores import Broken, Defective, SlowWriter, Verbose
-from tests.fakes.bot_connector import FakeConnector
+from tests.fakes.bot_connector import Call, FakeConnector
 from tests.fakes.teams_activities import (
     TEAM_ID,
     TENANT_ID,
@@ -346,3 +348,31 @@ async def test_with_the_database_away_the_asker_is_told_and_the_server_keeps_ser
             await down.fake.wait_for(kind="message", count=2, timeout=30)  # still serving
     finally:
         await unreachable.dispose()
+
+
+async def test_a_question_no_replica_could_finish_is_given_up_and_the_asker_is_told(core: Candor) -> None:
+    ledger = EventLedger(core.store.engine, lease_seconds=0.5, max_attempts=1)
+    dead = EventLedger(core.store.engine, owner="dead-replica", lease_seconds=0.5, max_attempts=1)
+    conversation = f"a:giveup-{uuid.uuid4().hex[:8]}"
+    async with serving(core, core, ledger) as served:
+        reference = ConversationReference(
+            activity_id="1",
+            user=ChannelAccount(id="29:asker"),
+            bot=ChannelAccount(id="28:candor"),
+            conversation=ConversationAccount(id=conversation, conversation_type="personal", tenant_id="tenant-1"),
+            channel_id="msteams",
+            service_url=served.fake.service_url,
+        )
+        job = TeamsJob(reference.serialize(), "Leave days?", "29:asker", conversation, "personal", "tenant-1")
+        assert await dead.claim(PLATFORM, conversation, job.as_payload(), question=job.text) is not None
+        # the only owner allowed (max_attempts=1) stops without answering: its lease runs out
+
+        def in_conversation(call: Call) -> bool:
+            return call.conversation_id == conversation
+
+        (call,) = await served.fake.wait_for(in_conversation, timeout=15)
+        assert "went wrong" in call.body["text"]
+        await asyncio.sleep(1.5)  # more polls: the asker is told once
+        assert len(await served.fake.wait_for(in_conversation)) == 1
+    row = await ledger.get(PLATFORM, conversation)
+    assert row is not None and row["status"] == "failed" and "given up after 1 attempts" in row["error"]
