@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bot.report_html import render_html, write_html
 from bot.report_text import render_report
 from bot.text import render_summary, render_text
 from rag.answers import Answer, Question
@@ -264,6 +265,10 @@ def report(
     ] = None,
     by: Annotated[By | None, typer.Option("--by", help="A row per day or per week (UTC).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write a self-contained HTML page with charts to FILE (instead of the text)."),
+    ] = None,
 ) -> None:
     """What the gate log says: routes, gates, feedback, latency, cost, sources, platforms, eval runs."""
     try:
@@ -281,6 +286,15 @@ def report(
         err.print(
             f"note: no knowledge base is called {escape(str(kb))}; counting answers that name it", highlight=False
         )
+    if html is not None:
+        try:
+            written = write_html(html, render_html(result))
+        except OSError as exc:
+            err.print(f"error: could not write {escape(str(html))}: {escape(str(exc))}", highlight=False)
+            raise typer.Exit(1) from exc
+        (err if as_json else out).print(f"wrote the report page to {written}", markup=False, highlight=False)
+        if not as_json:
+            return
     if as_json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
         return
@@ -301,7 +315,15 @@ def serve(
         settings = candor.settings
         slack = settings.slack_bot_token is not None
         teams = bool(settings.microsoft_app_id) or settings.teams
-        app_ = build_app(candor, max_body_bytes=PLATFORM_BODY_BYTES if slack or teams else MAX_BODY_BYTES)
+        token = settings.admin_token.get_secret_value() if settings.admin_token else None
+        app_ = build_app(
+            candor,
+            max_body_bytes=PLATFORM_BODY_BYTES if slack or teams else MAX_BODY_BYTES,
+            reports=candor,
+            admin_token=token,
+        )
+        if token:
+            err.print(f"Dashboard: http://{host}:{port}/dashboard (CANDOR_ADMIN_TOKEN)", highlight=False)
         if teams:
             from bot.teams.app import TeamsAdapter, teams_config
 

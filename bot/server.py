@@ -19,6 +19,8 @@ from typing import Protocol
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from bot.dashboard import ReportService
+from bot.dashboard import add_routes as add_dashboard_routes
 from bot.web.routes import add_routes as add_web_routes
 from rag.answers import Answer, Feedback, Question
 from rag.errors import CandorError
@@ -58,14 +60,24 @@ class ChatCore(Protocol):
 
 
 def build_app(
-    service: AnswerService, *, max_question_chars: int = 4000, max_body_bytes: int = MAX_BODY_BYTES
+    service: AnswerService,
+    *,
+    max_question_chars: int = 4000,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    reports: ReportService | None = None,
+    admin_token: str | None = None,
 ) -> web.Application:
-    """The application `candor serve` runs: `/healthz` and the chat page at `/`."""
+    """The application `candor serve` runs: `/healthz` and the chat page at `/`; `/dashboard` (the
+    report page, `bot.dashboard`) only with an admin token and a core that makes reports."""
     if max_question_chars < 1:
         raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
     app = web.Application(client_max_size=max_body_bytes)
     app.router.add_get("/healthz", _healthz_handler(service))
     add_web_routes(app, service, max_question_chars=max_question_chars)
+    if admin_token:
+        if reports is None:
+            raise ValueError("an admin token was given but no report service to show")
+        add_dashboard_routes(app, reports, admin_token)
     return app
 
 

@@ -225,6 +225,12 @@ class Settings(BaseSettings):
     """CANDOR_LLM_COSTS: JSON, model → [price per million tokens in, out], e.g.
     `{"gpt-4o-mini": [0.15, 0.60]}`; the trace, `candor eval` and the report cost answers with it."""
 
+    # --- operators -----------------------------------------------------------------------
+    admin_token: SecretStr | None = Field(None, min_length=16, validation_alias=_env("CANDOR_ADMIN_TOKEN"))
+    """CANDOR_ADMIN_TOKEN: `candor serve` shows the report page at /dashboard to whoever sends it
+    (`Authorization: Bearer <token>`, or `?token=` once from a browser); unset, there is no /dashboard.
+    At least 16 characters, e.g. from `python -c "import secrets; print(secrets.token_urlsafe(32))"`."""
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", validation_alias=_env("CANDOR_LOG_LEVEL")
     )

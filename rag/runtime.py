@@ -20,6 +20,7 @@ from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
 from rag.llm_judge import LLMFactComparer
 from rag.pipeline import GatedAttempt, PipelineConfig
+from rag.reporting import Window, build_report
 from rag.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
 from rag.retrieve import HybridRetriever
 from rag.stages import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
@@ -71,6 +72,10 @@ class Candor:
 
     async def record_feedback(self, feedback: Feedback) -> None:
         await self.tracker.record_feedback(feedback)
+
+    async def report(self, window: Window) -> dict[str, Any]:
+        """`candor report`'s object for `window` (the dashboard's page); raises `StoreError`."""
+        return await build_report(self.tracker.engine, window)
 
     async def health(self) -> dict[str, object]:
         """Database reachable and counts readable; raises `StoreError` when it is not."""
