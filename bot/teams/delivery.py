@@ -17,6 +17,7 @@ from botbuilder.core import TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ConversationReference, Entity
 from msrest.exceptions import ClientException
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from bot.teams.cards import typing_activity
 from rag.errors import DeliveryError
@@ -42,23 +43,30 @@ class Delivery:
         self.backoff_seconds = backoff_seconds
 
     async def in_turn(self, context: TurnContext, activity: Mapping[str, Any]) -> str | None:
-        """Send one activity in a turn; its id. The Bot Connector's 429 and 5xx (and connection
-        failures) are retried with backoff, up to `attempts` tries."""
-        delay = self.backoff_seconds
-        for attempt in range(1, self.attempts + 1):
-            try:
-                response = await context.send_activity(to_activity(activity))
-                return response.id if response is not None and response.id else None
-            except Exception as exc:  # msrest's errors, connection failures, and a token that could not be had
-                status = _status(exc)
-                retryable = status is None or status == 429 or status >= 500
-                if not retryable or attempt == self.attempts:
-                    raise DeliveryError(f"the Bot Connector did not take the reply ({_describe(exc)})") from exc
-                wait = _retry_after(exc) if status == 429 else None
-                log.warning("the Bot Connector answered %s: retrying", _describe(exc))
-                await asyncio.sleep(min(MAX_RETRY_WAIT_SECONDS, wait if wait is not None else delay))
-                delay *= 2
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        """Send one activity in a turn; its id. The Bot Connector's 429 (after its `Retry-After`) and
+        5xx, connection failures and a token that could not be had are retried with backoff, up to
+        `attempts` tries; then, or at once for any other refusal, `DeliveryError`."""
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(_retryable),
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    response = await context.send_activity(to_activity(activity))
+        except Exception as exc:  # msrest's errors, connection failures, and a token that could not be had
+            raise DeliveryError(f"the Bot Connector did not take the reply ({_describe(exc)})") from exc
+        return response.id if response is not None and response.id else None
+
+    def _wait(self, state: RetryCallState) -> float:
+        """The connector's `Retry-After` on a 429, else doubling from `backoff_seconds`; capped."""
+        error = state.outcome.exception() if state.outcome is not None else None
+        told = _retry_after(error) if error is not None and _status(error) == 429 else None
+        pause = told if told is not None else self.backoff_seconds * 2 ** (state.attempt_number - 1)
+        return min(MAX_RETRY_WAIT_SECONDS, pause)
 
     async def proactive(self, reference: ConversationReference, activity: Mapping[str, Any]) -> str | None:
         """Send one activity to the conversation after its turn (`continue_conversation`); its id."""
@@ -127,6 +135,17 @@ class _AIMessageEntity(Entity):  # type: ignore[misc]
         self.at_id = data.get("@id")
         self.additional_type = data.get("additionalType")
         self.citation = data.get("citation")
+
+
+def _retryable(exc: BaseException) -> bool:
+    status = _status(exc)
+    return status is None or status == 429 or status >= 500
+
+
+def _log_retry(state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    if error is not None:
+        log.warning("the Bot Connector answered %s: retrying", _describe(error))
 
 
 def _status(exc: BaseException) -> int | None:
