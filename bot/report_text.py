@@ -25,7 +25,7 @@ def render_report(report: Mapping[str, Any]) -> str:
     rows = [*((_label(p, window["by"]), p) for p in report["periods"]), ("total", total)]
     lines.extend(_answers(rows))
     lines.extend(_gates(rows))
-    lines.extend(_unmeasured(total))
+    lines.extend(_sampled(rows))
     lines.extend(_feedback(rows))
     lines.extend(_latency(total["latency_ms"]))
     lines.extend(_usage(rows))
@@ -94,17 +94,86 @@ def _gates(rows: Rows) -> list[str]:
     )
 
 
-def _unmeasured(total: Mapping[str, Any]) -> list[str]:
-    """Measures nothing produces yet (`rag.reporting.hallucination_rate`): said so, never shown as 0%."""
-    lines = []
-    for label, key in (
-        ("Hallucination rate (sampled re-verification)", "hallucination_rate"),
-        ("Wrong abstentions", "wrong_abstention"),
-    ):
-        measure = total[key]
-        if measure["status"] == "not_measured":
-            lines.append(f"{label}: not measured ({measure['reason']}).")
-    return [*lines, ""] if lines else []
+def _sampled(rows: Rows) -> list[str]:
+    """The sampled measures (`candor audit answers`), beside the people's labels: the window's line for
+    each, and a row per period when there are periods. Not measured or not independent is said so,
+    with the reason, never shown as a rate."""
+    total = rows[-1][1]
+    human = total["human"]
+    lines = [
+        f"Hallucination rate (sampled re-verification): {_hallucination(total['hallucination_rate'])}",
+        f"Hallucination rate (human labels): {_labelled(human['hallucination_rate'], 'sentences')}",
+        f"Wrong abstentions (relaxed re-check, an upper estimate): {_abstentions(total['wrong_abstention'])}",
+        f"Wrong abstentions (human labels): {_labelled(human['wrong_abstention'], 'abstentions')}",
+        "",
+    ]
+    if len(rows) < 2 or not any(_any_measured(p) for _, p in rows[:-1]):
+        return lines
+    table = _per_period(
+        "Sampled measures per period",
+        ["unsupported (verifier)", "unsupported (people)", "possibly answerable", "wrong abstentions (people)"],
+        rows,
+        lambda p: [
+            _cell(p["hallucination_rate"]),
+            _cell(p["human"]["hallucination_rate"]),
+            _cell(p["wrong_abstention"]),
+            _cell(p["human"]["wrong_abstention"]),
+        ],
+    )
+    return [*lines, *table]
+
+
+def _any_measured(period: Mapping[str, Any]) -> bool:
+    measures = (period["hallucination_rate"], period["wrong_abstention"], *period["human"].values())
+    return any(m["status"] != "not_measured" for m in measures)
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _counted(measure: Mapping[str, Any], unit: str) -> str:
+    """`2/40 sentences (5.0%, 95% CI 1.4–16.5%)`."""
+    interval = measure["interval"]
+    level = f"{round(100 * interval['confidence'])}% CI"
+    bounds = f"{_percent(interval['low'])}–{_percent(interval['high'])}"
+    return f"{measure['n']}/{measure['sample_size']} {unit} ({_percent(measure['rate'])}, {level} {bounds})"
+
+
+def _verifier(measure: Mapping[str, Any]) -> str:
+    name = measure["verifier"]
+    return ", ".join(name) if isinstance(name, list) else str(name)
+
+
+def _hallucination(measure: Mapping[str, Any]) -> str:
+    if measure["status"] == "measured":
+        not_judged = f"; {measure['not_judged']} not judged" if measure["not_judged"] else ""
+        line = f"{_counted(measure, 'sentences')} by {_verifier(measure)} on {measure['answers']} answers"
+        return line + not_judged + "."
+    if measure["status"] == "not_independent":
+        agreement = measure["agreement"]
+        agreed = f"{agreement['n']}/{agreement['of']}"
+        return f"not independent: {measure['reason']} (it agreed with the gate on {agreed} delivered sentences)."
+    return f"not measured ({measure['reason']})."
+
+
+def _abstentions(measure: Mapping[str, Any]) -> str:
+    if measure["status"] == "measured":
+        return f"{_counted(measure, 'possibly answerable')} by {measure['method']}."
+    return f"not measured ({measure['reason']})."
+
+
+def _labelled(measure: Mapping[str, Any], unit: str) -> str:
+    if measure["status"] != "measured":
+        return "not measured (no labels imported)."
+    answers = f" on {measure['labelled_answers']} answers" if "labelled_answers" in measure else ""
+    return f"{_counted(measure, unit)}{answers}."
+
+
+def _cell(measure: Mapping[str, Any]) -> str:
+    if measure["status"] == "measured":
+        return f"{measure['n']}/{measure['sample_size']} ({_percent(measure['rate'])})"
+    return "not independent" if measure["status"] == "not_independent" else "-"
 
 
 def _votes(value: Mapping[str, Any]) -> str:

@@ -12,14 +12,12 @@ rate None when `of` is 0). The definitions are in docs/reporting.md; in short:
   the ones whose attempt-2 gate passed.
 - gate_dropped_sentences: the gate's own view, the critic's drops (`stage = 'critic'`) over the
   sentences its faithfulness gates checked, every attempt included.
-- hallucination_rate: DESIGN.md's, from sampled re-verification by a verifier independent of the
-  gate. Nothing re-verifies answers yet, so it is reported as not measured (with the reason),
-  never as a number; likewise the wrong-abstention estimate.
+- hallucination_rate: DESIGN.md's, from the sampled re-verifications `candor audit answers` stored,
+  counted only where the audit's verifier is independent of the trace's gate (`not_independent`,
+  with no rate, when only the gate's own re-checked; `not_measured` when none did), never from the
+  gate's own drops; wrong_abstention from the relaxed re-checks of abstentions; `human` the same two
+  from people's labels (`rag.audit_measures`, with 95% Wilson intervals).
 - feedback by the route of the answer voted on, in the answer's period.
-
-Not here yet (issue 8): `--html` and the dashboard render this same object; `candor audit answers`
-will store re-verifications and human labels, which `hallucination_rate` and `wrong_abstention`
-then read instead of returning "not measured".
 """
 
 from __future__ import annotations
@@ -33,6 +31,7 @@ from typing import Any, Literal
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from rag import audit_measures
 from rag.errors import StoreError
 from rag.evaluate import COST_DIGITS, ROUTES, rate
 from rag.tracking import report_queries
@@ -152,30 +151,6 @@ def assemble(window: Window, measured: Mapping[str, Sequence[Mapping[str, Any]]]
     }
 
 
-def hallucination_rate() -> dict[str, Any]:
-    """DESIGN.md's hallucination rate: sentences a verifier independent of the gate judged unsupported,
-    over a sample of delivered sentences. No such re-verification exists yet (`candor audit answers`),
-    so it is not measured; the gate's own drops are `gate_dropped_sentences`, not this."""
-    return {
-        "status": "not_measured",
-        "rate": None,
-        "sample_size": 0,
-        "verifier": None,
-        "reason": "no verifier independent of the gate has re-checked a sample of delivered answers yet",
-    }
-
-
-def wrong_abstention() -> dict[str, Any]:
-    """How many abstentions the documents could have answered: needs abstentions re-checked (relaxed
-    retrieval, human labels), which nothing does yet. `candor eval` measures it on golden questions."""
-    return {
-        "status": "not_measured",
-        "rate": None,
-        "sample_size": 0,
-        "reason": "no abstention has been re-checked against the documents or labelled by a person yet",
-    }
-
-
 def _by_period(rows: Iterable[Mapping[str, Any]]) -> dict[PeriodKey, list[Mapping[str, Any]]]:
     out: dict[PeriodKey, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -214,8 +189,9 @@ def _period(
             "resolved": rate(_int(gates, "resolved"), rejected),
         },
         "gate_dropped_sentences": rate(_int(gates, "dropped"), _int(gates, "drafted")),
-        "hallucination_rate": hallucination_rate(),
-        "wrong_abstention": wrong_abstention(),
+        "hallucination_rate": audit_measures.hallucination_rate(grouped.get("audit_sentences", {}).get(key, ())),
+        "wrong_abstention": audit_measures.wrong_abstention(_one(grouped, "audit_abstentions", key)),
+        "human": audit_measures.human(_one(grouped, "human_labels", key)),
         "conflicts": rate(_int(routes, "conflicted"), counts["answered"] + counts["low_confidence"]),
         "feedback": _feedback(grouped.get("feedback", {}).get(key, ()), counts),
         "latency_ms": _latency(grouped.get("latency", {}).get(key, ())),

@@ -167,6 +167,60 @@ EVAL_RUNS = text(
     """
 )
 
+# Audits (migration 0008), by the period of the trace audited. Sentences: the latest judgement of
+# each sentence by each verifier, a judgement preferred over a "not judged" row (a later run that
+# judged it settles it); independent and not independent of the trace's gate counted apart.
+AUDIT_SENTENCES = _measure(
+    """
+    , latest AS (
+        SELECT DISTINCT ON (a.trace_id, a.position, r.verifier)
+               s.period, a.trace_id, r.verifier, a.supported, a.independent
+        FROM scoped s
+        JOIN audit_sentences a ON a.trace_id = s.id
+        JOIN audit_runs r ON r.id = a.run_id
+        WHERE r.kind = 'verifier'
+        ORDER BY a.trace_id, a.position, r.verifier, (a.supported IS NOT NULL) DESC, r.created_at DESC, r.id DESC
+    )
+    SELECT GROUPING(period) = 1 AS is_total, period, independent,
+           count(*) FILTER (WHERE supported IS NOT NULL) AS judged,
+           count(*) FILTER (WHERE NOT supported) AS unsupported,
+           count(*) FILTER (WHERE supported IS NULL) AS not_judged,
+           count(DISTINCT trace_id) FILTER (WHERE supported IS NOT NULL) AS answers,
+           array_agg(DISTINCT verifier) AS verifiers
+    FROM latest GROUP BY GROUPING SETS ((period, independent), (independent))
+    """
+)
+
+# Abstentions and unanswered parts: the latest re-check of each (`part` NULL: the whole question).
+AUDIT_ABSTENTIONS = _measure(
+    """
+    , latest AS (
+        SELECT DISTINCT ON (a.trace_id, a.part) s.period, a.label
+        FROM scoped s
+        JOIN audit_abstentions a ON a.trace_id = s.id
+        JOIN audit_runs r ON r.id = a.run_id
+        ORDER BY a.trace_id, a.part, r.created_at DESC, r.id DESC
+    )
+    SELECT GROUPING(period) = 1 AS is_total, period, count(*) AS checked,
+           count(*) FILTER (WHERE label IN ('possibly_answerable', 'wrong_abstention')) AS possibly_answerable
+    FROM latest GROUP BY GROUPING SETS ((period), ())
+    """
+)
+
+# People's labels: one per item (a re-import replaced the earlier one).
+HUMAN_LABELS = _measure(
+    """
+    SELECT GROUPING(s.period) = 1 AS is_total, s.period,
+           count(*) FILTER (WHERE h.position IS NOT NULL) AS sentences,
+           count(*) FILTER (WHERE h.label = 'unsupported') AS unsupported,
+           count(DISTINCT h.trace_id) FILTER (WHERE h.position IS NOT NULL) AS labelled_answers,
+           count(*) FILTER (WHERE h.position IS NULL) AS abstentions,
+           count(*) FILTER (WHERE h.label = 'wrong_abstention') AS wrong
+    FROM scoped s JOIN human_labels h ON h.trace_id = s.id
+    GROUP BY GROUPING SETS ((s.period), ())
+    """
+)
+
 MEASURES: dict[str, TextClause] = {
     "routes": ROUTES,
     "gates": GATES,
@@ -175,4 +229,7 @@ MEASURES: dict[str, TextClause] = {
     "usage": USAGE,
     "documents": DOCUMENTS,
     "platforms": PLATFORMS,
+    "audit_sentences": AUDIT_SENTENCES,
+    "audit_abstentions": AUDIT_ABSTENTIONS,
+    "human_labels": HUMAN_LABELS,
 }

@@ -1,0 +1,366 @@
+"""`candor audit answers`: sampled re-verification of delivered answers, and re-checks of abstentions.
+
+DESIGN.md defines the hallucination rate as the share of delivered sentences that a verifier
+independent of the gate's own judges unsupported by their cited evidence, on a sample. `run_audit`
+makes that sample:
+
+1. picks up to `sample` delivered answers (answered, low confidence) of the window at random
+   (`md5(id || seed)`: the same seed picks the same answers), skipping those this verifier has
+   already judged in full (unless `again`);
+2. re-verifies every delivered sentence against the stored text of the passages it cites (the
+   answer's `sources[].excerpt`: what the gate saw), each row marked independent or not of that
+   trace's gate (`rag.audit_verifier`);
+3. re-checks up to `sample` abstentions and unanswered parts of the window with relaxed retrieval
+   (`rag.relaxed.recheck`, passed in as `recheck`), in the trace's stored scope (public documents
+   only when none was stored);
+4. stores the run and all its rows in one transaction.
+
+A sentence the verifier answered unusably is recorded as not judged (`supported` NULL) and the run
+goes on; when the verifier itself goes away (unreachable, circuit open, a broken model) the run
+stops there, what was judged is stored, and the run is marked incomplete with the reason. Anything
+else that fails stores nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from rag.audit_measures import wilson_interval
+from rag.audit_verifier import GONE, NOT_JUDGED, AuditVerifier
+from rag.errors import StoreError
+from rag.evaluate import rate
+from rag.llm import metering
+from rag.tracking import audit_store
+from rag.types import AccessScope
+
+log = logging.getLogger("candor.audit")
+
+DEFAULT_SAMPLE = 50
+
+
+class AbstentionCheck(Protocol):
+    """What a relaxed re-check says about one abstention (`rag.relaxed.Recheck`)."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+    def as_json(self) -> dict[str, Any]: ...
+
+
+Recheck = Callable[[str, AccessScope], Awaitable[AbstentionCheck]]
+"""Re-checks one abstained question or part within a scope (`rag.relaxed.recheck` bound to a ranking)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRequest:
+    """What to audit: answers made in [since, until), optionally of one knowledge base."""
+
+    since: datetime
+    until: datetime
+    sample: int = DEFAULT_SAMPLE
+    knowledge_base: str | None = None
+    seed: str = field(default_factory=lambda: secrets.token_hex(4))
+    again: bool = False
+
+    def params(self, *, verifier: str = "") -> dict[str, Any]:
+        return audit_store.window_params(
+            self.since,
+            self.until,
+            self.knowledge_base,
+            seed=self.seed,
+            limit=self.sample,
+            again=self.again,
+            verifier=verifier,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveredSentence:
+    trace_id: str
+    position: int
+    """Index in the trace's `answer -> 'sentences'`."""
+    text: str
+    citations: tuple[int, ...]
+    evidence: tuple[str, ...]
+    """The full text of each passage it cites, as stored with the answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveredAnswer:
+    trace_id: str
+    created_at: datetime
+    question: str
+    gate_verifier: str | None
+    sentences: tuple[DeliveredSentence, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Abstention:
+    """An abstained question (`part` None) or one unanswered part of a delivered answer."""
+
+    trace_id: str
+    created_at: datetime
+    question: str
+    part: str | None
+    text: str
+    """What is re-checked: the part, or the question (its standalone rewrite when there is one)."""
+    scope: AccessScope
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceAudit:
+    sentence: DeliveredSentence
+    supported: bool | None
+    """None: the verifier could not judge it."""
+    score: float | None
+    reasons: tuple[str, ...]
+    independent: bool
+
+    def row(self) -> dict[str, Any]:
+        s = self.sentence
+        return {
+            "trace_id": s.trace_id,
+            "position": s.position,
+            "text": s.text,
+            "citations": list(s.citations),
+            "supported": self.supported,
+            "score": self.score,
+            "reasons": list(self.reasons),
+            "independent": self.independent,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AbstentionAudit:
+    abstention: Abstention
+    label: str
+    score: float | None
+    evidence: dict[str, Any]
+
+    def row(self) -> dict[str, Any]:
+        a = self.abstention
+        return {
+            "trace_id": a.trace_id,
+            "part": a.part,
+            "label": self.label,
+            "score": self.score,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    """One audit run: what it judged, and whether it finished."""
+
+    run_id: int
+    verifier: str
+    deciding: str
+    seed: str
+    answers: int
+    """Delivered answers sampled."""
+    sentences: tuple[SentenceAudit, ...]
+    abstentions: tuple[AbstentionAudit, ...]
+    complete: bool
+    error: str | None = None
+
+    @property
+    def judged(self) -> tuple[SentenceAudit, ...]:
+        return tuple(s for s in self.sentences if s.supported is not None)
+
+    @property
+    def unsupported(self) -> int:
+        return sum(s.supported is False for s in self.sentences)
+
+    @property
+    def not_judged(self) -> int:
+        return sum(s.supported is None for s in self.sentences)
+
+    @property
+    def independent(self) -> tuple[int, int]:
+        """(sentences judged independently of their gate, sentences judged)."""
+        return sum(s.independent for s in self.judged), len(self.judged)
+
+    @property
+    def possibly_answerable(self) -> int:
+        return sum(a.label in ("possibly_answerable", "wrong_abstention") for a in self.abstentions)
+
+    def summary(self) -> dict[str, Any]:
+        """The printed summary's numbers (`candor audit answers --json`)."""
+        judged = len(self.judged)
+        independent, _ = self.independent
+        return {
+            "run_id": self.run_id,
+            "verifier": self.verifier,
+            "seed": self.seed,
+            "complete": self.complete,
+            "error": self.error,
+            "independent": {"sentences": independent, "of": judged},
+            "answers": self.answers,
+            "sentences": len(self.sentences),
+            "unsupported": {**rate(self.unsupported, judged), "interval": wilson_interval(self.unsupported, judged)},
+            "not_judged": self.not_judged,
+            "abstentions": {**rate(self.possibly_answerable, len(self.abstentions)), "label": "possibly_answerable"},
+        }
+
+
+# --- from stored rows to what is audited (pure) --------------------------------------------------------
+
+
+def delivered_answer(row: Mapping[str, Any]) -> DeliveredAnswer:
+    """A sampled trace's delivered sentences, each with the stored text of the passages it cites."""
+    excerpts = {int(s["n"]): str(s.get("excerpt") or "") for s in row.get("sources") or [] if "n" in s}
+    sentences = tuple(
+        DeliveredSentence(
+            str(row["id"]),
+            position,
+            str(s.get("text") or ""),
+            tuple(int(n) for n in s.get("citations") or []),
+            tuple(excerpts[int(n)] for n in s.get("citations") or [] if int(n) in excerpts),
+        )
+        for position, s in enumerate(row.get("sentences") or [])
+    )
+    gate = row.get("gate_verifier")
+    return DeliveredAnswer(str(row["id"]), row["created_at"], str(row["question"]), gate, sentences)
+
+
+def abstentions_of(row: Mapping[str, Any]) -> list[Abstention]:
+    """An abstained trace is one item (the question); a delivered one, an item per unanswered part."""
+    scope = stored_scope(row.get("scope"))
+    common = {"trace_id": str(row["id"]), "created_at": row["created_at"], "question": str(row["question"])}
+    if row["route"] == "abstained":
+        asked = str(row.get("rewritten_question") or row["question"])
+        return [Abstention(**common, part=None, text=asked, scope=scope)]
+    return [Abstention(**common, part=str(p), text=str(p), scope=scope) for p in row.get("unanswered_parts") or []]
+
+
+def stored_scope(scope: Any) -> AccessScope:
+    """The scope a trace was answered in, when the caller stored one; else public documents only."""
+    if not isinstance(scope, Mapping):
+        return AccessScope.public()
+    kbs = scope.get("knowledge_bases")
+    return AccessScope(frozenset(scope.get("groups") or ()), None if kbs is None else frozenset(kbs))
+
+
+# --- the run -------------------------------------------------------------------------------------------
+
+
+async def run_audit(
+    engine: AsyncEngine,
+    verifier: AuditVerifier,
+    request: AuditRequest,
+    *,
+    recheck: Recheck | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> AuditResult:
+    """Sample, re-verify, re-check and store one audit run (see the module docstring)."""
+    answers = [
+        delivered_answer(row)
+        for row in await audit_store.select(
+            engine, audit_store.DELIVERED_TO_VERIFY, request.params(verifier=verifier.name)
+        )
+    ]
+    abstained = await audit_store.select(engine, audit_store.ABSTAINED_TO_RECHECK, request.params())
+    with metering() as meter:
+        sentences, error = await verify_answers(verifier, answers)
+    rechecked = await recheck_all(recheck, [a for row in abstained for a in abstentions_of(row)])
+    usage = {
+        "model_calls": len(meter.calls),
+        "prompt_tokens": meter.prompt_tokens,
+        "completion_tokens": meter.completion_tokens,
+    }
+    run = {
+        "kind": "verifier",
+        "verifier": verifier.name,
+        "deciding_model": verifier.deciding,
+        "sample_size": request.sample,
+        "seed": request.seed,
+        "since": request.since,
+        "until": request.until,
+        "knowledge_base": request.knowledge_base,
+        "config": {
+            **(config or {}),
+            "spec": verifier.spec,
+            "again": request.again,
+            "usage": usage,
+            "abstentions_rechecked": recheck is not None,
+        },
+        "complete": error is None,
+        "error": error,
+    }
+    run_id = await store_run(engine, run, sentences, rechecked)
+    return AuditResult(
+        run_id,
+        verifier.name,
+        verifier.deciding,
+        request.seed,
+        len(answers),
+        tuple(sentences),
+        tuple(rechecked),
+        complete=error is None,
+        error=error,
+    )
+
+
+async def verify_answers(
+    verifier: AuditVerifier, answers: Sequence[DeliveredAnswer]
+) -> tuple[list[SentenceAudit], str | None]:
+    """Every delivered sentence's verdict, in order; stops at the first sentence the verifier failed
+    on as a whole (returned with it as not judged, and the reason)."""
+    audited: list[SentenceAudit] = []
+    for answer in answers:
+        independent = verifier.independent_of(answer.gate_verifier)
+        for sentence in answer.sentences:
+            try:
+                verdict = await verifier.verifier.verify(sentence.text, sentence.evidence)
+            except NOT_JUDGED as exc:
+                log.warning(
+                    "audit: %s could not judge a sentence: %s",
+                    verifier.name,
+                    exc,
+                    extra={"trace_id": sentence.trace_id, "position": sentence.position},
+                )
+                audited.append(SentenceAudit(sentence, None, None, (f"not judged: {exc}",), independent))
+                continue
+            except GONE as exc:
+                reason = f"{verifier.name} failed: {exc}"
+                audited.append(SentenceAudit(sentence, None, None, (f"not judged: {reason}",), independent))
+                return audited, reason
+            audited.append(SentenceAudit(sentence, verdict.passed, verdict.score, verdict.reasons, independent))
+    return audited, None
+
+
+async def recheck_all(recheck: Recheck | None, abstentions: Sequence[Abstention]) -> list[AbstentionAudit]:
+    if recheck is None:
+        return []
+    out = []
+    for abstention in abstentions:
+        found = await recheck(abstention.text, abstention.scope)
+        out.append(AbstentionAudit(abstention, found.label, found.score, found.as_json()))
+    return out
+
+
+async def store_run(
+    engine: AsyncEngine,
+    run: Mapping[str, Any],
+    sentences: Sequence[SentenceAudit],
+    rechecked: Sequence[AbstentionAudit],
+) -> int:
+    """The run and its rows in one transaction: all of them or none."""
+    try:
+        async with engine.begin() as conn:
+            run_id = await audit_store.insert_run(conn, run)
+            await audit_store.insert_rows(conn, run_id, [s.row() for s in sentences], [a.row() for a in rechecked])
+    except SQLAlchemyError as exc:
+        raise StoreError(f"could not store the audit run: {exc}") from exc
+    return run_id
