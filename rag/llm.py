@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
@@ -125,6 +125,26 @@ class _Retryable(Exception):
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
+
+
+class StructuredModel(Protocol):
+    """What the model-backed stages (writer, judge, fact comparer) need from a model: structured
+    replies. `ChatModel` is the one implementation; anything else that can return validated
+    pydantic objects (another client, a local model) can stand in for it."""
+
+    name: str
+
+    async def structured(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        output: type[Output],
+        *,
+        purpose: str,
+        deadline: float | None = None,
+        n: int = 1,
+        temperature: float | None = None,
+        check: Callable[[Output], object] | None = None,
+    ) -> list[Output]: ...
 
 
 class ChatModel:

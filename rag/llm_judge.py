@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rag.answers import Verdict
 from rag.critic import Verifier, evidence_sentences, exact_mismatches, hard_failure, settled_verdict
 from rag.errors import CrossEncoderError, LLMError, LLMOutputError
-from rag.llm import ChatModel
+from rag.llm import StructuredModel
 
 log = logging.getLogger("candor.judge")
 
@@ -48,7 +48,7 @@ class Judgement(BaseModel):
 class LLMJudge:
     """A chat model's verdict on one sentence and its cited evidence."""
 
-    def __init__(self, model: ChatModel) -> None:
+    def __init__(self, model: StructuredModel) -> None:
         self.model = model
         self.name = f"llm-judge:{model.name}"
 
@@ -133,7 +133,7 @@ class Comparisons(BaseModel):
 class LLMFactComparer:
     """A judge model's reading of whether resampled answers state the answer's facts (self-consistency)."""
 
-    def __init__(self, model: ChatModel) -> None:
+    def __init__(self, model: StructuredModel) -> None:
         self.model = model
         self.name = f"llm-judge:{model.name}"
 

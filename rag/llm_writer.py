@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rag.consistency import SamplingSynthesizer
 from rag.errors import LLMError, LLMOutputError
 from rag.facts import clean_sentence
-from rag.llm import ChatModel
+from rag.llm import StructuredModel
 from rag.synthesis import PASSAGES_CONSIDERED, Draft, DraftConflict, DraftSentence, SynthesisRequest, Synthesizer
 from rag.types import Passage
 
@@ -115,9 +115,10 @@ class WrittenAnswer(BaseModel):
 
 
 class LLMSynthesizer:
-    """The draft from a chat model (`rag.llm.ChatModel`), checked for form before the critic sees it."""
+    """The draft from a chat model (`rag.llm.StructuredModel`, a `ChatModel` in practice), checked for
+    form before the critic sees it."""
 
-    def __init__(self, model: ChatModel, *, refusal: str, passages_per_part: int = PASSAGES_CONSIDERED) -> None:
+    def __init__(self, model: StructuredModel, *, refusal: str, passages_per_part: int = PASSAGES_CONSIDERED) -> None:
         self.model = model
         self.rules = WriterRules(refusal=refusal)
         self.passages_per_part = passages_per_part
