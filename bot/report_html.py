@@ -284,8 +284,8 @@ def _sampled(key: str, title: str, charted: Rows, table: Rows) -> str:
 def _feedback(total: Mapping[str, Any], table: Rows) -> str:
     feedback = total.get("feedback", {})
     series = [
-        Series(f"{mark} {w}", [feedback[r][w]["n"] for r in ROUTES], [rate_text(feedback[r][w]) for r in ROUTES])
-        for mark, w in (("👍", "up"), ("👎", "down"))
+        Series(f"votes {w}", [feedback[r][w]["n"] for r in ROUTES], [rate_text(feedback[r][w]) for r in ROUTES])
+        for w in ("up", "down")
     ]
     svg = bar_chart("Votes by the route of the answer voted on", list(ROUTES.values()), series, y_label="votes")
 
@@ -294,7 +294,10 @@ def _feedback(total: Mapping[str, Any], table: Rows) -> str:
 
     rows = [[name, *(votes(p["feedback"][r]) for r in ROUTES)] for name, p in table]
     note = "A 👎 on an abstention says the asker expected an answer (a gap or a wrong abstention), not a wrong one."
-    return _figure("👍 / 👎 by route (whole window)", svg, ["period", *ROUTES.values()], rows) + f"<p>{note}</p>"
+    return (
+        _figure("Votes up (👍) and down (👎) by route (whole window)", svg, ["period", *ROUTES.values()], rows)
+        + f"<p>{note}</p>"
+    )
 
 
 def _latency(total: Mapping[str, Any], charted: Rows, table: Rows) -> str:

@@ -1,10 +1,11 @@
 """Charts as inline SVG strings, for pages that must make no request of their own (`bot.report_html`).
 
 Pure functions of the numbers: `line_chart`, `stacked_bars` and `bar_chart` each return one ``<svg>``
-with ``role="img"`` and a ``<title>`` (its accessible name), axis labels, a legend, and a value at
-each point: visible when there is room, and always as the tooltip (``<title>``) of its mark, so a
-screen reader or a hover can read it. A None value is a gap, never a zero; a chart with no value at
-all says "no data". Every text is escaped here, whatever the caller passes.
+to inline in HTML (which needs no namespace) with ``role="img"`` and a ``<title>`` (its accessible
+name), axis labels, a legend, and a value at each point: visible when there is room, and always as
+the tooltip (``<title>``) of its mark, so a screen reader or a hover can read it. A None value is a
+gap, never a zero; a chart with no value at all says "no data". Every text is escaped here, whatever
+the caller passes.
 
 Drawn by hand rather than with matplotlib: a few hundred lines give small, deterministic markup whose
 accessibility attributes we control, without a 40 MB dependency. Colours are the Okabe-Ito palette
@@ -95,7 +96,7 @@ def _text(x: float, y: float, text: str, *, size: int = 11, anchor: str = "middl
 
 def _frame(title: str, body: Sequence[str]) -> str:
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'<svg role="img" viewBox="0 0 {WIDTH} {HEIGHT}" '
         f'width="{WIDTH}" height="{HEIGHT}" class="chart"><title>{escape(title)}</title>'
         f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>{"".join(body)}</svg>'
     )
@@ -186,25 +187,32 @@ def line_chart(
     plot = _Plot(len(categories), nice_top(_highest(series)) if not percent else min(1.0, nice_top(_highest(series))))
     show = _fits(plot, series, percent)
     body = [*_axes(plot, categories, percent, y_label), *_legend(series, line=True)]
+    # Series with intervals are nudged apart, so whiskers at the same category do not hide each other.
+    dodge = 8.0 if any(one.low is not None for one in series) else 0.0
     for n, one in enumerate(series):
         colour, dash = COLOURS[n % len(COLOURS)], DASHES[n % len(DASHES)]
+        shift = (n - (len(series) - 1) / 2) * dodge
+
+        def x(i: int, shift: float = shift) -> float:
+            return plot.x(i) + shift
+
         for run in _runs(one.values):
             if len(run) > 1:
-                points = " ".join(f"{plot.x(i):.1f},{plot.y(v):.1f}" for i, v in run)
+                points = " ".join(f"{x(i):.1f},{plot.y(v):.1f}" for i, v in run)
                 style = f' stroke-dasharray="{dash}"' if dash else ""
                 body.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"{style}/>')
         for i, value in enumerate(one.values):
             if value is None:
                 continue
             low, high = _at(one.low, i), _at(one.high, i)
+            interval = ""
             if low is not None and high is not None:
-                body.append(_whisker(plot, i, low, high, colour))
+                body.append(_whisker(x(i), plot.y(low), plot.y(high), colour))
+                interval = f" (interval {format_value(low, percent)} to {format_value(high, percent)})"
             text = one.label(i, percent)
-            shown = low is not None and high is not None
-            interval = f" (interval {format_value(low, percent)} to {format_value(high, percent)})" if shown else ""
-            body.append(_marker(n, plot.x(i), plot.y(value), f"{one.name}, {categories[i]}: {text}{interval}"))
+            body.append(_marker(n, x(i), plot.y(value), f"{one.name}, {categories[i]}: {text}{interval}"))
             if show:
-                body.append(_text(plot.x(i), plot.y(value) - 8 - 11 * (n % 2), text, size=9, extra=' class="value"'))
+                body.append(_text(x(i), plot.y(value) - 8 - 11 * (n % 2), text, size=9, extra=' class="value"'))
     return _frame(title, body)
 
 
@@ -223,8 +231,7 @@ def _runs(values: Sequence[float | None]) -> list[list[tuple[int, float]]]:
     return [run for run in runs if run]
 
 
-def _whisker(plot: _Plot, i: int, low: float, high: float, colour: str) -> str:
-    x, top, bottom = plot.x(i), plot.y(high), plot.y(low)
+def _whisker(x: float, bottom: float, top: float, colour: str) -> str:
     return (
         f'<g class="interval" stroke="{colour}" stroke-width="1.5">'
         f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top:.1f}" y2="{bottom:.1f}"/>'
