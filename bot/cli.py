@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bot.cli_audit import audit_app
 from bot.report_html import render_html, write_html
 from bot.report_text import render_report
 from bot.text import render_summary, render_text
@@ -349,6 +350,7 @@ def serve(
 
 teams = typer.Typer(help="Microsoft Teams: the app package an admin uploads.", no_args_is_help=True)
 app.add_typer(teams, name="teams")
+app.add_typer(audit_app, name="audit")
 
 
 @teams.command("package")
