@@ -351,6 +351,7 @@ def serve(
 teams = typer.Typer(help="Microsoft Teams: the app package an admin uploads.", no_args_is_help=True)
 app.add_typer(teams, name="teams")
 app.add_typer(audit_app, name="audit")
+import bot.cli_audit_answers  # noqa: E402, F401  (registers `candor audit answers` on audit_app)
 
 
 @teams.command("package")

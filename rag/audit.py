@@ -11,7 +11,7 @@ makes that sample:
    answer's `sources[].excerpt`: what the gate saw), each row marked independent or not of that
    trace's gate (`rag.audit_verifier`);
 3. re-checks up to `sample` abstentions and unanswered parts of the window with relaxed retrieval
-   (`rag.relaxed.recheck`, passed in as `recheck`), in the trace's stored scope (public documents
+   (`rag.relaxed.recheck`, passed in as `rechecker`: `relaxed_rechecker`), in the trace's stored scope (public documents
    only when none was stored);
 4. stores the run and all its rows in one transaction.
 
@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from rag import relaxed
 from rag.audit_measures import wilson_interval
 from rag.audit_verifier import GONE, NOT_JUDGED, AuditVerifier
 from rag.errors import StoreError
@@ -58,8 +59,18 @@ class AbstentionCheck(Protocol):
     def as_json(self) -> dict[str, Any]: ...
 
 
-Recheck = Callable[[str, AccessScope], Awaitable[AbstentionCheck]]
-"""Re-checks one abstained question or part within a scope (`rag.relaxed.recheck` bound to a ranking)."""
+Rechecker = Callable[[str, AccessScope], Awaitable[AbstentionCheck]]
+"""Re-checks one abstained question or part within a scope (`relaxed_rechecker`)."""
+
+
+def relaxed_rechecker(ranking: relaxed.Ranking, *, shortlist: int) -> Rechecker:
+    """`rag.relaxed.recheck` on `ranking` (the answer pipeline's, `rag.runtime.Candor`), with three times
+    the pipeline's shortlist, as rag/relaxed.py asks of callers holding settings."""
+
+    async def check(text: str, scope: AccessScope) -> AbstentionCheck:
+        return await relaxed.recheck(ranking, text, scope, k=3 * shortlist)
+
+    return check
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +271,7 @@ async def run_audit(
     verifier: AuditVerifier,
     request: AuditRequest,
     *,
-    recheck: Recheck | None = None,
+    rechecker: Rechecker | None = None,
     config: Mapping[str, Any] | None = None,
 ) -> AuditResult:
     """Sample, re-verify, re-check and store one audit run (see the module docstring)."""
@@ -273,7 +284,7 @@ async def run_audit(
     abstained = await audit_store.select(engine, audit_store.ABSTAINED_TO_RECHECK, request.params())
     with metering() as meter:
         sentences, error = await verify_answers(verifier, answers)
-    rechecked = await recheck_all(recheck, [a for row in abstained for a in abstentions_of(row)])
+    rechecked = await recheck_all(rechecker, [a for row in abstained for a in abstentions_of(row)])
     usage = {
         "model_calls": len(meter.calls),
         "prompt_tokens": meter.prompt_tokens,
@@ -293,7 +304,7 @@ async def run_audit(
             "spec": verifier.spec,
             "again": request.again,
             "usage": usage,
-            "abstentions_rechecked": recheck is not None,
+            "abstentions_rechecked": rechecker is not None,
         },
         "complete": error is None,
         "error": error,
@@ -340,12 +351,13 @@ async def verify_answers(
     return audited, None
 
 
-async def recheck_all(recheck: Recheck | None, abstentions: Sequence[Abstention]) -> list[AbstentionAudit]:
-    if recheck is None:
+async def recheck_all(rechecker: Rechecker | None, abstentions: Sequence[Abstention]) -> list[AbstentionAudit]:
+    """Each abstention's relaxed re-check, in order (none without a rechecker)."""
+    if rechecker is None:
         return []
     out = []
     for abstention in abstentions:
-        found = await recheck(abstention.text, abstention.scope)
+        found = await rechecker(abstention.text, abstention.scope)
         out.append(AbstentionAudit(abstention, found.label, found.score, found.as_json()))
     return out
 

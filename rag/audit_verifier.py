@@ -25,11 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.config import Settings
-from rag.critic import Verifier
+from rag.critic import EvidenceVerifier, Verifier
 from rag.cross_encoders import CrossEncoderVerifier, load_cross_encoder
+from rag.embeddings import Embedder
 from rag.errors import CrossEncoderError, LLMOutputError, LLMUnavailable
 from rag.llm_judge import LLMJudge
 from rag.stages import chat_model, judge_model
+from rag.vector_cache import CachedEmbedder
 
 NOT_JUDGED = (LLMOutputError,)
 """The verifier answered, but not usably, for this one sentence: recorded as not judged, the run goes on."""
@@ -75,8 +77,8 @@ def audit_spec(settings: Settings) -> str:
     return "evidence"
 
 
-def build_audit_verifier(settings: Settings, offline: Verifier) -> AuditVerifier:
-    """The audit's verifier from the settings; `offline` is the evidence verifier (used only when chosen).
+def build_audit_verifier(settings: Settings, embedder: Embedder) -> AuditVerifier:
+    """The audit's verifier from the settings (`embedder`: for the offline evidence verifier, if chosen).
 
     Loading a cross-encoder blocks: call this at start-up (or in a thread)."""
     spec = audit_spec(settings)
@@ -93,4 +95,5 @@ def build_audit_verifier(settings: Settings, offline: Verifier) -> AuditVerifier
     if spec.startswith("cross-encoder:"):
         encoder = CrossEncoderVerifier(load_cross_encoder(spec, allow_hub=settings.allow_model_download))
         return AuditVerifier(encoder, encoder.name, spec)
+    offline = EvidenceVerifier(CachedEmbedder(embedder), min_support=settings.min_support)
     return AuditVerifier(offline, offline.name, "evidence")

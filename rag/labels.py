@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from rag.audit import Abstention, AuditRequest, Recheck, abstentions_of
+from rag.audit import Abstention, AuditRequest, Rechecker, abstentions_of
 from rag.errors import LabelFileError, StoreError
 from rag.tracking import audit_store
 from rag.tracking.records import parse_trace_id
@@ -55,14 +55,14 @@ ENCODING = "utf-8-sig"
 # --- export --------------------------------------------------------------------------------------------
 
 
-async def export_labels(engine: AsyncEngine, request: AuditRequest, path: Path, recheck: Recheck | None) -> int:
+async def export_labels(engine: AsyncEngine, request: AuditRequest, path: Path, rechecker: Rechecker | None) -> int:
     """Write the CSV of a fresh sample for people to label; returns the number of rows written."""
     params = request.params()
     delivered = await audit_store.select(engine, audit_store.DELIVERED_TO_LABEL, params)
     abstained = await audit_store.select(engine, audit_store.ABSTAINED_TO_LABEL, params)
     rows = [row for trace in delivered for row in sentence_rows(trace)]
     for abstention in (a for trace in abstained for a in abstentions_of(trace)):
-        evidence = (await recheck(abstention.text, abstention.scope)).as_json() if recheck else None
+        evidence = (await rechecker(abstention.text, abstention.scope)).as_json() if rechecker else None
         rows.append(abstention_row(abstention, evidence))
     try:
         await asyncio.to_thread(path.write_text, to_csv(rows), encoding=ENCODING)
