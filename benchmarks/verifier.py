@@ -6,7 +6,8 @@ Labelled (sentence, evidence) pairs:
   sentence that states a value or a name is a supported claim against its chunk; systematic
   perturbations of it are unsupported claims against the same chunk: number, unit, date,
   negation, entity swap (a sibling product, plan, variant or collector), scope ("every plan" for
-  one plan); rule-based paraphrases that stay supported are supported claims;
+  one plan), qualifier ("always" or "guaranteed" added); rule-based paraphrases
+  that stay supported are supported claims;
 - from ../shared/data/ramdocs: the sentence of a `correct` document that contains a gold answer is
   a supported claim against that document; the same sentence with the gold answer replaced by one
   of the question's `wrong_answers` (what its `misinfo` documents plant) is unsupported.
@@ -170,6 +171,19 @@ def perturb_scope(s: str) -> str | None:
     return None
 
 
+def perturb_qualifier(s: str) -> str | None:
+    """A promise widened by one added word, every value kept: "always" after the first auxiliary
+    ("are reimbursed" -> "are always reimbursed"), else "guaranteed" before the first number.
+    "always" is not in the critic's list of strong qualifiers (rag/claims.py); "guaranteed" is."""
+    m = AUXILIARIES.search(s)
+    if m and not re.match(r"\s+(not|never|always)\b", s[m.end() :]):
+        return s[: m.end()] + " always" + s[m.end() :]
+    m = re.search(r"\b\d", s)
+    if m:
+        return s[: m.start()] + "a guaranteed " + s[m.start() :]
+    return None
+
+
 def paraphrase(s: str) -> str | None:
     for pattern, new in PARAPHRASES:
         if re.search(pattern, s):
@@ -184,6 +198,7 @@ PERTURBATIONS: dict[str, Callable[[str], str | None]] = {
     "negation": perturb_negation,
     "entity swap": perturb_entity,
     "scope": perturb_scope,
+    "qualifier": perturb_qualifier,
 }
 
 
