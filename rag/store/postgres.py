@@ -20,9 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from rag.config import Settings
 from rag.errors import StoreError
-from rag.ingest.embedding_inputs import chunk_input, input_hash
 from rag.store.database import EmbedderRecord, open_engine
 from rag.store.queries import DENSE_SQL, DOCUMENT_COLUMNS, LEXICAL_SQL
+from rag.store.reembed import reembed_all
 from rag.store.rows import (
     Candidate,
     ChunkRow,
@@ -285,42 +285,8 @@ class PostgresStore:
 
         One transaction: readers see the old vectors until the new ones are all in place.
         """
-        done = 0
         async with self._transaction() as conn:
-            driver = await self._driver(conn)
-            await driver.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
-            for table in ("chunks", "sentences"):
-                await driver.execute(f"ALTER TABLE {table} ALTER COLUMN embedding DROP NOT NULL")
-                await driver.execute(
-                    f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimension)}) USING NULL"
-                )
-            cursor = await driver.execute(
-                "SELECT c.id, d.title, c.heading_path, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
-            )
-            chunk_inputs = [(r[0], chunk_input(r[1], r[2], r[3])) for r in await cursor.fetchall()]
-            cursor = await driver.execute("SELECT id, text FROM sentences")
-            sentence_inputs = [(r[0], r[1]) for r in await cursor.fetchall()]
-            for table, inputs in (("chunks", chunk_inputs), ("sentences", sentence_inputs)):
-                for start in range(0, len(inputs), batch):
-                    part = inputs[start : start + batch]
-                    vectors = await embed([text_ for _, text_ in part])
-                    async with driver.cursor() as cur:
-                        await cur.executemany(
-                            f"UPDATE {table} SET embedding = %s, text_hash = %s WHERE id = %s",
-                            [
-                                (vec, input_hash(name, text_), row_id)
-                                for (row_id, text_), vec in zip(part, vectors, strict=True)
-                            ],
-                        )
-                    done += len(part)
-            await driver.execute("ALTER TABLE chunks ALTER COLUMN embedding SET NOT NULL")
-            await driver.execute(
-                "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
-            )
-            await driver.execute(
-                "UPDATE candor_meta SET value = %s WHERE key = 'embedder'",
-                (json.dumps({"name": name, "dimension": dimension}),),
-            )
+            done = await reembed_all(await self._driver(conn), name, dimension, embed, batch=batch)
         self.embedder = EmbedderRecord(name, dimension)
         return done
 
