@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bot.cli_audit import audit_app
+from bot.cli_feedback import feedback_app
 from bot.report_html import render_html, write_html
 from bot.report_text import render_report
 from bot.text import render_summary, render_text
@@ -351,6 +352,7 @@ def serve(
 teams = typer.Typer(help="Microsoft Teams: the app package an admin uploads.", no_args_is_help=True)
 app.add_typer(teams, name="teams")
 app.add_typer(audit_app, name="audit")
+app.add_typer(feedback_app, name="feedback")
 import bot.cli_audit_answers  # noqa: E402, F401  (registers `candor audit answers` on audit_app)
 
 

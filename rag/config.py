@@ -231,6 +231,16 @@ class Settings(BaseSettings):
     (`Authorization: Bearer <token>`, or `?token=` once from a browser); unset, there is no /dashboard.
     At least 16 characters, e.g. from `python -c "import secrets; print(secrets.token_urlsafe(32))"`."""
 
+    # --- exports -------------------------------------------------------------------------
+    export_users: Literal["keyed", "plain", "omit"] = Field("keyed", validation_alias=_env("CANDOR_EXPORT_USERS"))
+    """CANDOR_EXPORT_USERS: the user column of `candor feedback export`: `keyed` (an HMAC-SHA256 of the
+    user id with CANDOR_EXPORT_KEY: stable, not reversible from the user list), `plain` (the id as
+    the platform gave it) or `omit` (no user column)."""
+    export_key: SecretStr | None = Field(None, min_length=16, validation_alias=_env("CANDOR_EXPORT_KEY"))
+    """CANDOR_EXPORT_KEY: the secret the `keyed` user column is made with (at least 16 characters).
+    Unset: a random key is created once in `<CANDOR_HOME>/export.key` (mode 0600) and reused, so the
+    same user gets the same value in every export."""
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", validation_alias=_env("CANDOR_LOG_LEVEL")
     )
