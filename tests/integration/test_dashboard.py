@@ -9,6 +9,7 @@ and an unreachable database a 503 the server survives, and that without a token 
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from bot.dashboard import COOKIE, UNAVAILABLE, ReportService
 from bot.report_html import render_html
 from bot.server import build_app
+from rag.config import load_settings
+from rag.errors import ConfigError
 from rag.reporting import Window, build_report, report_window
 from rag.runtime import Candor
 from tests.integration.test_processes import serve as serve_candor
@@ -189,3 +192,12 @@ async def test_candor_serve_mounts_the_dashboard_when_the_token_is_set(candor: C
         code, stderr = stop(process)
     assert code == 0, stderr
     assert f"Dashboard: http://127.0.0.1:{port}/dashboard" in stderr and TOKEN not in stderr
+
+
+def test_the_admin_token_setting_is_a_secret_and_not_a_short_one() -> None:
+    settings = load_settings(admin_token=TOKEN)
+    assert settings.admin_token is not None and settings.admin_token.get_secret_value() == TOKEN
+    assert TOKEN not in repr(settings) and TOKEN not in str(settings.model_dump())
+    assert load_settings().admin_token is None or "CANDOR_ADMIN_TOKEN" in os.environ
+    with pytest.raises(ConfigError, match="CANDOR_ADMIN_TOKEN"):
+        load_settings(admin_token="short")
