@@ -130,7 +130,7 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     else:
         how = f"independent of the gate on {independent['sentences']}/{independent['of']} sentences"
     interval = unsupported["interval"]
-    ci = f", 95% CI {_percent(interval['low'])}–{_percent(interval['high'])}" if interval else ""
+    ci = f", 95% CI {100 * interval['low']:.1f}–{_percent(interval['high'])}" if interval else ""
     abstentions = summary["abstentions"]
     lines = [
         f"Audit run {summary['run_id']} (seed {summary['seed']}){'' if summary['complete'] else ', INCOMPLETE'}",

@@ -136,7 +136,7 @@ def _counted(measure: Mapping[str, Any], unit: str) -> str:
     """`2/40 sentences (5.0%, 95% CI 1.4–16.5%)`."""
     interval = measure["interval"]
     level = f"{round(100 * interval['confidence'])}% CI"
-    bounds = f"{_percent(interval['low'])}–{_percent(interval['high'])}"
+    bounds = f"{100 * interval['low']:.1f}–{_percent(interval['high'])}"
     return f"{measure['n']}/{measure['sample_size']} {unit} ({_percent(measure['rate'])}, {level} {bounds})"
 
 

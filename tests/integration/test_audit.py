@@ -1,0 +1,454 @@
+"""`candor audit answers`: sampled re-verification on answers made by the real pipeline, checked against the
+stored rows.
+
+Answers come from the offline pipeline over the sample handbook (gate: `evidence-verifier-v1`), each test
+on days of its own in April 2017 (nothing else in the session's database is dated there) and in a
+knowledge base of its own. The audit's LLM judge is the real `openai` client on the fake OpenAI server:
+it calls every sentence naming `MARKER` unsupported, answers a sentence naming `UNREADABLE` with
+something that is not JSON, and supports the rest. Expected numbers are computed here from the traces'
+stored sentences and that rule, never from the report's SQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.report_text import render_report
+from rag.answers import Question
+from rag.audit import AuditRequest, relaxed_rechecker, run_audit, stored_scope
+from rag.audit_measures import wilson_interval
+from rag.audit_verifier import AuditVerifier, audit_spec, build_audit_verifier, independent
+from rag.relaxed import recheck
+from rag.reporting import build_report, report_window
+from rag.runtime import Candor
+from rag.store.postgres import KnowledgeBase
+from rag.types import AccessScope
+from tests.fakes.openai_server import ChatRequest, FakeOpenAI, ThreadedFakeOpenAI
+from tests.fakes.teams_server import ingest_handbook
+from tests.fakes.writers import Models, judges
+from tests.integration.test_llm_pipeline import core
+from tests.integration.test_report import execute
+
+MARKER = "Northwind Labs"
+UNREADABLE = "laptops"
+DELIVERED = (
+    "How much paid parental leave does the primary carer get?",
+    "How many days of annual leave do full-time employees get?",
+    "What is the minimum password length for company accounts?",
+    "How often do we get a new work laptop?",
+    "What is the daily meal allowance for international travel, and how quickly are approved expenses paid back?",
+    "When was Northwind Labs founded, and who is the CEO?",
+    "What are the core hours for remote employees, and is there a gym or wellness allowance?",
+)
+ABSTAINED = (
+    "How much does the Platinum plan cost per user per month?",
+    "Is there free parking at the Leeds office?",
+)
+GATE = "evidence-verifier-v1"
+
+
+@pytest.fixture(scope="module")
+async def handbook(candor: Candor) -> KnowledgeBase:
+    return await ingest_handbook(candor, "audit")
+
+
+def day(n: int) -> datetime:
+    """The n-th day of April 2017, 09:00 UTC (each test has days of its own)."""
+    return datetime(2017, 4, n, 9, 0, tzinfo=UTC)
+
+
+def window(n: int, kb: KnowledgeBase, **more: Any) -> AuditRequest:
+    return AuditRequest(day(n).replace(hour=0), day(n + 1).replace(hour=0), knowledge_base=kb.name, **more)
+
+
+async def seed(candor: Candor, kb: KnowledgeBase, when: datetime, questions: Iterable[str]) -> list[str]:
+    """Ask each question through the real pipeline (scoped to `kb`), then date its trace at `when`."""
+    ids = []
+    for minute, text in enumerate(questions):
+        scope = AccessScope(frozenset(), frozenset([kb.name]))
+        answer = await candor.answer(Question(text, scope=scope, platform="cli"))
+        at = when + timedelta(minutes=minute)
+        await execute(
+            candor, "UPDATE traces SET created_at = :at WHERE id = CAST(:id AS uuid)", {"at": at, "id": answer.trace_id}
+        )
+        ids.append(answer.trace_id)
+    return ids
+
+
+async def delivered(candor: Candor, ids: Sequence[str]) -> list[tuple[str, int, str]]:
+    """(trace, position, text) of every delivered sentence of these traces, from the stored rows."""
+    rows = await execute(
+        candor,
+        "SELECT id::text AS id, route, answer FROM traces WHERE id::text = ANY(:ids) ORDER BY created_at",
+        {"ids": list(ids)},
+    )
+    return [
+        (row["id"], position, sentence["text"])
+        for row in rows
+        if row["route"] != "abstained"
+        for position, sentence in enumerate(row["answer"]["sentences"])
+    ]
+
+
+async def audit_rows(candor: Candor, run_id: int) -> list[dict[str, Any]]:
+    return await execute(
+        candor,
+        "SELECT trace_id::text AS trace_id, position, text, supported, reasons, independent FROM audit_sentences "
+        "WHERE run_id = :run ORDER BY id",
+        {"run": run_id},
+    )
+
+
+def sentence_of(request: ChatRequest) -> str:
+    return request.user.split("Sentence: ", 1)[-1].split("\n\nEvidence:", 1)[0]
+
+
+def audit_judge(request: ChatRequest) -> Any:
+    """The fake audit model: unsupported when the sentence names MARKER, not JSON when it names UNREADABLE."""
+    sentence = sentence_of(request)
+    if UNREADABLE in sentence:
+        return "I would rather not say."
+    if MARKER in sentence:
+        return {"supported": False, "reason": f"the evidence does not say {MARKER}"}
+    return {"supported": True, "reason": "the evidence states it"}
+
+
+def llm_auditor(candor: Candor, fake: FakeOpenAI, **settings: Any) -> AuditVerifier:
+    chosen = {"audit_verifier": "openai:audit-model", "audit_base_url": fake.base_url, "llm_attempts": 1, **settings}
+    return build_audit_verifier(candor.settings.model_copy(update=chosen), candor.embedder)
+
+
+def wilson(n: int, of: int) -> dict[str, Any]:
+    """The Wilson interval as the roots of its quadratic (another form than rag.audit_measures')."""
+    z = 1.959963984540054
+    root = z * math.sqrt(n * (of - n) / of + z * z / 4)
+    low, high = ((n + z * z / 2 - root) / (of + z * z), (n + z * z / 2 + root) / (of + z * z))
+    return {"low": round(low, 4), "high": round(high, 4), "confidence": 0.95, "method": "wilson"}
+
+
+# --- pure rules ------------------------------------------------------------------------------------------
+
+
+def test_the_wilson_interval_matches_published_values() -> None:
+    assert wilson_interval(2, 40) == {"low": 0.0138, "high": 0.165, "confidence": 0.95, "method": "wilson"}
+    assert wilson_interval(0, 10) == {"low": 0.0, "high": 0.2775, "confidence": 0.95, "method": "wilson"}
+    assert wilson_interval(10, 10) == {"low": 0.7225, "high": 1.0, "confidence": 0.95, "method": "wilson"}
+    assert wilson_interval(0, 0) is None
+    for n, of in ((1, 3), (7, 19), (50, 51)):
+        assert wilson_interval(n, of) == wilson(n, of)
+    with pytest.raises(ValueError):
+        wilson_interval(5, 4)
+
+
+def test_independence_is_judged_against_every_model_the_gate_combines() -> None:
+    assert independent("evidence-verifier-v1", "llm-judge:audit-model")
+    assert not independent("evidence-verifier-v1", "evidence-verifier-v1")
+    assert not independent("llm-judge:gpt-x+evidence-verifier-v1", "llm-judge:gpt-x")
+    assert not independent("llm-judge:gpt-x+evidence-verifier-v1", "evidence-verifier-v1")
+    assert independent("llm-judge:gpt-x+cross-encoder:nli", "llm-judge:gpt-y")
+    assert not independent(None, "llm-judge:gpt-y"), "an unrecorded gate cannot be shown to be another model"
+
+
+def test_auto_picks_the_strongest_configured_verifier(candor: Candor) -> None:
+    settings = candor.settings
+    assert audit_spec(settings.model_copy(update={"audit_verifier": "auto", "judge": "evidence"})) == "evidence"
+    assert audit_spec(settings.model_copy(update={"audit_verifier": "auto", "judge": "openai:j"})) == "openai:j"
+    cross = settings.model_copy(update={"audit_verifier": "auto", "judge": "cross-encoder:/m"})
+    assert audit_spec(cross) == "cross-encoder:/m"
+    explicit = settings.model_copy(update={"audit_verifier": "openai:a", "judge": "openai:j"})
+    assert audit_spec(explicit) == "openai:a"
+
+
+def test_a_trace_without_a_stored_scope_is_rechecked_on_public_documents_only() -> None:
+    assert stored_scope(None) == AccessScope.public()
+    assert stored_scope({"groups": ["hr"], "knowledge_bases": ["a"]}) == AccessScope(
+        frozenset(["hr"]), frozenset(["a"])
+    )
+    assert stored_scope({"groups": [], "knowledge_bases": None}) == AccessScope(frozenset(), None)
+
+
+# --- the audit on stored answers -------------------------------------------------------------------------
+
+
+async def test_an_independent_judge_measures_the_rate_the_stored_sentences_give(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    ids = await seed(candor, handbook, day(3), [*DELIVERED, *ABSTAINED])
+    sentences = await delivered(candor, ids)
+    unreadable = [s for s in sentences if UNREADABLE in s[2]]
+    judged = [s for s in sentences if UNREADABLE not in s[2]]
+    unsupported = [s for s in judged if MARKER in s[2]]
+    assert len(unsupported) >= 2 and len(unreadable) == 1 and len(judged) >= 6, sentences
+
+    async with FakeOpenAI() as fake:
+        fake.responder = audit_judge
+        result = await run_audit(candor.tracker.engine, llm_auditor(candor, fake), window(3, handbook, seed="t1"))
+        assert sorted(map(sentence_of, fake.chat_requests)) == sorted(s[2] for s in sentences), "every one asked"
+
+    assert result.complete and result.error is None and result.verifier == "llm-judge:audit-model"
+    rows = await audit_rows(candor, result.run_id)
+    assert {(r["trace_id"], r["position"], r["text"]) for r in rows} == set(sentences)
+    assert all(r["independent"] for r in rows), "the gate was evidence-verifier-v1"
+    not_judged = [r for r in rows if r["supported"] is None]
+    assert [r["text"] for r in not_judged] == [s[2] for s in unreadable], "never judged by the offline verifier"
+    assert "not judged" in not_judged[0]["reasons"][0]
+
+    report = await build_report(candor.tracker.engine, report_window("2017-04-03", "2017-04-04", kb=handbook.name))
+    measure = report["total"]["hallucination_rate"]
+    answers = len({s[0] for s in judged})
+    assert measure == {
+        "status": "measured",
+        "rate": round(len(unsupported) / len(judged), 4),
+        "n": len(unsupported),
+        "sample_size": len(judged),
+        "answers": answers,
+        "not_judged": 1,
+        "verifier": "llm-judge:audit-model",
+        "interval": wilson(len(unsupported), len(judged)),
+        "agreement": None,
+        "reason": None,
+    }
+    line = next(x for x in render_report(report).splitlines() if x.startswith("Hallucination rate (sampled"))
+    interval = measure["interval"]
+    assert line == (
+        f"Hallucination rate (sampled re-verification): {len(unsupported)}/{len(judged)} sentences "
+        f"({100 * measure['rate']:.1f}%, 95% CI {100 * interval['low']:.1f}–{100 * interval['high']:.1f}%) "
+        f"by llm-judge:audit-model on {answers} answers; 1 not judged."
+    )
+
+    # A second run picks only the answer with a sentence left unjudged, and settles it.
+    async with FakeOpenAI() as fake:
+        fake.responder = judges(unless=[MARKER])
+        again = await run_audit(candor.tracker.engine, llm_auditor(candor, fake), window(3, handbook, seed="t1"))
+    assert {s.sentence.trace_id for s in again.sentences} == {s[0] for s in unreadable}
+    after = await build_report(candor.tracker.engine, report_window("2017-04-03", "2017-04-04", kb=handbook.name))
+    assert after["total"]["hallucination_rate"]["sample_size"] == len(sentences)
+    assert after["total"]["hallucination_rate"]["not_judged"] == 0
+    assert after["total"]["hallucination_rate"]["n"] == len(unsupported)
+
+
+async def test_the_gates_own_verifier_is_not_independent_and_gives_no_rate(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    ids = await seed(candor, handbook, day(5), DELIVERED)
+    sentences = await delivered(candor, ids)
+    own = build_audit_verifier(candor.settings.model_copy(update={"audit_verifier": "evidence"}), candor.embedder)
+    assert own.name == GATE
+    result = await run_audit(candor.tracker.engine, own, window(5, handbook, seed="own"))
+    rows = await audit_rows(candor, result.run_id)
+    assert len(rows) == len(sentences) and not any(r["independent"] for r in rows)
+    agreed = sum(bool(r["supported"]) for r in rows)
+
+    report = await build_report(candor.tracker.engine, report_window("2017-04-05", "2017-04-06", kb=handbook.name))
+    measure = report["total"]["hallucination_rate"]
+    assert measure["status"] == "not_independent" and measure["rate"] is None and measure["n"] is None
+    assert measure["interval"] is None and measure["verifier"] == GATE
+    assert measure["sample_size"] == len(sentences)
+    assert measure["agreement"] == {"n": agreed, "of": len(sentences), "rate": round(agreed / len(sentences), 4)}
+    assert measure["reason"] == (
+        f"the only verifier that re-checked answers is the gate's own ({GATE}): its rate would not be independent"
+    )
+    rendered = render_report(report)
+    line = next(x for x in rendered.splitlines() if x.startswith("Hallucination rate (sampled"))
+    assert line.startswith("Hallucination rate (sampled re-verification): not independent: ") and "%" not in line
+
+
+async def test_auto_audits_with_the_gates_llm_judge_and_says_it_is_not_independent(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    async with FakeOpenAI() as fake:
+        fake.responder = Models(writer=lambda r: {}, judge=judges())
+        gated = core(candor, fake, writer="extractive", judge="openai:gate-judge", llm_attempts=1)
+        ids = await seed(gated, handbook, day(7), DELIVERED[:4])
+        models = await execute(
+            candor, "SELECT DISTINCT models ->> 'verifier' AS v FROM traces WHERE id::text = ANY(:ids)", {"ids": ids}
+        )
+        assert [m["v"] for m in models] == ["llm-judge:gate-judge+evidence-verifier-v1"]
+        verifier = build_audit_verifier(gated.settings.model_copy(update={"audit_verifier": "auto"}), candor.embedder)
+        assert verifier.name == "llm-judge:gate-judge"
+        result = await run_audit(candor.tracker.engine, verifier, window(7, handbook, seed="auto"))
+    assert result.independent == (0, len(await delivered(candor, ids)))
+    report = await build_report(candor.tracker.engine, report_window("2017-04-07", "2017-04-08", kb=handbook.name))
+    assert report["total"]["hallucination_rate"]["status"] == "not_independent"
+    assert "llm-judge:gate-judge" in report["total"]["hallucination_rate"]["reason"]
+
+
+def failing_after(calls: int) -> Callable[[ChatRequest], Any]:
+    """`audit_judge` for `calls` requests, then an error for every request (the fake answers 500)."""
+    seen: list[str] = []
+
+    def respond(request: ChatRequest) -> Any:
+        seen.append(sentence_of(request))
+        if len(seen) > calls:
+            raise RuntimeError("the audit model went away")
+        return judges(unless=[MARKER])(request)
+
+    return respond
+
+
+async def test_a_judge_failing_mid_run_stores_what_it_judged_as_an_incomplete_run_and_a_rerun_finishes(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    ids = await seed(candor, handbook, day(9), DELIVERED)
+    sentences = await delivered(candor, ids)
+    async with FakeOpenAI() as fake:
+        fake.responder = failing_after(3)
+        broken = await run_audit(candor.tracker.engine, llm_auditor(candor, fake), window(9, handbook, seed="x"))
+    assert not broken.complete and "audit-model" in (broken.error or "") and "HTTP 500" in (broken.error or "")
+    rows = await audit_rows(candor, broken.run_id)
+    assert [r["supported"] is not None for r in rows] == [True, True, True, False], "3 judged, then the failure"
+    (run,) = await execute(candor, "SELECT complete, error FROM audit_runs WHERE id = :id", {"id": broken.run_id})
+    assert run["complete"] is False and run["error"] == broken.error
+
+    report = await build_report(candor.tracker.engine, report_window("2017-04-09", "2017-04-10", kb=handbook.name))
+    assert report["total"]["hallucination_rate"]["sample_size"] == 3
+    assert report["total"]["hallucination_rate"]["not_judged"] == 1
+
+    async with FakeOpenAI() as fake:
+        fake.responder = judges(unless=[MARKER])
+        finished = await run_audit(candor.tracker.engine, llm_auditor(candor, fake), window(9, handbook, seed="x"))
+    assert finished.complete
+    per_trace = Counter(s[0] for s in sentences)
+    judged_first = Counter(r["trace_id"] for r in rows if r["supported"] is not None)
+    done = {t for t, n in per_trace.items() if judged_first[t] == n}
+    assert done and {s.sentence.trace_id for s in finished.sentences} == set(per_trace) - done, (
+        "only answers with a sentence left unjudged are audited again"
+    )
+    total = (await build_report(candor.tracker.engine, report_window("2017-04-09", "2017-04-10", kb=handbook.name)))[
+        "total"
+    ]["hallucination_rate"]
+    assert total["sample_size"] == len(sentences) and total["not_judged"] == 0
+    assert total["n"] == sum(MARKER in s[2] for s in sentences)
+
+
+def md5_order(ids: Iterable[str], seed: str) -> list[str]:
+    return sorted(ids, key=lambda i: (hashlib.md5((i + seed).encode()).hexdigest(), i))
+
+
+async def test_sampling_is_reproducible_with_a_seed_and_skips_answers_already_audited(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    ids = await seed(candor, handbook, day(11), DELIVERED)
+    answered = sorted({s[0] for s in await delivered(candor, ids)})
+    order = md5_order(answered, "alpha")
+    own = build_audit_verifier(candor.settings.model_copy(update={"audit_verifier": "evidence"}), candor.embedder)
+
+    def traces(result: Any) -> list[str]:
+        return sorted({s.sentence.trace_id for s in result.sentences})
+
+    first = await run_audit(candor.tracker.engine, own, window(11, handbook, sample=3, seed="alpha"))
+    assert traces(first) == sorted(order[:3]) and first.answers == 3
+    second = await run_audit(candor.tracker.engine, own, window(11, handbook, sample=3, seed="alpha"))
+    assert traces(second) == sorted(order[3:6]), "answers this verifier audited are not picked again"
+    repeat = await run_audit(candor.tracker.engine, own, window(11, handbook, sample=3, seed="alpha", again=True))
+    assert traces(repeat) == traces(first), "--again with the same seed picks the same sample"
+    other = await run_audit(candor.tracker.engine, own, window(11, handbook, sample=3, seed="beta", again=True))
+    assert traces(other) == sorted(md5_order(answered, "beta")[:3])
+    stored = await execute(candor, "SELECT seed, sample_size FROM audit_runs WHERE id = :id", {"id": first.run_id})
+    assert stored == [{"seed": "alpha", "sample_size": 3}]
+    drawn = AuditRequest(day(11), day(12))
+    assert drawn.seed and drawn.seed != AuditRequest(day(11), day(12)).seed, "without --seed one is drawn and kept"
+
+
+async def test_abstentions_and_unanswered_parts_are_rechecked_by_relaxed_retrieval(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    ids = await seed(candor, handbook, day(13), [*ABSTAINED, DELIVERED[-1], DELIVERED[0]])
+    traces = await execute(
+        candor,
+        "SELECT id::text AS id, route, question, rewritten_question, scope, answer FROM traces "
+        "WHERE id::text = ANY(:ids)",
+        {"ids": ids},
+    )
+    items = {
+        (t["id"], None if t["route"] == "abstained" else part): (t["rewritten_question"] or t["question"])
+        if t["route"] == "abstained"
+        else part
+        for t in traces
+        for part in (t["answer"]["unanswered_parts"] if t["route"] != "abstained" else [None])
+    }
+    assert len(items) == 3, items  # two abstentions, one unanswered part
+    own = build_audit_verifier(candor.settings.model_copy(update={"audit_verifier": "evidence"}), candor.embedder)
+    rechecker = relaxed_rechecker(candor, shortlist=candor.settings.shortlist)
+    result = await run_audit(candor.tracker.engine, own, window(13, handbook, seed="gaps"), rechecker=rechecker)
+
+    stored = await execute(
+        candor,
+        "SELECT trace_id::text AS trace_id, part, label, score, evidence FROM audit_abstentions WHERE run_id = :id",
+        {"id": result.run_id},
+    )
+    assert {(r["trace_id"], r["part"]) for r in stored} == set(items)
+    scope = AccessScope(frozenset(), frozenset([handbook.name]))
+    for row in stored:
+        expected = await recheck(candor, items[(row["trace_id"], row["part"])], scope, k=3 * candor.settings.shortlist)
+        assert (row["label"], row["evidence"]) == (expected.label, expected.as_json())
+    possible = sum(r["label"] == "possibly_answerable" for r in stored)
+
+    report = await build_report(candor.tracker.engine, report_window("2017-04-13", "2017-04-14", kb=handbook.name))
+    assert report["total"]["wrong_abstention"] == {
+        "status": "measured",
+        "rate": round(possible / len(stored), 4),
+        "n": possible,
+        "sample_size": len(stored),
+        "interval": wilson(possible, len(stored)),
+        "method": "relaxed retrieval",
+        "reason": None,
+    }
+    again = await run_audit(candor.tracker.engine, own, window(13, handbook, seed="gaps"), rechecker=rechecker)
+    assert again.abstentions == (), "abstentions already re-checked are not re-checked again"
+
+
+# --- the real command ------------------------------------------------------------------------------------
+
+
+def run_cli(candor: Candor, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`candor ARGS` as its own process on the session's database, with these extra variables."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
+    url = candor.store.engine.url.render_as_string(hide_password=False)
+    base.update(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1", **env)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], cwd=home, env=base, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.slow
+async def test_candor_audit_answers_exits_non_zero_when_the_judge_goes_away_and_a_rerun_completes(
+    candor: Candor, handbook: KnowledgeBase, tmp_path: Path
+) -> None:
+    ids = await seed(candor, handbook, day(15), [*DELIVERED[:4], ABSTAINED[0]])
+    sentences = await delivered(candor, ids)
+    args = ("audit", "answers", "--since", "2017-04-15", "--until", "2017-04-16", "--kb", handbook.name)
+    with ThreadedFakeOpenAI() as fake:
+        env = {
+            "CANDOR_AUDIT_VERIFIER": "openai:audit-model",
+            "CANDOR_AUDIT_BASE_URL": fake.base_url,
+            "CANDOR_LLM_ATTEMPTS": "1",
+        }
+        fake.responder = failing_after(2)
+        broken = run_cli(candor, tmp_path, *args, "--seed", "cli", **env)
+        assert broken.returncode == 1, broken.stderr
+        assert "the audit stopped before the end" in broken.stderr and "incomplete" in broken.stderr
+        assert "Traceback" not in broken.stderr
+        assert "INCOMPLETE" in broken.stdout and "verifier: llm-judge:audit-model, independent" in broken.stdout
+        fake.responder = judges(unless=[MARKER])
+        fixed = run_cli(candor, tmp_path, *args, "--seed", "cli", **env)
+    assert fixed.returncode == 0, fixed.stderr
+    assert "abstentions re-checked: 0" in fixed.stdout, "the first run re-checked the abstention already"
+    report = await build_report(candor.tracker.engine, report_window("2017-04-15", "2017-04-16", kb=handbook.name))
+    measure = report["total"]["hallucination_rate"]
+    assert (measure["status"], measure["sample_size"], measure["not_judged"]) == ("measured", len(sentences), 0)
+    assert report["total"]["wrong_abstention"]["sample_size"] == 1
+
+    bad = run_cli(candor, tmp_path, "audit", "answers", "--since", "last week")
+    assert bad.returncode == 2 and "last week" in bad.stderr
