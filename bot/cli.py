@@ -399,6 +399,11 @@ def slack_worker() -> None:
     _run(work)
 
 
+from bot.cli_gaps import gaps  # noqa: E402  (bot/cli_gaps.py imports `_run` from here when it runs)
+
+app.command("gaps")(gaps)
+
+
 def main() -> None:
     app()
 
