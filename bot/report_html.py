@@ -29,7 +29,11 @@ EVAL_METRICS = {
     "abstention_on_unanswerable": "abstained on unanswerable",
     "wrong_abstention_on_answerable": "wrong abstention on answerable",
 }
-SAMPLED = {"hallucination_rate": "Hallucination rate", "wrong_abstention": "Wrong abstentions"}
+SAMPLED = {
+    "hallucination_rate": ("Hallucination rate", "sentences"),
+    "wrong_abstention": ("Wrong abstentions", "abstentions"),
+}
+"""The sampled measures: their title, and what their sample is of."""
 NO_ANSWERS = "No answers in this window."
 NOT_ENOUGH = "Not enough periods for a trend"
 DOCS = "docs/reporting.md"
@@ -113,27 +117,31 @@ def _scope(window: Mapping[str, Any]) -> str:
     return (f"knowledge base {kb}" if kb else "all knowledge bases") + by
 
 
-def measure_text(measure: Mapping[str, Any] | None) -> tuple[str, str]:
-    """A sampled measure's headline and its explanation: counts, interval and verifier when measured;
-    "not measured" / "not independent" with the reason otherwise (never a bare or a zero rate)."""
+def measure_text(measure: Mapping[str, Any] | None, unit: str = "") -> tuple[str, str]:
+    """A sampled measure's headline and its explanation: counts, interval, verifier and method when
+    measured; "not measured" / "not independent" with the reason otherwise (never a bare or a zero
+    rate). The shape is `rag.audit_measures`'s; any key may be missing."""
     measure = measure or {}
     status, reason = measure.get("status"), str(measure.get("reason") or "")
-    of = measure.get("of", measure.get("sample_size"))
-    counted = rate_text({"n": measure.get("n"), "of": of, "rate": measure.get("rate")})
-    if status == "measured" and counted != "-":
-        details = [f"sample of {measure.get('sample_size', of)}"]
-        interval = measure.get("interval") or {}
-        if interval.get("low") is not None and interval.get("high") is not None:
-            level = format_value(interval.get("confidence") or 0.95, percent=True)
-            low, high = (format_value(interval[k], percent=True) for k in ("low", "high"))
-            details.append(f"{level} interval {low} to {high}")
-        if measure.get("verifier"):
-            details.append(f"verifier: {measure['verifier']}")
-        return counted, "; ".join(details)
-    if status == "not_independent":
-        own = f" (the gate's own verifier counted {counted})" if counted != "-" else ""
-        return "not independent", reason + own
-    return "not measured", reason
+    size = measure.get("sample_size", measure.get("of"))
+    counted = rate_text({"n": measure.get("n"), "of": size, "rate": measure.get("rate")})
+    measured, interval = status == "measured" and counted != "-", measure.get("interval") or {}
+    details = [f"sample of {size} {unit}".rstrip() if measured else reason]
+    if measured and interval.get("low") is not None and interval.get("high") is not None:
+        level = format_value(interval.get("confidence") or 0.95, percent=True)
+        low, high = (format_value(interval[k], percent=True) for k in ("low", "high"))
+        details.append(f"{level} interval {low} to {high}")
+    if status == "not_independent" and rate_text(measure.get("agreement")) != "-":
+        details.append(f"it agreed with the gate on {rate_text(measure.get('agreement'))}")
+    verifier = measure.get("verifier")
+    if verifier:
+        details.append("verifier: " + (", ".join(map(str, verifier)) if isinstance(verifier, list) else str(verifier)))
+    if measure.get("method") and measured:
+        details.append(f"method: {measure['method']}")
+    if measure.get("not_judged"):
+        details.append(f"{measure['not_judged']} could not be judged")
+    headline = counted if measured else "not independent" if status == "not_independent" else "not measured"
+    return headline, "; ".join(d for d in details if d)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -167,8 +175,11 @@ def _header(window: Mapping[str, Any], total: Mapping[str, Any]) -> str:
     cards = [("Questions", str(total.get("questions", 0)), "answers made in the window")]
     for route, label in ROUTES.items():
         cards.append((label.capitalize(), rate_text(total.get("routes", {}).get(route)), "of the questions"))
-    for key, label in SAMPLED.items():
-        headline, why = measure_text(total.get(key))
+    for key, (label, unit) in SAMPLED.items():
+        headline, why = measure_text(total.get(key), unit)
+        people = (total.get("human") or {}).get(key) or {}
+        if people.get("status") == "measured":
+            why += f"; people's labels: {measure_text(people, unit)[0]}"
         cards.append((label, headline, why))
     up = sum(f.get("up", {}).get("n", 0) for f in total.get("feedback", {}).values())
     down = sum(f.get("down", {}).get("n", 0) for f in total.get("feedback", {}).values())
@@ -199,7 +210,7 @@ def _answers_sections(report: Mapping[str, Any]) -> list[str]:
     )
     return [
         _section("Trends", note, _routes(charted, table), _gates(charted, table), _conflicts(charted, table)),
-        _section("Sampled measures", *(_sampled(key, title, charted, table) for key, title in SAMPLED.items())),
+        _section("Sampled measures", *(_sampled(key, charted, table) for key in SAMPLED)),
         _section("Feedback", _feedback(total, table)),
         _section("Latency and cost", _latency(total, charted, table), _usage(charted, table)),
         _section("Sources and platforms", _documents(total.get("top_documents") or []), _platforms(table)),
@@ -248,8 +259,9 @@ def _conflicts(charted: Rows, table: Rows) -> str:
     return _figure("Conflict flags (over delivered answers)", svg, ["period", "conflict flagged"], rows)
 
 
-def _sampled(key: str, title: str, charted: Rows, table: Rows) -> str:
+def _sampled(key: str, charted: Rows, table: Rows) -> str:
     """A sampled measure and, per period, the people's labels (`human`) when `candor audit answers` has them."""
+    title, unit = SAMPLED[key]
 
     def human(p: Mapping[str, Any]) -> Mapping[str, Any]:
         return (p.get("human") or {}).get(key) or {}
@@ -260,7 +272,7 @@ def _sampled(key: str, title: str, charted: Rows, table: Rows) -> str:
         return Series(
             name,
             [m.get("rate") for m in measured],
-            [measure_text(m)[0] for m in measured],
+            [measure_text(m, unit)[0] for m in measured],
             low=[i.get("low") for i in intervals],
             high=[i.get("high") for i in intervals],
         )
@@ -269,10 +281,10 @@ def _sampled(key: str, title: str, charted: Rows, table: Rows) -> str:
         series("verifier (sampled)", [p.get(key) or {} for _, p in charted]),
         series("people (labelled)", [human(p) for _, p in charted]),
     ]
-    rows = [[name, *measure_text(p.get(key)), *measure_text(human(p) or None)] for name, p in table]
+    rows = [[name, *measure_text(p.get(key), unit), *measure_text(human(p) or None, unit)] for name, p in table]
     headers = ["period", "verifier", "how", "people", "how"]
     if not any(v is not None for s in lines for v in s.values):
-        headline, why = measure_text(table[-1][1].get(key))
+        headline, why = measure_text(table[-1][1].get(key), unit)
         return (
             f"<h3>{escape(title)}: {escape(headline)}</h3><p class=reason>{escape(why)}</p>"
             f"<details><summary>The numbers: {escape(title)}</summary>{_table(headers, rows)}</details>"

@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.report_html import NO_ANSWERS, NOT_ENOUGH, render_html, write_html
-from bot.svg_charts import NO_DATA, Series, bar_chart, line_chart, stacked_bars
+from bot.svg_charts import NO_DATA, Series, bar_chart, format_value, line_chart, stacked_bars
+from rag import audit_measures
 from rag.reporting import Window, assemble
 from tests.unit.test_report import MONDAY, WEEK, measured, row
 
@@ -31,17 +32,15 @@ def report() -> dict[str, Any]:
     return assemble(WEEK, measured())
 
 
-def measured_rate(n: int, of: int, low: float, high: float) -> dict[str, Any]:
-    return {
-        "status": "measured",
-        "n": n,
-        "of": of,
-        "rate": round(n / of, 4),
-        "sample_size": of,
-        "verifier": "openai:judge-model",
-        "interval": {"low": low, "high": high, "confidence": 0.95},
-        "reason": None,
-    }
+def measured_rate(n: int, of: int, verifier: str = "openai:judge-model") -> dict[str, Any]:
+    """A hallucination rate as `rag.audit_measures` reports a measured one (Wilson interval included)."""
+    row = {"independent": True, "judged": of, "unsupported": n, "answers": 10, "not_judged": 0, "verifiers": [verifier]}
+    return audit_measures.hallucination_rate([row])
+
+
+def interval_text(measure: dict[str, Any]) -> str:
+    low, high = (format_value(measure["interval"][k], percent=True) for k in ("low", "high"))
+    return f"{low} to {high}"
 
 
 def cells(page: str) -> list[str]:
@@ -97,44 +96,52 @@ def test_unmeasured_measures_say_so_with_their_reason() -> None:
 
 def test_a_verifier_that_is_the_gates_own_is_not_independent() -> None:
     own = report()
+    row = {"independent": False, "judged": 40, "unsupported": 2, "answers": 9, "verifiers": ["evidence"]}
     for period in [*own["periods"], own["total"]]:
-        period["hallucination_rate"] = {
-            "status": "not_independent",
-            "n": 2,
-            "sample_size": 40,
-            "rate": 0.05,
-            "verifier": "evidence",
-            "interval": None,
-            "reason": "the only verifier that re-checked the sample is the gate's own",
-        }
+        period["hallucination_rate"] = audit_measures.hallucination_rate([row])
+    assert own["total"]["hallucination_rate"]["status"] == "not_independent"
     page = render_html(own)
     card = re.search(r"Hallucination rate<b>(.*?)</b><small>(.*?)</small>", page)
     assert card is not None and card.group(1) == "not independent"
-    assert "the gate&#x27;s own" in card.group(2) and "2/40 (5.0%)" in card.group(2)
+    assert "the gate&#x27;s own (evidence)" in card.group(2), "the reason"
+    assert "it agreed with the gate on 38/40 (95%)" in card.group(2)
     assert 'class="interval"' not in page, "a number that is not independent is not charted as the rate"
 
 
-def test_a_measured_rate_is_drawn_with_its_interval_and_the_peoples_labels_beside_it() -> None:
+def test_measured_rates_are_drawn_with_their_interval_and_the_peoples_labels_beside_them() -> None:
     sampled = report()
     first, second = sampled["periods"]
-    first["hallucination_rate"] = measured_rate(1, 50, 0.004, 0.105)
-    second["hallucination_rate"] = measured_rate(3, 60, 0.017, 0.138)
-    sampled["total"]["hallucination_rate"] = measured_rate(4, 110, 0.014, 0.09)
-    second["human"] = {"hallucination_rate": {**measured_rate(2, 20, 0.028, 0.301), "labelled_answers": 8}}
+    first["hallucination_rate"] = measured_rate(1, 50)
+    second["hallucination_rate"] = measured_rate(3, 60, verifier="cross-encoder:nli")
+    total = sampled["total"]["hallucination_rate"] = audit_measures.hallucination_rate(
+        [{"independent": True, "judged": 110, "unsupported": 4, "verifiers": ["cross-encoder:nli", "openai:judge"]}]
+    )
+    labels = {"sentences": 20, "unsupported": 2, "labelled_answers": 8, "abstentions": 5, "wrong": 1}
+    second["human"] = sampled["total"]["human"] = audit_measures.human(labels)
+    sampled["total"]["wrong_abstention"] = audit_measures.wrong_abstention({"checked": 12, "possibly_answerable": 3})
     page = render_html(sampled)
+
     card = re.search(r"Hallucination rate<b>(.*?)</b><small>(.*?)</small>", page)
     assert card is not None and card.group(1) == "4/110 (3.6%)"
-    assert "95% interval 1.4% to 9.0%" in card.group(2) and "openai:judge-model" in card.group(2)
+    assert f"sample of 110 sentences; 95% interval {interval_text(total)}" in card.group(2)
+    assert "verifier: cross-encoder:nli, openai:judge" in card.group(2)
+    assert "people&#x27;s labels: 2/20 (10%)" in card.group(2)
+    card = re.search(r"Wrong abstentions<b>(.*?)</b><small>(.*?)</small>", page)
+    assert card is not None and card.group(1) == "3/12 (25%)" and "method: relaxed retrieval" in card.group(2)
+
     chart = re.search(r"<svg[^>]*><title>Hallucination rate with its interval</title>.*?</svg>", page)
     assert chart is not None
     assert chart.group(0).count('class="interval"') == 3, "two periods by the verifier, one by people"
     assert "people (labelled)" in chart.group(0) and "2/20 (10%)" in chart.group(0)
-    assert "interval 1.7% to 14%" in chart.group(0), "each point's tooltip carries its interval"
+    tooltip = f"verifier (sampled), 2026-11-09: 3/60 (5.0%) (interval {interval_text(second['hallucination_rate'])})"
+    assert escape(tooltip) in chart.group(0), "each point's tooltip carries its interval"
+    people = re.search(r"<svg[^>]*><title>Wrong abstentions with its interval</title>.*?</svg>", page)
+    assert people is not None and "1/5 (20%)" in people.group(0), "people's wrong abstentions, per period"
 
 
 def test_the_page_requests_nothing_from_anywhere() -> None:
     sampled = report()
-    sampled["total"]["hallucination_rate"] = measured_rate(4, 110, 0.014, 0.09)
+    sampled["total"]["hallucination_rate"] = measured_rate(4, 110)
     page = render_html(sampled)
     assert not re.search(r"(?:src|href)\s*=", page, re.IGNORECASE), "no src or href at all"
     assert not re.search(r"https?://|url\(|@import|<script|<link|<img|<iframe|<object", page, re.IGNORECASE)
