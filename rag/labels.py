@@ -1,8 +1,8 @@
 """Human labels for the audit: a CSV for people to fill in, and its import (`candor audit answers
 --export FILE` / `--import FILE`).
 
-The export samples like the automatic audit (`md5(id || seed)`, answers nobody has labelled yet
-unless `again`) and writes one row per delivered sentence, with the full text of the passages it
+The export samples like the automatic audit (`md5(id || seed)`; answers and abstentions with an
+item nobody has labelled yet, unless `again`) and writes one row per delivered sentence, with the full text of the passages it
 cites, and one row per abstention or unanswered part, with the best evidence a relaxed re-check
 found when one is available. People fill `label` (`supported` / `unsupported` for a sentence,
 `correct_abstention` / `wrong_abstention` for an abstention) and `labeller`.

@@ -37,10 +37,11 @@ CAST(:again AS boolean) OR (
     WHERE a.trace_id = t.id AND r.kind = 'verifier' AND r.verifier = :verifier AND a.supported IS NOT NULL
 ) < jsonb_array_length(t.answer -> 'sentences')
 """
+# Not yet labelled in full: some delivered sentence has no label (a row left blank is exported again).
 _NOT_LABELLED = """
-CAST(:again AS boolean) OR NOT EXISTS (
-    SELECT 1 FROM human_labels h WHERE h.trace_id = t.id AND h.position IS NOT NULL
-)
+CAST(:again AS boolean) OR (
+    SELECT count(*) FROM human_labels h WHERE h.trace_id = t.id AND h.position IS NOT NULL
+) < jsonb_array_length(t.answer -> 'sentences')
 """
 
 _ABSTAINED = """
@@ -54,16 +55,19 @@ WHERE (s.route = 'abstained'
 ORDER BY md5(t.id::text || :seed), t.id
 LIMIT :limit
 """
-_NOT_RECHECKED = """
-CAST(:again AS boolean) OR NOT EXISTS (
-    SELECT 1 FROM audit_abstentions a JOIN audit_runs r ON r.id = a.run_id
+# An abstained trace is one item (the question), a delivered one an item per unanswered part: a trace
+# is picked while some item of it has not been re-checked (labelled).
+_ITEMS = "CASE WHEN s.route = 'abstained' THEN 1 ELSE jsonb_array_length(t.answer -> 'unanswered_parts') END"
+_NOT_RECHECKED = f"""
+CAST(:again AS boolean) OR (
+    SELECT count(DISTINCT COALESCE(a.part, '')) FROM audit_abstentions a JOIN audit_runs r ON r.id = a.run_id
     WHERE a.trace_id = t.id AND r.kind = 'verifier'
-)
+) < {_ITEMS}
 """
-_NOT_LABELLED_ABSTENTION = """
-CAST(:again AS boolean) OR NOT EXISTS (
-    SELECT 1 FROM human_labels h WHERE h.trace_id = t.id AND h.position IS NULL
-)
+_NOT_LABELLED_ABSTENTION = f"""
+CAST(:again AS boolean) OR (
+    SELECT count(*) FROM human_labels h WHERE h.trace_id = t.id AND h.position IS NULL
+) < {_ITEMS}
 """
 
 

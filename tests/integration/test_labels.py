@@ -1,0 +1,257 @@
+"""Human labels: `candor audit answers --export` → people fill in `label` → `--import` → the report's `human`.
+
+Answers come from the real pipeline over the sample handbook, on days of their own in April 2017 (see
+tests/integration/test_audit.py); labels are filled in here by rule, and every expected number is
+counted from the labels written, never from the report's SQL.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.report_text import render_report
+from rag.audit import relaxed_rechecker
+from rag.errors import LabelFileError
+from rag.labels import COLUMNS, export_labels, import_labels
+from rag.reporting import build_report, report_window
+from rag.runtime import Candor
+from rag.store.postgres import KnowledgeBase
+from tests.fakes.teams_server import ingest_handbook
+from tests.integration.test_audit import ABSTAINED, DELIVERED, MARKER, day, delivered, run_cli, seed, wilson, window
+from tests.integration.test_report import execute
+
+Row = dict[str, str]
+
+
+@pytest.fixture(scope="module")
+async def handbook(candor: Candor) -> KnowledgeBase:
+    return await ingest_handbook(candor, "labels")
+
+
+def read(path: Path) -> list[Row]:
+    return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
+
+
+def write(path: Path, rows: Sequence[Mapping[str, str]]) -> list[int]:
+    """Write the rows as a label file; returns the file line each row starts on (counted while writing)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    starts = []
+    for row in rows:
+        starts.append(out.getvalue().count("\n") + 1)
+        writer.writerow(row)
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return starts
+
+
+def by_rule(row: Row) -> str:
+    """A person's label: a sentence naming MARKER is unsupported; the first abstention was wrong."""
+    if row["kind"] == "sentence":
+        return "unsupported" if MARKER in row["sentence"] else "supported"
+    return "correct_abstention"
+
+
+def filled(rows: Sequence[Row], label: Callable[[Row], str] = by_rule, *, blank: int | None = None) -> list[Row]:
+    """The rows with their label and labeller filled in (row `blank` left without a label)."""
+    out = [{**row, "label": label(row), "labeller": "ana"} for row in rows]
+    abstentions = [r for r in out if r["kind"] == "abstention"]
+    if abstentions:
+        abstentions[0]["label"] = "wrong_abstention"
+    if blank is not None:
+        out[blank]["label"] = ""
+    return out
+
+
+def expected_human(rows: Sequence[Row]) -> dict[str, Any]:
+    sentences = [r for r in rows if r["kind"] == "sentence" and r["label"]]
+    abstentions = [r for r in rows if r["kind"] == "abstention" and r["label"]]
+    unsupported = sum(r["label"] == "unsupported" for r in sentences)
+    wrong = sum(r["label"] == "wrong_abstention" for r in abstentions)
+    return {
+        "hallucination_rate": {
+            "status": "measured",
+            "rate": round(unsupported / len(sentences), 4),
+            "n": unsupported,
+            "sample_size": len(sentences),
+            "labelled_answers": len({r["trace_id"] for r in sentences}),
+            "interval": wilson(unsupported, len(sentences)),
+        },
+        "wrong_abstention": {
+            "status": "measured",
+            "rate": round(wrong / len(abstentions), 4),
+            "n": wrong,
+            "sample_size": len(abstentions),
+            "interval": wilson(wrong, len(abstentions)),
+        },
+    }
+
+
+async def human(candor: Candor, n: int, kb: KnowledgeBase) -> dict[str, Any]:
+    since, until = (f"2017-04-{d:02d}" for d in (n, n + 1))
+    return (await build_report(candor.tracker.engine, report_window(since, until, kb=kb.name)))["total"]
+
+
+async def labels_of(candor: Candor, ids: Sequence[str]) -> list[dict[str, Any]]:
+    return await execute(
+        candor,
+        "SELECT trace_id::text AS trace_id, position, part, label, labeller, source_file FROM human_labels "
+        "WHERE trace_id::text = ANY(:ids) ORDER BY trace_id, position",
+        {"ids": list(ids)},
+    )
+
+
+async def exported(candor: Candor, kb: KnowledgeBase, n: int, path: Path) -> list[Row]:
+    rechecker = relaxed_rechecker(candor, shortlist=candor.settings.shortlist)
+    written = await export_labels(candor.tracker.engine, window(n, kb, seed="labels"), path, rechecker)
+    rows = read(path)
+    assert len(rows) == written
+    return rows
+
+
+async def test_export_fill_import_and_the_report_shows_the_human_rates(
+    candor: Candor, handbook: KnowledgeBase, tmp_path: Path
+) -> None:
+    ids = await seed(candor, handbook, day(20), [*DELIVERED, *ABSTAINED])
+    sentences = await delivered(candor, ids)
+    path = tmp_path / "to-label.csv"
+    rows = await exported(candor, handbook, 20, path)
+
+    assert list(rows[0]) == list(COLUMNS)
+    sentence_rows = [r for r in rows if r["kind"] == "sentence"]
+    assert sorted((r["trace_id"], int(r["position"]), r["sentence"]) for r in sentence_rows) == sorted(sentences)
+    stored = await execute(candor, "SELECT id::text AS id, answer FROM traces WHERE id::text = ANY(:ids)", {"ids": ids})
+    answers = {t["id"]: t["answer"] for t in stored}
+    for row in sentence_rows:
+        cited = answers[row["trace_id"]]["sentences"][int(row["position"])]["citations"]
+        for n in cited:
+            assert answers[row["trace_id"]]["sources"][n - 1]["excerpt"] in row["evidence"]
+        assert row["label"] == "" and row["label_options"] == "supported / unsupported"
+    abstention_rows = [r for r in rows if r["kind"] == "abstention"]
+    assert len(abstention_rows) == 3 and sum(bool(r["part"]) for r in abstention_rows) == 1
+    assert any(r["evidence"] for r in abstention_rows), "the relaxed re-check's best evidence is shown"
+
+    labelled = filled(rows, blank=0)
+    write(path, labelled)
+    imported = await import_labels(candor.tracker.engine, path)
+    assert (imported.stored, imported.replaced, imported.empty, imported.invalid) == (len(rows) - 1, 0, 1, ())
+
+    total = await human(candor, 20, handbook)
+    assert total["human"] == expected_human(labelled)
+    assert total["hallucination_rate"]["status"] == "not_measured", "people's labels are not the verifier's rate"
+    stored_labels = await labels_of(candor, ids)
+    assert len(stored_labels) == len(rows) - 1
+    assert {r["labeller"] for r in stored_labels} == {"ana"} and {r["source_file"] for r in stored_labels} == {
+        str(path)
+    }
+    (run,) = await execute(
+        candor, "SELECT kind, verifier, sample_size FROM audit_runs WHERE id = :id", {"id": imported.run_id}
+    )
+    assert run == {"kind": "human", "verifier": "human", "sample_size": len(rows) - 1}
+    line = next(x for x in render_report(await _report(candor, 20, handbook)).splitlines() if "(human labels)" in x)
+    h = total["human"]["hallucination_rate"]
+    assert line.startswith(f"Hallucination rate (human labels): {h['n']}/{h['sample_size']} sentences (")
+    assert line.endswith(f"on {h['labelled_answers']} answers.")
+
+    again = await exported(candor, handbook, 20, tmp_path / "next.csv")
+    assert {(r["kind"], r["trace_id"]) for r in again} == {("sentence", rows[0]["trace_id"])}, (
+        "an answer is exported again only while one of its sentences has no label"
+    )
+
+
+async def _report(candor: Candor, n: int, kb: KnowledgeBase) -> dict[str, Any]:
+    since, until = (f"2017-04-{d:02d}" for d in (n, n + 1))
+    return await build_report(candor.tracker.engine, report_window(since, until, kb=kb.name))
+
+
+async def test_a_reimport_replaces_the_earlier_labels(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> None:
+    ids = await seed(candor, handbook, day(22), [*DELIVERED[:3], *ABSTAINED])
+    path = tmp_path / "labels.csv"
+    rows = await exported(candor, handbook, 22, path)
+    first = filled(rows)
+    write(path, first)
+    assert (await import_labels(candor.tracker.engine, path)).replaced == 0
+    assert (await human(candor, 22, handbook))["human"] == expected_human(first)
+
+    flipped = filled(rows, lambda r: "unsupported" if r["kind"] == "sentence" else "wrong_abstention")
+    write(path, flipped)
+    imported = await import_labels(candor.tracker.engine, path)
+    assert (imported.stored, imported.replaced) == (len(rows), len(rows))
+    assert len(await labels_of(candor, ids)) == len(rows), "one label per item"
+    assert (await human(candor, 22, handbook))["human"] == expected_human(flipped)
+
+
+async def test_a_malformed_file_stores_nothing_and_names_each_bad_line(
+    candor: Candor, handbook: KnowledgeBase, tmp_path: Path
+) -> None:
+    ids = await seed(candor, handbook, day(24), [*DELIVERED, ABSTAINED[0]])
+    path = tmp_path / "labels.csv"
+    rows = filled(await exported(candor, handbook, 24, path))
+    sentence_rows = [i for i, r in enumerate(rows) if r["kind"] == "sentence"]
+    bad_label, unknown_trace, no_position, moved = sentence_rows[:4]
+    rows[bad_label]["label"] = "maybe"
+    rows[unknown_trace]["trace_id"] = str(uuid.uuid4())
+    rows[no_position]["position"] = "99"
+    rows[moved]["sentence"] = "A sentence from another row."
+    abstention = next(i for i, r in enumerate(rows) if r["kind"] == "abstention")
+    rows[abstention]["label"] = "supported"
+    starts = write(path, rows)
+
+    with pytest.raises(LabelFileError) as caught:
+        await import_labels(candor.tracker.engine, path)
+    problems = caught.value.problems
+    assert len(problems) == 5
+    expected = {
+        bad_label: "label 'maybe' is not one of supported, unsupported",
+        unknown_trace: f"no trace '{rows[unknown_trace]['trace_id']}'",
+        no_position: "has no delivered sentence at position '99'",
+        moved: "is not the one at position",
+        abstention: "label 'supported' is not one of correct_abstention, wrong_abstention",
+    }
+    for index, words in expected.items():
+        assert any(p.startswith(f"line {starts[index]}: ") and words in p for p in problems), (index, problems)
+    assert str(path) in str(caught.value) and "nothing stored" in str(caught.value)
+    assert await labels_of(candor, ids) == [], "nothing stored"
+
+    kept = await import_labels(candor.tracker.engine, path, skip_invalid=True)
+    assert kept.stored == len(rows) - 5 and len(kept.invalid) == 5
+    assert len(await labels_of(candor, ids)) == len(rows) - 5
+
+
+async def test_a_file_without_the_label_column_is_refused_on_its_first_line(tmp_path: Path, candor: Candor) -> None:
+    path = tmp_path / "labels.csv"
+    path.write_text("kind,trace_id,position\nsentence,x,0\n", encoding="utf-8")
+    with pytest.raises(LabelFileError, match="line 1: the header lacks the column"):
+        await import_labels(candor.tracker.engine, path)
+
+
+@pytest.mark.slow
+async def test_the_round_trip_through_the_command(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> None:
+    await seed(candor, handbook, day(26), [*DELIVERED[:4], ABSTAINED[1]])
+    path = tmp_path / "to-label.csv"
+    window_args = ("--since", "2017-04-26", "--until", "2017-04-27", "--kb", handbook.name, "--seed", "s")
+    out = run_cli(candor, tmp_path, "audit", "answers", *window_args, "--export", str(path))
+    assert out.returncode == 0, out.stderr
+    rows = read(path)
+    assert f"wrote {len(rows)} rows to {path}" in out.stdout
+    labelled = filled(rows)
+    write(path, labelled)
+    stored = run_cli(candor, tmp_path, "audit", "answers", "--import", str(path))
+    assert stored.returncode == 0, stored.stderr
+    assert f"stored {len(rows)} labels from {path}" in stored.stdout
+    assert (await human(candor, 26, handbook))["human"] == expected_human(labelled)
+
+    labelled[0]["label"] = "perhaps"
+    starts = write(path, labelled)
+    refused = run_cli(candor, tmp_path, "audit", "answers", "--import", str(path))
+    assert refused.returncode == 1 and f"line {starts[0]}: label 'perhaps'" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    both = run_cli(candor, tmp_path, "audit", "answers", "--import", str(path), "--export", str(path))
+    assert both.returncode == 2
