@@ -446,8 +446,17 @@ async def test_the_hallucination_rate_is_not_measured_and_says_why(candor: Cando
 
 PERIOD_KEYS = {
     "start", "end", "questions", "routes", "first_pass", "gate_dropped_sentences", "hallucination_rate",
-    "wrong_abstention", "conflicts", "feedback", "latency_ms", "usage", "platforms", "top_documents",
+    "wrong_abstention", "human", "conflicts", "feedback", "latency_ms", "usage", "platforms", "top_documents",
 }  # fmt: skip
+HALLUCINATION_KEYS = {
+    "status", "rate", "n", "sample_size", "answers", "not_judged", "verifier", "interval", "agreement", "reason",
+}  # fmt: skip
+"""The same keys whatever the status (measured, not_independent, not_measured): docs/reporting.md."""
+ABSTENTION_KEYS = {"status", "rate", "n", "sample_size", "interval", "method", "reason"}
+HUMAN_KEYS = {
+    "hallucination_rate": {"status", "rate", "n", "sample_size", "labelled_answers", "interval"},
+    "wrong_abstention": {"status", "rate", "n", "sample_size", "interval"},
+}
 
 
 def shape(value: Any) -> Any:
@@ -477,6 +486,10 @@ async def test_the_json_shape_is_stable(candor: Candor, seeded: Seeded) -> None:
         assert set(period["routes"]) == set(ROUTES) == set(period["feedback"])
         assert list(period["platforms"])[:5] == list(PLATFORMS)
         assert set(period["first_pass"]) == {"rejected", "retried", "resolved"}
+        assert set(period["hallucination_rate"]) == HALLUCINATION_KEYS
+        assert set(period["wrong_abstention"]) == ABSTENTION_KEYS
+        assert {k: set(v) for k, v in period["human"].items()} == HUMAN_KEYS
+        assert period["human"]["hallucination_rate"]["status"] == "not_measured", "no labels in this window"
         assert set(period["usage"]) == {
             "answers", "not_recorded", "model_calls", "unpriced_calls", "prompt_tokens", "completion_tokens", "cost",
         }  # fmt: skip
