@@ -38,7 +38,7 @@ from rag.conflict_findings import (
     newer_of,
     subject_of,
 )
-from rag.conflicts import differing_values, prefer, same_subject
+from rag.conflicts import MIN_COSINE, differing_values, prefer, same_subject
 from rag.embeddings import Embedder
 from rag.facts import values
 from rag.rerank import ScoredSentence
@@ -132,14 +132,11 @@ def facts_by_chunk(
 def compare_pairs(pairs: Sequence[ChunkPair], facts: Mapping[int, Sequence[ScoredSentence]]) -> tuple[list[Found], int]:
     """The differing facts of each close chunk pair, and how many sentence pairs were compared.
 
-    Two sentences differ only when each is the other's counterpart (`counterpart`): "Employees may
+    Two sentences differ only when each is the other's counterpart (`Counterparts`): "Employees may
     carry over up to 5 days of annual leave" reads like "Full-time employees receive 20 days of
     annual leave" to the detector, but the other page's 24 days of annual leave reads more like it.
     """
-    by_document: dict[int, list[ScoredSentence]] = {}
-    for sentences in facts.values():
-        for sentence in sentences:
-            by_document.setdefault(sentence.passage.document_id, []).append(sentence)
+    counterparts = Counterparts(sentence for sentences in facts.values() for sentence in sentences)
     found: list[Found] = []
     compared = 0
     for pair in pairs:
@@ -150,25 +147,53 @@ def compare_pairs(pairs: Sequence[ChunkPair], facts: Mapping[int, Sequence[Score
                 if differing is None:
                     continue
                 kind = differing[0].kind
-                if counterpart(a, by_document[b.passage.document_id], kind) is not b:
+                if counterparts.of(a, b.passage.document_id, kind) is not b:
                     continue
-                if counterpart(b, by_document[a.passage.document_id], kind) is not a:
+                if counterparts.of(b, a.passage.document_id, kind) is not a:
                     continue
                 found.append(Found(a, b, differing[0].surface, differing[1].surface, pair.cosine))
     return found, compared
 
 
-def counterpart(fact: ScoredSentence, others: Sequence[ScoredSentence], kind: str) -> ScoredSentence | None:
-    """The sentence of another document that states `fact`'s fact (same subject by the detector's
-    rules, a value of the same kind), closest in meaning: where that document gives its value."""
-    candidates = [
-        other for other in others if any(v.kind == kind for v in values(other.text)) and same_subject(fact, other)
-    ]
-    return max(candidates, key=lambda other: _cosine(fact, other), default=None)
+class Counterparts:
+    """Where a document states a given fact: of its sentences that state the same fact by the
+    detector's rules (`rag.conflicts.same_subject`) with a value of the same kind, the closest in
+    meaning. Searched closest first, so that usually one or two sentences are checked, and
+    remembered: one sentence meets the same document in many chunk pairs."""
 
+    def __init__(self, facts: Iterable[ScoredSentence]) -> None:
+        self._sentences: dict[int, list[ScoredSentence]] = {}
+        for fact in facts:
+            self._sentences.setdefault(fact.passage.document_id, []).append(fact)
+        self._matrices: dict[int, np.ndarray] = {}
+        self._found: dict[tuple[int, int, str], ScoredSentence | None] = {}
 
-def _cosine(a: ScoredSentence, b: ScoredSentence) -> float:
-    return 0.0 if a.vector is None or b.vector is None else float(np.dot(a.vector, b.vector))
+    def of(self, fact: ScoredSentence, document: int, kind: str) -> ScoredSentence | None:
+        key = (id(fact), document, kind)
+        if key not in self._found:
+            self._found[key] = self._search(fact, document, kind)
+        return self._found[key]
+
+    def _search(self, fact: ScoredSentence, document: int, kind: str) -> ScoredSentence | None:
+        sentences = self._sentences.get(document, [])
+        if not sentences or fact.vector is None:
+            return None
+        cosines = self._matrix(document) @ fact.vector
+        for index in np.argsort(-cosines, kind="stable"):
+            if cosines[index] < MIN_COSINE:  # `same_subject` holds no pair below it
+                break
+            other = sentences[int(index)]
+            if any(v.kind == kind for v in values(other.text)) and same_subject(fact, other):
+                return other
+        return None
+
+    def _matrix(self, document: int) -> np.ndarray:
+        if document not in self._matrices:
+            vectors = [s.vector for s in self._sentences[document]]
+            if any(v is None for v in vectors):
+                raise ValueError("every compared sentence needs a vector")
+            self._matrices[document] = np.stack([v for v in vectors if v is not None])
+        return self._matrices[document]
 
 
 def group_by_documents(
