@@ -29,7 +29,7 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 from rag.answers import Feedback, Platform, Question
-from rag.config import Settings
+from rag.config import Settings, load_settings
 from rag.errors import ConfigError
 from rag.feedback_csv import COLUMNS, export_csv, key_file
 from rag.runtime import Candor
@@ -203,6 +203,15 @@ def test_a_broken_key_file_is_a_config_error(tmp_path: Path) -> None:
     path.write_text("abcd\n")
     with pytest.raises(ConfigError, match="fewer than 16"):
         key_file(path)
+
+
+def test_export_settings_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="CANDOR_EXPORT_USERS"):
+        load_settings(home=tmp_path, export_users="hashed")
+    with pytest.raises(ConfigError, match="CANDOR_EXPORT_KEY"):
+        load_settings(home=tmp_path, export_key="too-short")
+    settings = load_settings(home=tmp_path, export_key=KEY)
+    assert settings.export_users == "keyed" and KEY not in repr(settings)
 
 
 # --- the real command -------------------------------------------------------------------------------------
