@@ -2,10 +2,11 @@
 --export FILE` / `--import FILE`).
 
 The export samples like the automatic audit (`md5(id || seed)`; answers and abstentions with an
-item nobody has labelled yet, unless `again`) and writes one row per delivered sentence, with the full text of the passages it
-cites, and one row per abstention or unanswered part, with the best evidence a relaxed re-check
-found when one is available. People fill `label` (`supported` / `unsupported` for a sentence,
-`correct_abstention` / `wrong_abstention` for an abstention) and `labeller`.
+item nobody has labelled yet, unless `again`) and writes one row per delivered sentence, with the
+full text of the passages it cites, and one row per abstention or unanswered part, with the best
+evidence a relaxed re-check found when one is available. People fill `label` (`supported` /
+`unsupported` for a sentence, `correct_abstention` / `wrong_abstention` for an abstention) and
+`labeller`.
 
 The import checks every row before storing any: an unknown trace, a position the trace has no
 sentence at (or a sentence text that is not the one stored there: a re-sorted sheet), a part the

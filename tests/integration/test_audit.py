@@ -219,6 +219,12 @@ async def test_an_independent_judge_measures_the_rate_the_stored_sentences_give(
         "agreement": None,
         "reason": None,
     }
+    by_day = await build_report(
+        candor.tracker.engine, report_window("2017-04-03", "2017-04-04", by="day", kb=handbook.name)
+    )
+    assert [p["hallucination_rate"] for p in by_day["periods"]] == [measure], "one day: the period is the total"
+    assert "Sampled measures per period" in render_report(by_day).splitlines()
+    print(render_report(by_day))  # the sample in the report of this work (pytest -s)
     line = next(x for x in render_report(report).splitlines() if x.startswith("Hallucination rate (sampled"))
     interval = measure["interval"]
     assert line == (
@@ -262,6 +268,7 @@ async def test_the_gates_own_verifier_is_not_independent_and_gives_no_rate(
     rendered = render_report(report)
     line = next(x for x in rendered.splitlines() if x.startswith("Hallucination rate (sampled"))
     assert line.startswith("Hallucination rate (sampled re-verification): not independent: ") and "%" not in line
+    print(line)
 
 
 async def test_auto_audits_with_the_gates_llm_judge_and_says_it_is_not_independent(
@@ -394,6 +401,7 @@ async def test_abstentions_and_unanswered_parts_are_rechecked_by_relaxed_retriev
         expected = await recheck(candor, items[(row["trace_id"], row["part"])], scope, k=3 * candor.settings.shortlist)
         assert (row["label"], row["evidence"]) == (expected.label, expected.as_json())
     possible = sum(r["label"] == "possibly_answerable" for r in stored)
+    print({items[(r["trace_id"], r["part"])]: (r["label"], round(r["score"], 3)) for r in stored})
 
     report = await build_report(candor.tracker.engine, report_window("2017-04-13", "2017-04-14", kb=handbook.name))
     assert report["total"]["wrong_abstention"] == {
