@@ -6,32 +6,29 @@ some files were skipped (each named with its reason).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+import bot.cli_audit_answers  # noqa: F401  (registers `candor audit answers` on audit_app)
 from bot.cli_audit import audit_app
+from bot.cli_common import AccessOption, KbOption, cli_settings, err, out, run
 from bot.cli_feedback import feedback_app
+from bot.cli_gaps import gaps
 from bot.report_html import render_html, write_html
 from bot.report_text import render_report
 from bot.text import render_summary, render_text
 from rag.answers import Answer, Question
-from rag.config import Settings, load_settings
-from rag.errors import CandorError, ConfigError
 from rag.evaluate import run_eval, summarise
 from rag.golden import load_golden
 from rag.ingest.pipeline import IngestReport
 from rag.reporting import By, build_report, report_window
-from rag.runtime import Candor, answer_settings, open_candor
+from rag.runtime import Candor, answer_settings
 from rag.types import AccessScope, Passage
 
 EXIT_SKIPPED = 3
@@ -42,43 +39,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-T = TypeVar("T")
-
-KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: CANDOR_KB or 'default').")]
-AccessOption = Annotated[
-    list[str] | None,
-    typer.Option("--access", help="Access group; repeat for several. Without it only public documents are read."),
-]
-
-
-def _run(work: Callable[[Candor], Awaitable[T]], *, check_embedder: bool = True) -> T:
-    settings = _settings()
-
-    async def main() -> T:
-        async with open_candor(settings, check_embedder=check_embedder) as candor:
-            return await work(candor)
-
-    try:
-        return asyncio.run(main())
-    except CandorError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from exc
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        raise typer.Exit(130) from None
-
-
-def _settings() -> Settings:
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        err.print(f"error: {exc}", highlight=False)
-        raise typer.Exit(1) from exc
-    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    return settings
 
 
 @app.command()
@@ -118,7 +78,7 @@ def ingest(
                 paths or [], kb=knowledge_base, access=access or [], prune=prune, on_file=advance
             )
 
-    result = _run(work, check_embedder=not reembed)
+    result = run(work, check_embedder=not reembed)
     if isinstance(result, int):
         out.print(f"re-embedded {result} texts")
         return
@@ -170,7 +130,7 @@ def search(
         passages = await candor.retriever.run(query, scope, k=k)
         return [p.as_json() for p in passages]
 
-    results = _run(work)
+    results = run(work)
     if as_json:
         sys.stdout.write(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
         return
@@ -208,7 +168,7 @@ def ask(
         await candor.warm_up()
         return await candor.answer(Question(question, scope=scope, platform="cli"))
 
-    answer = _run(work)
+    answer = run(work)
     if as_json:
         sys.stdout.write(json.dumps(answer.as_json(), ensure_ascii=False, indent=2) + "\n")
         return
@@ -247,7 +207,7 @@ def evaluate(
         )
         return summary, per_question, run_id
 
-    summary, per_question, run_id = _run(work)
+    summary, per_question, run_id = run(work)
     if as_json:
         payload = {"run_id": run_id, "summary": summary, "questions": per_question}
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
@@ -283,7 +243,7 @@ def report(
         known = kb is None or await candor.knowledge_base(kb) is not None
         return await build_report(candor.tracker.engine, window), known
 
-    result, known = _run(work, check_embedder=False)
+    result, known = run(work, check_embedder=False)
     if not known:
         err.print(
             f"note: no knowledge base is called {escape(str(kb))}; counting answers that name it", highlight=False
@@ -346,14 +306,13 @@ def serve(
         err.print(f"Candor is listening on http://{host}:{port}/", highlight=False)
         await run_server(app_, host, port)
 
-    _run(work)
+    run(work)
 
 
 teams = typer.Typer(help="Microsoft Teams: the app package an admin uploads.", no_args_is_help=True)
 app.add_typer(teams, name="teams")
 app.add_typer(audit_app, name="audit")
 app.add_typer(feedback_app, name="feedback")
-import bot.cli_audit_answers  # noqa: E402, F401  (registers `candor audit answers` on audit_app)
 
 
 @teams.command("package")
@@ -372,7 +331,7 @@ def teams_package(
     """Build the Teams app package (manifest.json and the two icons) to upload in Teams."""
     from bot.teams.package import TeamsApp, write_package
 
-    settings = _settings()
+    settings = cli_settings()
     bot_id = app_id or settings.microsoft_app_id
     if not bot_id:
         err.print("error: the bot's app id is needed: --app-id or MICROSOFT_APP_ID", highlight=False)
@@ -396,10 +355,8 @@ def slack_worker() -> None:
         await candor.warm_up()
         await run_answer_process(candor)
 
-    _run(work)
+    run(work)
 
-
-from bot.cli_gaps import gaps  # noqa: E402  (bot/cli_gaps.py imports `_run` from here when it runs)
 
 app.command("gaps")(gaps)
 

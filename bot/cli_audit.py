@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from bot.audit_text import render_conflict_audit
+from bot.cli_common import KbOption, err, out, run
 from rag.conflict_audit import ConflictAudit, audit_conflicts
 from rag.runtime import Candor
 
@@ -20,14 +21,10 @@ audit_app = typer.Typer(
     no_args_is_help=True,
 )
 
-KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: CANDOR_KB or 'default').")]
-
 
 @audit_app.command("conflicts")
 def conflicts(
-    kb: Annotated[
-        str | None, typer.Option("--kb", help="Knowledge base name (default: CANDOR_KB or 'default').")
-    ] = None,
+    kb: KbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the audit as one JSON object.")] = False,
 ) -> None:
     """Document pairs that give different values for the same thing (an outdated page next to the current one).
@@ -35,8 +32,6 @@ def conflicts(
     For each pair: the thing, both values (prices, limits, durations, dates) with the sentence each
     comes from, both documents with their effective dates and authority, which is newer and which an
     answer prefers."""
-    # Imported here: bot.cli imports this module to register `audit_app`.
-    from bot.cli import _run, err, out
 
     async def work(candor: Candor) -> tuple[str, ConflictAudit | None]:
         name = kb or candor.settings.default_kb
@@ -45,7 +40,7 @@ def conflicts(
             return name, None
         return name, await audit_conflicts(candor.store, candor.embedder, knowledge_base)
 
-    name, audit = _run(work)
+    name, audit = run(work)
     if audit is None:
         err.print(f"error: no knowledge base is called {name!r}", markup=False, highlight=False)
         raise typer.Exit(1)

@@ -17,6 +17,7 @@ import typer
 from rich.markup import escape
 
 from bot.cli_audit import audit_app
+from bot.cli_common import err, out, run
 from rag.audit import DEFAULT_SAMPLE, AuditRequest, AuditResult, relaxed_rechecker, run_audit
 from rag.audit_verifier import build_audit_verifier
 from rag.labels import Imported, export_labels, import_labels
@@ -47,14 +48,12 @@ def answers(
 ) -> None:
     """Re-verify the sentences of a sample of delivered answers with the audit verifier
     (CANDOR_AUDIT_VERIFIER) and re-check a sample of abstentions; or export / import human labels."""
-    # Imported here: bot.cli imports the audit commands to register them.
-    from bot.cli import _run, err, out
 
     if export is not None and labels is not None:
         err.print("error: --export and --import go separately", highlight=False)
         raise typer.Exit(2)
     if labels is not None:
-        imported = _run(lambda candor: _import(candor, labels, skip_invalid), check_embedder=False)
+        imported = run(lambda candor: _import(candor, labels, skip_invalid), check_embedder=False)
         for problem in imported.invalid:
             err.print(f"skipped {problem}", markup=False, highlight=False)
         out.print(imported_text(imported, labels), markup=False, highlight=False)
@@ -67,7 +66,7 @@ def answers(
     request = AuditRequest(window.since, window.until, sample, kb, again=again, **({"seed": seed} if seed else {}))
 
     if export is not None:
-        written = _run(lambda candor: _export(candor, request, export))
+        written = run(lambda candor: _export(candor, request, export))
         out.print(
             f"wrote {written} rows to {export} (seed {request.seed}): fill in label (and labeller), then "
             f"candor audit answers --import {export}",
@@ -88,7 +87,7 @@ def answers(
         rechecker = relaxed_rechecker(candor, shortlist=candor.settings.shortlist)
         return await run_audit(candor.tracker.engine, verifier, request, rechecker=rechecker, config=config)
 
-    result = _run(work)
+    result = run(work)
     if as_json:
         sys.stdout.write(json.dumps(result.summary(), ensure_ascii=False, indent=2) + "\n")
     else:

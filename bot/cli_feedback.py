@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from bot.cli_common import err, run
 from rag.feedback_csv import export_csv, write_private
 from rag.reporting import parse_moment
 from rag.runtime import Candor
@@ -29,8 +30,6 @@ def export(
 ) -> None:
     """Every vote of the window with its answer: trace id, created_at, platform, question, answer,
     route, rating, reason, user (pseudonymised: CANDOR_EXPORT_USERS), voted_at."""
-    # Imported here: bot.cli imports this module to register `feedback_app`.
-    from bot.cli import _run, err
 
     now = datetime.now(UTC)
     try:
@@ -42,7 +41,7 @@ def export(
     async def work(candor: Candor) -> tuple[str, int]:
         return await export_csv(candor.tracker.engine, candor.settings, start, now)
 
-    content, count = _run(work, check_embedder=False)
+    content, count = run(work, check_embedder=False)
     if out is None:
         sys.stdout.write(content)
         return

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from bot.cli_common import err, out, run
 from bot.gaps_text import render_gaps
 from rag.gaps import find_gaps
 from rag.reporting import report_window
@@ -34,8 +35,6 @@ def gaps(
 
     Each group is re-checked against the documents with relaxed retrieval and labelled "true gap"
     (nothing there) or "possibly answerable" (a wrong abstention to look at), with the best evidence."""
-    # Imported here: bot.cli imports this module to register the command.
-    from bot.cli import _run, err, out
 
     try:
         window = report_window(since, until, kb=kb)
@@ -50,7 +49,7 @@ def gaps(
         k = 3 * candor.settings.shortlist
         return await find_gaps(candor.tracker.engine, candor.embedder, candor, window, min_size=min_size, k=k)
 
-    result = _run(work)
+    result = run(work)
     if result is None:
         err.print(f"error: no knowledge base is called {kb!r}", markup=False, highlight=False)
         raise typer.Exit(1)

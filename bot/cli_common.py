@@ -1,0 +1,62 @@
+"""What every `candor` command shares: the consoles, the common options, and running a piece of
+work against the core with errors turned into one line on stderr and an exit status.
+
+Each command module (bot/cli.py and the `bot/cli_*.py` groups) imports from here, never from
+bot/cli.py, which imports them all to register their commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from rag.config import Settings, load_settings
+from rag.errors import CandorError, ConfigError
+from rag.runtime import Candor, open_candor
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+T = TypeVar("T")
+
+KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: CANDOR_KB or 'default').")]
+AccessOption = Annotated[
+    list[str] | None,
+    typer.Option("--access", help="Access group; repeat for several. Without it only public documents are read."),
+]
+
+
+def run(work: Callable[[Candor], Awaitable[T]], *, check_embedder: bool = True) -> T:
+    """`work` on an open core; a `CandorError` is printed as one line and exits 1."""
+    settings = cli_settings()
+
+    async def main() -> T:
+        async with open_candor(settings, check_embedder=check_embedder) as candor:
+            return await work(candor)
+
+    try:
+        return asyncio.run(main())
+    except CandorError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from exc
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def cli_settings() -> Settings:
+    """The settings, or exit 1 with the configuration error; logging set up at their level."""
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        err.print(f"error: {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    return settings
