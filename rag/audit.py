@@ -114,6 +114,9 @@ class DeliveredAnswer:
     question: str
     gate_verifier: str | None
     sentences: tuple[DeliveredSentence, ...]
+    writer: str | None = None
+    """The model that wrote the answer (`traces.models ->> 'synthesizer'`): a judge of the same model
+    judges its own writing, which is not independent either."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,8 +244,8 @@ def delivered_answer(row: Mapping[str, Any]) -> DeliveredAnswer:
         )
         for position, s in enumerate(row.get("sentences") or [])
     )
-    gate = row.get("gate_verifier")
-    return DeliveredAnswer(str(row["id"]), row["created_at"], str(row["question"]), gate, sentences)
+    gate, writer = row.get("gate_verifier"), row.get("writer")
+    return DeliveredAnswer(str(row["id"]), row["created_at"], str(row["question"]), gate, sentences, writer)
 
 
 def abstentions_of(row: Mapping[str, Any]) -> list[Abstention]:
@@ -330,7 +333,7 @@ async def verify_answers(
     on as a whole (returned with it as not judged, and the reason)."""
     audited: list[SentenceAudit] = []
     for answer in answers:
-        independent = verifier.independent_of(answer.gate_verifier)
+        independent = verifier.independent_of(answer.gate_verifier, answer.writer)
         for sentence in answer.sentences:
             try:
                 verdict = await verifier.verifier.verify(sentence.text, sentence.evidence)

@@ -17,7 +17,10 @@ rather than pretending otherwise.
 
 Independence is per trace: the audit's deciding model must be none of the models named in that
 trace's gate verifier (`traces.models ->> 'verifier'`, names joined by "+", e.g.
-`llm-judge:gpt-x+evidence-verifier-v1` for a prefiltered judge).
+`llm-judge:gpt-x+evidence-verifier-v1` for a prefiltered judge), nor the offline evidence verifier
+(every gate falls back to it when its judge fails, and the trace's name does not say so), nor the
+model that wrote the answer (`traces.models ->> 'synthesizer'`, `llm-writer:<model>`): a model
+judging its own writing is not independent of it.
 """
 
 from __future__ import annotations
@@ -52,20 +55,30 @@ class AuditVerifier:
     def name(self) -> str:
         return self.verifier.name
 
-    def independent_of(self, gate_verifier: str | None) -> bool:
-        return independent(gate_verifier, self.deciding)
+    def independent_of(self, gate_verifier: str | None, writer: str | None = None) -> bool:
+        return independent(gate_verifier, self.deciding, writer)
 
 
 def gate_models(gate_verifier: str | None) -> frozenset[str]:
-    """The models a gate's verifier name combines (`a+b` → {a, b})."""
-    return frozenset(part.strip() for part in (gate_verifier or "").split("+") if part.strip())
+    """The models a gate's verifier name combines (`a+b` → {a, b}); with the offline evidence
+    verifier whenever a gate is recorded, since every gate falls back to it."""
+    named = frozenset(part.strip() for part in (gate_verifier or "").split("+") if part.strip())
+    return named | {EvidenceVerifier.name} if named else named
 
 
-def independent(gate_verifier: str | None, deciding: str) -> bool:
-    """True when `deciding` is none of the gate's models. A trace whose gate is not recorded cannot be
-    shown to be judged by another model, so it is not independent."""
+def independent(gate_verifier: str | None, deciding: str, writer: str | None = None) -> bool:
+    """True when `deciding` is none of the gate's models and not the writer's model. A trace whose
+    gate is not recorded cannot be shown to be judged by another model, so it is not independent."""
     models = gate_models(gate_verifier)
-    return bool(models) and deciding not in models
+    if not models or deciding in models:
+        return False
+    return writer is None or _model(writer) != _model(deciding)
+
+
+def _model(name: str) -> str:
+    """The model behind a stage's name: `llm-judge:gpt-x` and `llm-writer:gpt-x` are both `gpt-x`."""
+    kind, _, model = name.partition(":")
+    return model if kind in ("llm-judge", "llm-writer") and model else name
 
 
 def audit_spec(settings: Settings) -> str:

@@ -160,6 +160,17 @@ def test_independence_is_judged_against_every_model_the_gate_combines() -> None:
     assert not independent(None, "llm-judge:gpt-y"), "an unrecorded gate cannot be shown to be another model"
 
 
+def test_the_offline_fallback_of_every_gate_and_the_writers_model_are_not_independent() -> None:
+    # a judge gate falls back to the offline verifier when its model fails; its name does not say so
+    assert not independent("llm-judge:gpt-x", "evidence-verifier-v1")
+    assert not independent("cross-encoder:nli", "evidence-verifier-v1")
+    assert independent("llm-judge:gpt-x", "llm-judge:gpt-y")
+    # a model judging what it wrote itself
+    assert not independent("evidence-verifier-v1", "llm-judge:gpt-w", "llm-writer:gpt-w")
+    assert independent("evidence-verifier-v1", "llm-judge:gpt-y", "llm-writer:gpt-w")
+    assert independent("evidence-verifier-v1", "llm-judge:gpt-y", "extractive-v1")
+
+
 def test_auto_picks_the_strongest_configured_verifier(candor: Candor) -> None:
     settings = candor.settings
     assert audit_spec(settings.model_copy(update={"audit_verifier": "auto", "judge": "evidence"})) == "evidence"
