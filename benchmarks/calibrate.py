@@ -505,7 +505,9 @@ def main() -> None:
         "calibration": {s.key: figures[s.key] for s in calibration},
         "report_check": {"golden": figures["golden"], "squad_report_half": figures["report"]},
     }
-    text = dump(out)
+    # keys other benchmarks own (relaxed_recheck.py, gap_clusters.py) are kept, after this one's
+    kept = json.loads(CALIBRATION.read_text(encoding="utf-8")) if CALIBRATION.exists() else {}
+    text = dump({**out, **{k: v for k, v in kept.items() if k not in out}})
     print(f"\n{CALIBRATION}{' (dry run, not written)' if args.dry_run else ''}:\n{text}")
     if not args.dry_run:
         CALIBRATION.write_text(text + "\n", encoding="utf-8")
