@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -91,7 +92,9 @@ class Answerer:
             created_at=created,
             model_calls=tuple(meter.calls),
         )
-        await self._record(question, answer, scope_groups=sorted(scope.groups))
+        # the scope the answer was made in (the access policy's, unless the caller set one), so that a
+        # report by knowledge base and an audit's re-check see what the asker could read
+        await self._record(replace(question, scope=scope), answer, scope_groups=sorted(scope.groups))
         return answer
 
     async def _record(self, question: Question, answer: Answer, *, scope_groups: list[str]) -> None:

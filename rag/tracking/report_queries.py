@@ -15,9 +15,10 @@ from __future__ import annotations
 from sqlalchemy import TextClause, text
 
 # A trace belongs to a knowledge base when its scope names it, or when one of its cited sources is a
-# document of it. Scope is stored only when the caller set it (`candor ask`, `candor eval`); a chat
-# question's scope comes from the access policy and is not stored, so its sources decide. An
-# abstention without a stored scope cites nothing and so belongs to no knowledge base.
+# document of it. The stored scope is the one the answer was made in: the caller's (`candor ask`,
+# `candor eval`) or the access policy's (chat questions, since 2026-11-30; traces before that have
+# none). A scope that names no knowledge base (the policy granted all of them) leaves it to the
+# sources; so an abstention with such a scope, citing nothing, belongs to no knowledge base.
 SCOPED = """
 WITH scoped AS (
     SELECT t.id, t.route, COALESCE(t.platform, 'unknown') AS platform, t.answer, t.timings,

@@ -343,7 +343,8 @@ async def test_the_seeded_traffic_covers_what_the_report_measures(candor: Candor
     assert expected["usage"]["model_calls"] >= 2 and expected["usage"]["unpriced_calls"] >= 1
     assert all(expected["feedback"][r]["votes"] for r in ROUTES)
     unscoped = next(t for t in rows.traces if seeded.traces[t["id"]] == "zephyr-unscoped")
-    assert unscoped["scope"] is None and unscoped["route"] != "abstained"
+    # asked without a scope: the access policy's (every knowledge base) is stored, naming none
+    assert unscoped["scope"]["knowledge_bases"] is None and unscoped["route"] != "abstained"
 
 
 async def test_every_number_per_week_and_in_total_equals_the_stored_rows(candor: Candor, seeded: Seeded) -> None:
