@@ -24,6 +24,7 @@ from bot.report_html import render_html, write_html
 from bot.report_text import render_report
 from bot.text import render_summary, render_text
 from rag.answers import Answer, Question
+from rag.errors import FileWriteError
 from rag.evaluate import run_eval, summarise
 from rag.golden import load_golden
 from rag.ingest.pipeline import IngestReport
@@ -251,8 +252,8 @@ def report(
     if html is not None:
         try:
             written = write_html(html, render_html(result))
-        except OSError as exc:
-            err.print(f"error: could not write {escape(str(html))}: {escape(str(exc))}", highlight=False)
+        except FileWriteError as exc:
+            err.print(f"error: {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
         (err if as_json else out).print(f"wrote the report page to {written}", markup=False, highlight=False)
         if not as_json:

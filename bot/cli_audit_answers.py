@@ -1,8 +1,9 @@
 """`candor audit answers`: sampled re-verification of delivered answers, and human labels. Thin: parse,
 call the core (`rag.audit`, `rag.labels`), print.
 
-Exit status: 0 done; 1 an error, an audit whose verifier went away mid-run (what it judged is stored,
-the run marked incomplete) or a label file with invalid rows (nothing stored); 2 bad arguments.
+Exit status: 0 done; 1 an error, an audit whose verifier went away mid-run or whose abstention
+re-checks failed (what it judged is stored, the run marked incomplete) or a label file with invalid
+rows (nothing stored); 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ def summary_text(summary: Mapping[str, Any]) -> str:
         f"abstentions re-checked: {abstentions['of']}; possibly answerable: {abstentions['n']}/{abstentions['of']}"
         f" ({_percent(abstentions['rate'])}, an upper estimate)",
     ]
+    if summary.get("not_rechecked"):
+        lines.append(f"abstentions not re-checked (their re-check failed): {summary['not_rechecked']}")
     return "\n".join(lines) + "\n"
 
 

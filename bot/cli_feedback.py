@@ -13,7 +13,9 @@ from typing import Annotated
 import typer
 
 from bot.cli_common import err, run
-from rag.feedback_csv import export_csv, write_private
+from rag.errors import FileWriteError
+from rag.feedback_csv import export_csv
+from rag.files import write_private
 from rag.reporting import parse_moment
 from rag.runtime import Candor
 
@@ -47,7 +49,7 @@ def export(
         return
     try:
         written = write_private(out, content)
-    except OSError as exc:
-        err.print(f"error: cannot write {out}: {exc}", markup=False, highlight=False)
+    except FileWriteError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
         raise typer.Exit(1) from exc
     err.print(f"wrote {count} votes to {written}", markup=False, highlight=False)

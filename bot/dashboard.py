@@ -1,32 +1,41 @@
-"""`GET /dashboard`: the report page (`bot.report_html`) for whoever holds CANDOR_ADMIN_TOKEN.
+"""`/dashboard`: the report page (`bot.report_html`) for whoever holds CANDOR_ADMIN_TOKEN.
 
 A thin adapter: query → `Window` → the core's report → the page. `candor serve` mounts it only when
 the token is set; without one there is no route (404), so nothing is exposed by default.
 
-Who may see it: a request with ``Authorization: Bearer <token>``, or a browser that opened
-``/dashboard?token=<token>`` once. A browser cannot send a bearer header by itself, so that one
-request sets a cookie (HttpOnly, SameSite=Strict, Path=/dashboard) and redirects (303) to the same
-URL without the token, which then leaves the address bar and the history. The cookie holds an HMAC
-of the token, not the token, so it cannot be replayed as a bearer header. Every comparison is
-constant-time (`hmac.compare_digest`). Anything else gets 401 with ``WWW-Authenticate: Bearer`` and
-no report data.
+Who may see it (the rules are in `bot.dashboard_auth`):
+
+- a script sends ``Authorization: Bearer <token>`` with every request. A bearer header with anything
+  but the token is a 401 with ``WWW-Authenticate: Bearer`` and a line of text.
+- a browser opens ``/dashboard`` and, without a valid cookie, gets the login form (401, a small page of
+  its own, no report data). The token goes into a password field and is POSTed to
+  ``/dashboard/login``: in the request body, so never in a URL, an access or proxy log, or the
+  history. Right: a cookie (HttpOnly, SameSite=Strict, Path=/dashboard, Secure over HTTPS; 12 hours)
+  and a 303 to ``/dashboard`` with the form's since/until/by/kb (checked as the page checks them).
+  Wrong: the form again, 401, saying so. A token in the URL (``?token=``) is not read at all.
+- the login is refused (403) unless it comes from this server's own page (`Sec-Fetch-Site` and
+  `Origin`, when the browser sends them); the form page's Content-Security-Policy allows a form to
+  post only to this server (``form-action 'self'``).
+- 10 failed logins (wrong form token or wrong bearer header) from one address within a minute: 429
+  with ``Retry-After`` to every login from it for a minute, the right token included.
 
 `since`, `until`, `by` and `kb` work as for `candor report`; a bad value is a 400 with the message.
 A database failure is a 503 with a short message, logged; the server goes on serving. Every
-response says `no-store` (the page holds questions' sources and numbers), and the page's
-Content-Security-Policy allows nothing but its own inline CSS and data: images.
+response says `no-store`, and the report page's Content-Security-Policy allows nothing but its own
+inline CSS and data: images.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 from collections.abc import Mapping
+from html import escape
 from typing import Any, Protocol
+from urllib.parse import urlencode
 
 from aiohttp import web
 
+from bot.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
 from bot.report_html import CSP, render_html
 from rag.errors import CandorError
 from rag.reporting import Window, report_window
@@ -34,23 +43,31 @@ from rag.reporting import Window, report_window
 log = logging.getLogger("candor.dashboard")
 
 PATH = "/dashboard"
+LOGIN = "/dashboard/login"
 COOKIE = "candor_dashboard"
-COOKIE_MAX_AGE = 12 * 3600
-"""A browser is let in for 12 hours after opening the page with the token."""
 DEFAULT_SINCE = "30d"
 BY = ("day", "week")
+WINDOW_KEYS = ("since", "until", "by", "kb")
 
-UNAUTHORISED = (
-    "Unauthorised: send 'Authorization: Bearer <CANDOR_ADMIN_TOKEN>', "
-    "or open /dashboard?token=<CANDOR_ADMIN_TOKEN> once in a browser."
-)
+UNAUTHORISED = "Unauthorised: the bearer token is not CANDOR_ADMIN_TOKEN."
+WRONG_TOKEN = "That is not the admin token."
+TOO_MANY = "Too many failed logins from your address: try again in a minute."
+CROSS_SITE = "Refused: log in from this server's own /dashboard page."
 UNAVAILABLE = "The report is unavailable right now: the database could not be read. Try again in a moment."
 UNEXPECTED = "The report could not be built. It has been logged."
 _ALWAYS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+_BEARER = {"WWW-Authenticate": 'Bearer realm="candor dashboard"'}
 PAGE_HEADERS = {
     **_ALWAYS,
     "Content-Security-Policy": f"{CSP}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
 }
+LOGIN_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+LOGIN_HEADERS = {**_ALWAYS, **_BEARER, "Content-Security-Policy": LOGIN_CSP}
+LOGIN_STYLE = (
+    "body{font:16px/1.5 system-ui,sans-serif;max-width:26em;margin:12vh auto;padding:0 16px;color:#1a1a1a}"
+    "label,input,button{display:block;width:100%;box-sizing:border-box;margin:6px 0}"
+    "input,button{font:inherit;padding:8px}.error{color:#a00;font-weight:600}"
+)
 
 
 class ReportService(Protocol):
@@ -61,27 +78,31 @@ class ReportService(Protocol):
         ...
 
 
-def add_routes(app: web.Application, service: ReportService, token: str) -> None:
-    """Mount ``GET /dashboard`` on `app`, for holders of `token`."""
-    app.router.add_get(PATH, Dashboard(service, token).page)
+def add_routes(
+    app: web.Application, service: ReportService, token: str, *, limiter: LoginLimiter | None = None
+) -> None:
+    """Mount ``GET /dashboard`` and ``POST /dashboard/login`` on `app`, for holders of `token`."""
+    dashboard = Dashboard(service, TokenCheck(token), limiter or LoginLimiter())
+    app.router.add_get(PATH, dashboard.page)
+    app.router.add_post(LOGIN, dashboard.login)
 
 
 class Dashboard:
-    """The one handler, with the token it checks against."""
+    """The two handlers, with the token they check against and the failed logins they count."""
 
-    def __init__(self, service: ReportService, token: str) -> None:
-        if not token:
-            raise ValueError("the dashboard needs a token; without one, do not mount it")
+    def __init__(self, service: ReportService, check: TokenCheck, limiter: LoginLimiter) -> None:
         self._service = service
-        self._token = token.encode("utf-8")
-        self._cookie = hmac.new(self._token, b"candor dashboard cookie", hashlib.sha256).hexdigest().encode()
+        self._check = check
+        self._limiter = limiter
 
     async def page(self, request: web.Request) -> web.StreamResponse:
-        offered = request.query.get("token")
-        if offered is not None:
-            return self._remember(request) if self._is_token(offered) else _unauthorised()
-        if not self._authorised(request):
-            return _unauthorised()
+        scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            refused = self._attempt(request, credentials.strip())
+            if refused:
+                return _plain(refused[0], UNAUTHORISED if refused[0] == 401 else TOO_MANY, {**_BEARER, **refused[1]})
+        elif not self._check.is_cookie(request.cookies.get(COOKIE, "")):
+            return login_response(401, None, _kept(request.query))
         try:
             window = query_window(request.query)
         except ValueError as exc:
@@ -96,23 +117,24 @@ class Dashboard:
             return _plain(500, UNEXPECTED)
         return web.Response(text=render_html(report), content_type="text/html", charset="utf-8", headers=PAGE_HEADERS)
 
-    def _is_token(self, offered: str) -> bool:
-        return hmac.compare_digest(offered.encode("utf-8"), self._token)
-
-    def _authorised(self, request: web.Request) -> bool:
-        scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and credentials.strip():
-            return self._is_token(credentials.strip())
-        cookie = request.cookies.get(COOKIE)
-        return cookie is not None and hmac.compare_digest(cookie.encode("utf-8"), self._cookie)
-
-    def _remember(self, request: web.Request) -> web.Response:
-        """The token was right: set the cookie and send the browser to the URL without the token."""
-        kept = [(key, value) for key, value in request.query.items() if key != "token"]
-        response = web.Response(status=303, headers={**_ALWAYS, "Location": str(request.rel_url.with_query(kept))})
+    async def login(self, request: web.Request) -> web.StreamResponse:
+        if not same_origin(request.headers, request.host):
+            return _plain(403, CROSS_SITE)
+        form = await request.post()
+        kept = _kept(form)
+        try:
+            query_window(kept)
+        except ValueError as exc:
+            return _plain(400, str(exc))
+        token = form.get("token")
+        refused = self._attempt(request, token if isinstance(token, str) else "")
+        if refused:
+            return login_response(refused[0], WRONG_TOKEN if refused[0] == 401 else TOO_MANY, kept, refused[1])
+        location = PATH + ("?" + urlencode(kept) if kept else "")  # a fixed path: never another site
+        response = web.Response(status=303, headers={**_ALWAYS, "Location": location})
         response.set_cookie(
             COOKIE,
-            self._cookie.decode(),
+            self._check.new_cookie(),
             path=PATH,
             max_age=COOKIE_MAX_AGE,
             httponly=True,
@@ -120,6 +142,20 @@ class Dashboard:
             secure=request.secure,
         )
         return response
+
+    def _attempt(self, request: web.Request, offered: str) -> tuple[int, dict[str, str]] | None:
+        """None when `offered` is the token; else the status to refuse with and its extra headers: 401,
+        or 429 with Retry-After while the address is locked out (the token is then not even compared)."""
+        address = _address(request)
+        wait = self._limiter.retry_after(address)
+        if wait is not None:
+            return 429, {"Retry-After": str(wait)}
+        if offered and self._check.is_token(offered):
+            self._limiter.succeeded(address)
+            return None
+        self._limiter.failed(address)
+        log.warning("dashboard: a wrong admin token from %s", address, extra={"remote": address})
+        return 401, {}
 
 
 def query_window(query: Mapping[str, str]) -> Window:
@@ -135,11 +171,43 @@ def query_window(query: Mapping[str, str]) -> Window:
     )
 
 
-def _plain(status: int, message: str) -> web.Response:
-    return web.Response(status=status, text=message + "\n", headers=_ALWAYS)
-
-
-def _unauthorised() -> web.Response:
-    return web.Response(
-        status=401, text=UNAUTHORISED + "\n", headers={**_ALWAYS, "WWW-Authenticate": 'Bearer realm="candor dashboard"'}
+def login_page(message: str | None, kept: Mapping[str, str]) -> str:
+    """The login form: a password field and the window's parameters as hidden fields; no report data."""
+    hidden = "".join(
+        f'<input type="hidden" name="{key}" value="{escape(value, quote=True)}">' for key, value in kept.items()
     )
+    error = f'<p class="error" role="alert">{escape(message)}</p>' if message else ""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+        '<meta name="viewport" content="width=device-width"><title>Candor dashboard: log in</title>'
+        f"<style>{LOGIN_STYLE}</style></head>\n<body><main><h1>Candor dashboard</h1>{error}"
+        f'<form method="post" action="{LOGIN}"><label for="token">Admin token (CANDOR_ADMIN_TOKEN)</label>'
+        '<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>'
+        f'{hidden}<button type="submit">Open the report</button></form>'
+        "<p>Scripts send <code>Authorization: Bearer &lt;token&gt;</code> instead.</p></main></body></html>\n"
+    )
+
+
+def login_response(
+    status: int, message: str | None, kept: Mapping[str, str], headers: Mapping[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status,
+        text=login_page(message, kept),
+        content_type="text/html",
+        charset="utf-8",
+        headers={**LOGIN_HEADERS, **(headers or {})},
+    )
+
+
+def _kept(fields: Mapping[str, Any]) -> dict[str, str]:
+    """The window's parameters among `fields` (a query or a form), non-empty text only, in order."""
+    return {key: value for key in WINDOW_KEYS if isinstance(value := fields.get(key), str) and value.strip()}
+
+
+def _address(request: web.Request) -> str:
+    return request.remote or "unknown"
+
+
+def _plain(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, text=message + "\n", headers={**_ALWAYS, **(headers or {})})

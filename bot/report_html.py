@@ -13,8 +13,6 @@ Measures that nothing has measured (`hallucination_rate`, `wrong_abstention`) sa
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from html import escape
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.svg_charts import Series, bar_chart, format_value, line_chart, stacked_bars
+from rag.files import write_private
 
 ROUTES = {"answered": "answered", "low_confidence": "low confidence", "abstained": "abstained"}
 EVAL_METRICS = {
@@ -73,23 +72,10 @@ def render_html(report: Mapping[str, Any]) -> str:
 
 
 def write_html(path: Path, page: str) -> Path:
-    """Write `page` to `path` atomically (a temporary file in the same folder, then a rename), so a
-    reader never sees half a page; the file gets the usual permissions (0666 less the umask)."""
-    target = path.expanduser().resolve()
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(page)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    """Write `page` to `path` atomically (`rag.files.write_private`), so a reader never sees half a
+    page; the file gets the usual permissions (0666 less the umask): it holds counts and document
+    names, no question or passage, and is made to be shared. `FileWriteError` when it cannot."""
+    return write_private(path, page, mode=None)
 
 
 # --- words and numbers ------------------------------------------------------------------------------

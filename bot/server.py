@@ -5,6 +5,11 @@ adapter) and the local chat page (`bot.web.routes.add_routes`). Slack and Teams 
 each with its own `add_routes(app, service)`. `serve` runs the app until SIGINT or SIGTERM, then
 stops accepting connections and lets the requests in flight finish (up to `shutdown_timeout`).
 
+The access log (`aiohttp.access`, shown at CANDOR_LOG_LEVEL=INFO) is `AccessLogger`'s: the path of
+every request without its query string, on every route: a query can carry what no log should keep
+(an old ``/dashboard?token=`` bookmark, in any proxy's log too), no route needs it logged, and one
+rule for all routes cannot miss a route added later.
+
 The server sees the core only through `AnswerService`, which `rag.runtime.Candor` satisfies: no SQL,
 no thresholds, no pipeline logic here.
 """
@@ -17,6 +22,7 @@ import signal
 from typing import Protocol
 
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Handler
 
 from bot.dashboard import ReportService
@@ -96,6 +102,37 @@ def _healthz_handler(service: AnswerService) -> Handler:
     return healthz
 
 
+class AccessLogger(AbstractAccessLogger):
+    """One line per request: address, method, path (percent-encoded, no query string), HTTP version,
+    status, body bytes, seconds, user agent; the same fields as structured `extra`."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        path = request.rel_url.raw_path  # encoded: no line break can be forged into the log
+        version = f"{request.version.major}.{request.version.minor}"
+        agent = request.headers.get("User-Agent", "-")
+        self.logger.info(
+            '%s "%s %s HTTP/%s" %d %d %.3fs "%s"',
+            request.remote,
+            request.method,
+            path,
+            version,
+            response.status,
+            response.body_length,
+            time,
+            agent.encode("unicode_escape").decode("ascii"),
+            extra={"remote": request.remote, "method": request.method, "path": path, "status": response.status},
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.INFO)
+
+
+def app_runner(app: web.Application, *, shutdown_timeout: float = 30) -> web.AppRunner:
+    """The runner `serve` runs `app` with (set up by the caller): `AccessLogger` writes its access log."""
+    return web.AppRunner(app, shutdown_timeout=shutdown_timeout, access_log_class=AccessLogger)
+
+
 async def serve(app: web.Application, host: str, port: int, *, shutdown_timeout: float = 30) -> None:
     """Serve `app` on host:port until SIGINT or SIGTERM, then shut down gracefully.
 
@@ -105,7 +142,7 @@ async def serve(app: web.Application, host: str, port: int, *, shutdown_timeout:
     """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    runner = web.AppRunner(app, shutdown_timeout=shutdown_timeout)
+    runner = app_runner(app, shutdown_timeout=shutdown_timeout)
     await runner.setup()
     previous = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
     installed: list[signal.Signals] = []

@@ -17,8 +17,12 @@ makes that sample:
 
 A sentence the verifier answered unusably is recorded as not judged (`supported` NULL) and the run
 goes on; when the verifier itself goes away (unreachable, circuit open, a broken model) the run
-stops there, what was judged is stored, and the run is marked incomplete with the reason. Anything
-else that fails stores nothing.
+stops there, what was judged is stored, and the run is marked incomplete with the reason. A re-check
+that fails (`CandorError`: the database, the embedder or the reranker) leaves that abstention not
+re-checked, with the reason (`NotRechecked`, listed in the run's `config.not_rechecked`), and the
+run goes on to the next; the run is then marked incomplete, and the verdicts already paid for are
+stored all the same. A later run picks the abstentions not re-checked again. Anything else that
+fails stores nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from rag import relaxed
 from rag.audit_measures import wilson_interval
 from rag.audit_verifier import GONE, NOT_JUDGED, AuditVerifier
-from rag.errors import StoreError
+from rag.errors import CandorError, StoreError
 from rag.evaluate import rate
 from rag.llm import metering
 from rag.tracking import audit_store
@@ -174,6 +178,17 @@ class AbstentionAudit:
 
 
 @dataclass(frozen=True, slots=True)
+class NotRechecked:
+    """An abstention whose re-check failed: no row is stored for it, so a later run picks it again."""
+
+    abstention: Abstention
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"trace_id": self.abstention.trace_id, "part": self.abstention.part, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class AuditResult:
     """One audit run: what it judged, and whether it finished."""
 
@@ -187,6 +202,7 @@ class AuditResult:
     abstentions: tuple[AbstentionAudit, ...]
     complete: bool
     error: str | None = None
+    not_rechecked: tuple[NotRechecked, ...] = ()
 
     @property
     def judged(self) -> tuple[SentenceAudit, ...]:
@@ -225,6 +241,7 @@ class AuditResult:
             "unsupported": {**rate(self.unsupported, judged), "interval": wilson_interval(self.unsupported, judged)},
             "not_judged": self.not_judged,
             "abstentions": {**rate(self.possibly_answerable, len(self.abstentions)), "label": "possibly_answerable"},
+            "not_rechecked": len(self.not_rechecked),
         }
 
 
@@ -255,7 +272,8 @@ def abstentions_of(row: Mapping[str, Any]) -> list[Abstention]:
     if row["route"] == "abstained":
         asked = str(row.get("rewritten_question") or row["question"])
         return [Abstention(**common, part=None, text=asked, scope=scope)]
-    return [Abstention(**common, part=str(p), text=str(p), scope=scope) for p in row.get("unanswered_parts") or []]
+    parts = dict.fromkeys(str(p) for p in row.get("unanswered_parts") or [])  # a part stated twice is one item
+    return [Abstention(**common, part=p, text=p, scope=scope) for p in parts]
 
 
 def stored_scope(scope: Any) -> AccessScope:
@@ -287,7 +305,11 @@ async def run_audit(
     abstained = await audit_store.select(engine, audit_store.ABSTAINED_TO_RECHECK, request.params())
     with metering() as meter:
         sentences, error = await verify_answers(verifier, answers)
-    rechecked = await recheck_all(rechecker, [a for row in abstained for a in abstentions_of(row)])
+    items = [a for row in abstained for a in abstentions_of(row)]
+    rechecked, failed = await recheck_all(rechecker, items)
+    if failed:
+        missed = f"{len(failed)} of {len(items)} abstentions not re-checked ({failed[0].reason})"
+        error = f"{error}; {missed}" if error else missed
     usage = {
         "model_calls": len(meter.calls),
         "prompt_tokens": meter.prompt_tokens,
@@ -308,6 +330,7 @@ async def run_audit(
             "again": request.again,
             "usage": usage,
             "abstentions_rechecked": rechecker is not None,
+            "not_rechecked": [f.as_json() for f in failed],
         },
         "complete": error is None,
         "error": error,
@@ -323,6 +346,7 @@ async def run_audit(
         tuple(rechecked),
         complete=error is None,
         error=error,
+        not_rechecked=tuple(failed),
     )
 
 
@@ -354,15 +378,28 @@ async def verify_answers(
     return audited, None
 
 
-async def recheck_all(rechecker: Rechecker | None, abstentions: Sequence[Abstention]) -> list[AbstentionAudit]:
-    """Each abstention's relaxed re-check, in order (none without a rechecker)."""
+async def recheck_all(
+    rechecker: Rechecker | None, abstentions: Sequence[Abstention]
+) -> tuple[list[AbstentionAudit], list[NotRechecked]]:
+    """Each abstention's relaxed re-check, in order (none without a rechecker); and those whose
+    re-check failed, with the reason (the others are still re-checked)."""
     if rechecker is None:
-        return []
-    out = []
+        return [], []
+    out, failed = [], []
     for abstention in abstentions:
-        found = await rechecker(abstention.text, abstention.scope)
+        try:
+            found = await rechecker(abstention.text, abstention.scope)
+        except CandorError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            log.warning(
+                "audit: an abstention could not be re-checked: %s",
+                exc,
+                extra={"trace_id": abstention.trace_id, "part": abstention.part, "error": type(exc).__name__},
+            )
+            failed.append(NotRechecked(abstention, reason))
+            continue
         out.append(AbstentionAudit(abstention, found.label, found.score, found.as_json()))
-    return out
+    return out, failed
 
 
 async def store_run(

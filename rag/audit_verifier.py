@@ -31,7 +31,7 @@ from rag.config import Settings
 from rag.critic import EvidenceVerifier, Verifier
 from rag.cross_encoders import CrossEncoderVerifier, load_cross_encoder
 from rag.embeddings import Embedder
-from rag.errors import CrossEncoderError, LLMOutputError, LLMUnavailable
+from rag.errors import ConfigError, CrossEncoderError, LLMOutputError, LLMUnavailable
 from rag.llm_judge import LLMJudge
 from rag.stages import chat_model, judge_model
 from rag.vector_cache import CachedEmbedder
@@ -108,5 +108,9 @@ def build_audit_verifier(settings: Settings, embedder: Embedder) -> AuditVerifie
     if spec.startswith("cross-encoder:"):
         encoder = CrossEncoderVerifier(load_cross_encoder(spec, allow_hub=settings.allow_model_download))
         return AuditVerifier(encoder, encoder.name, spec)
+    if spec != "evidence":  # `Settings` validates it; a copy made with `model_copy(update=...)` is not
+        raise ConfigError(
+            f"CANDOR_AUDIT_VERIFIER: {spec!r} is none of auto, evidence, openai:<model>, cross-encoder:<model>"
+        )
     offline = EvidenceVerifier(CachedEmbedder(embedder), min_support=settings.min_support)
     return AuditVerifier(offline, offline.name, "evidence")

@@ -228,7 +228,7 @@ class Settings(BaseSettings):
     # --- operators -----------------------------------------------------------------------
     admin_token: SecretStr | None = Field(None, min_length=16, validation_alias=_env("CANDOR_ADMIN_TOKEN"))
     """CANDOR_ADMIN_TOKEN: `candor serve` shows the report page at /dashboard to whoever sends it
-    (`Authorization: Bearer <token>`, or `?token=` once from a browser); unset, there is no /dashboard.
+    (`Authorization: Bearer <token>`, or typed once into its login form); unset, there is no /dashboard.
     At least 16 characters, e.g. from `python -c "import secrets; print(secrets.token_urlsafe(32))"`."""
 
     # --- exports -------------------------------------------------------------------------

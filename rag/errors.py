@@ -27,6 +27,7 @@ it into a friendly message.
     │   ├── LLMUnavailable          unreachable, failing, out of time, or its circuit breaker is open
     │   └── LLMOutputError          its reply was not JSON, broke the schema, or was cut off
     ├── EvalError                   a golden file is missing or malformed
+    ├── FileWriteError              an export or a report page could not be written (no folder, no room)
     └── AuditError                  an audit of the answers could not run or finish (its verifier went away)
         └── LabelFileError          a file of human labels has malformed rows (each named by its line)
 """
@@ -138,6 +139,11 @@ class LLMOutputError(LLMError):
 
 class EvalError(CandorError):
     """A golden file is missing or malformed."""
+
+
+class FileWriteError(CandorError):
+    """An export, a label sheet or a report page could not be written: its folder is missing, it may
+    not be written there, or the disk is full (`rag.files`). Nothing partial is left at the path."""
 
 
 class AuditError(CandorError):

@@ -157,20 +157,3 @@ def _create_key(path: Path) -> None:
             log.info("made a new export key in %s", path, extra={"path": str(path)})
     finally:
         Path(temporary).unlink(missing_ok=True)
-
-
-def write_private(path: Path, content: str) -> Path:
-    """Write `content` to `path` atomically (a temporary file in the same folder, then a rename), mode
-    0600: an export holds questions, answers and user ids."""
-    target = path.expanduser().resolve()
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target

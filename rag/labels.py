@@ -6,7 +6,9 @@ item nobody has labelled yet, unless `again`) and writes one row per delivered s
 full text of the passages it cites, and one row per abstention or unanswered part, with the best
 evidence a relaxed re-check found when one is available. People fill `label` (`supported` /
 `unsupported` for a sentence, `correct_abstention` / `wrong_abstention` for an abstention) and
-`labeller`.
+`labeller`. The file holds questions and the passages answers cite, restricted documents included:
+it is written atomically and private to its owner (mode 0600, `rag.files.write_private`), and a
+missing folder is an error before any re-check runs.
 
 The import checks every row before storing any: an unknown trace, a position the trace has no
 sentence at (or a sentence text that is not the one stored there: a re-sorted sheet), a part the
@@ -31,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.audit import Abstention, AuditRequest, Rechecker, abstentions_of
 from rag.errors import LabelFileError, StoreError
+from rag.files import require_folder, write_private
 from rag.spreadsheet import defuse, restore
 from rag.tracking import audit_store
 from rag.tracking.records import parse_trace_id
@@ -51,7 +54,7 @@ COLUMNS = (
 REQUIRED = ("kind", "trace_id", "position", "part", "label")
 LABELS = {"sentence": ("supported", "unsupported"), "abstention": ("correct_abstention", "wrong_abstention")}
 ENCODING = "utf-8-sig"
-"""With a byte-order mark, so that spreadsheet programs read the UTF-8 as UTF-8; read either way."""
+"""Written with a byte-order mark, so that spreadsheet programs read the UTF-8 as UTF-8; read either way."""
 
 
 # --- export --------------------------------------------------------------------------------------------
@@ -59,6 +62,7 @@ ENCODING = "utf-8-sig"
 
 async def export_labels(engine: AsyncEngine, request: AuditRequest, path: Path, rechecker: Rechecker | None) -> int:
     """Write the CSV of a fresh sample for people to label; returns the number of rows written."""
+    require_folder(path)  # before the re-checks, which take a while
     params = request.params()
     delivered = await audit_store.select(engine, audit_store.DELIVERED_TO_LABEL, params)
     abstained = await audit_store.select(engine, audit_store.ABSTAINED_TO_LABEL, params)
@@ -66,10 +70,7 @@ async def export_labels(engine: AsyncEngine, request: AuditRequest, path: Path, 
     for abstention in (a for trace in abstained for a in abstentions_of(trace)):
         evidence = (await rechecker(abstention.text, abstention.scope)).as_json() if rechecker else None
         rows.append(abstention_row(abstention, evidence))
-    try:
-        await asyncio.to_thread(path.write_text, to_csv(rows), encoding=ENCODING)
-    except OSError as exc:
-        raise LabelFileError(f"could not write {path}: {exc}") from exc
+    await asyncio.to_thread(write_private, path, to_csv(rows), bom=True)
     return len(rows)
 
 

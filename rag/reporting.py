@@ -77,14 +77,14 @@ class Window:
 def parse_moment(value: str, now: datetime) -> datetime:
     """`7d`, `12h`, `2w` before `now`, or an ISO date (midnight UTC) or date-time (UTC unless it says)."""
     found = _DURATION.match(value)
-    if found:
-        return now - int(found.group(1)) * _UNIT[found.group(2).lower()]
     try:
+        if found:  # a duration reaching back past year 1 overflows: as unreadable as any other
+            return now - int(found.group(1)) * _UNIT[found.group(2).lower()]
         if len(value.strip()) == 10:
             day = date.fromisoformat(value.strip())
             return datetime(day.year, day.month, day.day, tzinfo=UTC)
         moment = datetime.fromisoformat(value.strip())
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ValueError(f"{value!r} is neither a duration (7d, 12h, 2w) nor an ISO date (2026-11-01)") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 

@@ -56,9 +56,13 @@ WHERE (s.route = 'abstained'
 ORDER BY md5(t.id::text || :seed), t.id
 LIMIT :limit
 """
-# An abstained trace is one item (the question), a delivered one an item per unanswered part: a trace
-# is picked while some item of it has not been re-checked (labelled).
-_ITEMS = "CASE WHEN s.route = 'abstained' THEN 1 ELSE jsonb_array_length(t.answer -> 'unanswered_parts') END"
+# An abstained trace is one item (the question), a delivered one an item per distinct unanswered part
+# (a part stated twice is re-checked and labelled once): a trace is picked while some item of it has
+# not been re-checked (labelled). Distinct is compared with distinct.
+_ITEMS = """CASE WHEN s.route = 'abstained' THEN 1
+     WHEN jsonb_typeof(t.answer -> 'unanswered_parts') = 'array'
+     THEN (SELECT count(DISTINCT e.part) FROM jsonb_array_elements_text(t.answer -> 'unanswered_parts') AS e(part))
+     ELSE 0 END"""
 _NOT_RECHECKED = f"""
 CAST(:again AS boolean) OR (
     SELECT count(DISTINCT COALESCE(a.part, '')) FROM audit_abstentions a JOIN audit_runs r ON r.id = a.run_id

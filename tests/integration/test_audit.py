@@ -11,7 +11,9 @@ stored sentences and that rule, never from the report's SQL.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import math
 import os
 import subprocess
@@ -29,8 +31,11 @@ from rag.answers import Question
 from rag.audit import AuditRequest, relaxed_rechecker, run_audit, stored_scope
 from rag.audit_measures import wilson_interval
 from rag.audit_verifier import AuditVerifier, audit_spec, build_audit_verifier, independent
+from rag.errors import ConfigError, StoreError
+from rag.labels import export_labels, import_labels
 from rag.relaxed import recheck
 from rag.reporting import build_report, report_window
+from rag.rerank import Ranked
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from rag.types import AccessScope
@@ -179,6 +184,9 @@ def test_auto_picks_the_strongest_configured_verifier(candor: Candor) -> None:
     assert audit_spec(cross) == "cross-encoder:/m"
     explicit = settings.model_copy(update={"audit_verifier": "openai:a", "judge": "openai:j"})
     assert audit_spec(explicit) == "openai:a"
+    typo = settings.model_copy(update={"audit_verifier": "evidnce"})  # model_copy does not validate
+    with pytest.raises(ConfigError, match="CANDOR_AUDIT_VERIFIER: 'evidnce' is none of"):
+        build_audit_verifier(typo, candor.embedder)
 
 
 def test_a_trace_without_a_stored_scope_is_rechecked_on_public_documents_only() -> None:
@@ -426,6 +434,101 @@ async def test_abstentions_and_unanswered_parts_are_rechecked_by_relaxed_retriev
     }
     again = await run_audit(candor.tracker.engine, own, window(13, handbook, seed="gaps"), rechecker=rechecker)
     assert again.abstentions == (), "abstentions already re-checked are not re-checked again"
+
+
+class Unreachable:
+    """A `rag.relaxed.Ranking` whose database has gone away: every relaxed re-check fails."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def rerank(self, text: str, scope: AccessScope, *, k: int | None = None) -> list[Ranked]:
+        self.asked.append(text)
+        raise StoreError("could not search the passages: connection refused")
+
+
+async def test_a_failing_recheck_keeps_the_verdicts_and_marks_the_run_incomplete(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    ids = await seed(candor, handbook, day(17), [*DELIVERED[:3], *ABSTAINED])
+    sentences = await delivered(candor, ids)
+    routes = await execute(candor, "SELECT id::text AS id, route FROM traces WHERE id::text = ANY(:ids)", {"ids": ids})
+    abstained = {r["id"] for r in routes if r["route"] == "abstained"}
+    assert len(abstained) == len(ABSTAINED) and sentences
+    own = build_audit_verifier(candor.settings.model_copy(update={"audit_verifier": "evidence"}), candor.embedder)
+    gone = Unreachable()
+    shortlist = candor.settings.shortlist
+
+    broken = await run_audit(
+        candor.tracker.engine,
+        own,
+        window(17, handbook, seed="down"),
+        rechecker=relaxed_rechecker(gone, shortlist=shortlist),
+    )
+    assert not broken.complete and broken.abstentions == ()
+    assert {n.abstention.trace_id for n in broken.not_rechecked} >= abstained and len(gone.asked) >= len(abstained)
+    assert all(n.reason.startswith("StoreError: could not search") for n in broken.not_rechecked)
+    error = broken.error or ""
+    assert "abstentions not re-checked (StoreError: could not search the passages" in error, error
+    assert broken.summary()["not_rechecked"] == len(broken.not_rechecked)
+
+    rows = await audit_rows(candor, broken.run_id)
+    assert {(r["trace_id"], r["position"], r["text"]) for r in rows} == set(sentences), "the verdicts are stored"
+    assert all(r["supported"] is not None for r in rows)
+    (run,) = await execute(
+        candor, "SELECT complete, error, config FROM audit_runs WHERE id = :id", {"id": broken.run_id}
+    )
+    assert run["complete"] is False and run["error"] == broken.error
+    assert run["config"]["not_rechecked"] == [n.as_json() for n in broken.not_rechecked]
+    stored = await execute(candor, "SELECT 1 FROM audit_abstentions WHERE run_id = :id", {"id": broken.run_id})
+    assert stored == [], "nothing stored for what was not re-checked"
+
+    fixed = await run_audit(
+        candor.tracker.engine,
+        own,
+        window(17, handbook, seed="down"),
+        rechecker=relaxed_rechecker(candor, shortlist=shortlist),
+    )
+    assert fixed.complete and fixed.sentences == (), "the sentences judged are not judged again"
+    assert {a.abstention.trace_id for a in fixed.abstentions} == {n.abstention.trace_id for n in broken.not_rechecked}
+
+
+async def test_a_part_left_unanswered_twice_is_one_item_rechecked_and_labelled_once(
+    candor: Candor, handbook: KnowledgeBase, tmp_path: Path
+) -> None:
+    (trace,) = await seed(candor, handbook, day(19), [DELIVERED[-1]])
+    (row,) = await execute(
+        candor, "SELECT answer -> 'unanswered_parts' AS parts FROM traces WHERE id = CAST(:id AS uuid)", {"id": trace}
+    )
+    (part,) = row["parts"]
+    await execute(
+        candor,
+        "UPDATE traces SET answer = jsonb_set(answer, '{unanswered_parts}', "
+        "(answer -> 'unanswered_parts') || (answer -> 'unanswered_parts')) WHERE id = CAST(:id AS uuid)",
+        {"id": trace},
+    )
+    own = build_audit_verifier(candor.settings.model_copy(update={"audit_verifier": "evidence"}), candor.embedder)
+    rechecker = relaxed_rechecker(candor, shortlist=candor.settings.shortlist)
+    first = await run_audit(candor.tracker.engine, own, window(19, handbook, seed="twice"), rechecker=rechecker)
+    assert [(a.abstention.trace_id, a.abstention.part) for a in first.abstentions] == [(trace, part)]
+    again = await run_audit(candor.tracker.engine, own, window(19, handbook, seed="twice"), rechecker=rechecker)
+    assert again.abstentions == (), "re-checked once is re-checked: the trace is not picked again"
+
+    sheet = tmp_path / "labels.csv"
+
+    async def abstention_rows() -> list[dict[str, str]]:
+        await export_labels(candor.tracker.engine, window(19, handbook, seed="twice"), sheet, None)
+        rows = list(csv.DictReader(io.StringIO(sheet.read_text(encoding="utf-8-sig"))))
+        return [r for r in rows if r["kind"] == "abstention"]
+
+    (item,) = await abstention_rows()
+    assert (item["trace_id"], item["part"]) == (trace, part)
+    with sheet.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(item))
+        writer.writeheader()
+        writer.writerow({**item, "label": "wrong_abstention", "labeller": "ana"})
+    assert (await import_labels(candor.tracker.engine, sheet)).stored == 1
+    assert await abstention_rows() == [], "labelled once is labelled: not exported again"
 
 
 # --- the real command ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import stat
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from bot.report_text import render_report
 from rag.audit import relaxed_rechecker
-from rag.errors import LabelFileError
+from rag.errors import FileWriteError, LabelFileError
 from rag.labels import COLUMNS, export_labels, import_labels
 from rag.reporting import build_report, report_window
 from rag.runtime import Candor
@@ -230,6 +231,29 @@ async def test_a_file_without_the_label_column_is_refused_on_its_first_line(tmp_
     path.write_text("kind,trace_id,position\nsentence,x,0\n", encoding="utf-8")
     with pytest.raises(LabelFileError, match="line 1: the header lacks the column"):
         await import_labels(candor.tracker.engine, path)
+
+
+def names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+async def test_the_export_is_private_to_its_owner_and_never_left_half_written(
+    candor: Candor, handbook: KnowledgeBase, tmp_path: Path
+) -> None:
+    await seed(candor, handbook, day(28), [DELIVERED[0], ABSTAINED[0]])
+    path = tmp_path / "labels.csv"
+    path.write_text("an older sheet", encoding="utf-8")
+    path.chmod(0o644)
+    rows = await exported(candor, handbook, 28, path)
+    assert any(r["kind"] == "sentence" and r["evidence"] for r in rows), "it holds the cited passages"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600, "replaced by a file only its owner can read"
+    assert names(tmp_path) == ["labels.csv"], "no temporary file left behind"
+
+    missing = tmp_path / "no-such-folder" / "labels.csv"
+    rechecker = relaxed_rechecker(candor, shortlist=candor.settings.shortlist)
+    with pytest.raises(FileWriteError, match="no-such-folder does not exist"):
+        await export_labels(candor.tracker.engine, window(28, handbook, seed="again", again=True), missing, rechecker)
+    assert names(tmp_path) == ["labels.csv"], "no folder made, no partial file"
 
 
 @pytest.mark.slow

@@ -37,12 +37,24 @@ def test_overrides_by_field_name_win_over_the_environment(monkeypatch: pytest.Mo
         ("CANDOR_CHUNK_TOKENS", "5"),
         ("CANDOR_FUSION", "max"),
         ("CANDOR_DENSE_WEIGHT", "2"),
+        ("CANDOR_AUDIT_VERIFIER", "evidnce"),
+        ("CANDOR_AUDIT_VERIFIER", "Auto"),
+        ("CANDOR_AUDIT_VERIFIER", "openai:"),
+        ("CANDOR_AUDIT_VERIFIER", "cross-encoder"),
+        ("CANDOR_AUDIT_VERIFIER", "llm:gpt-4o"),
     ],
 )
 def test_a_bad_value_names_its_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError, match=variable):
         load_settings()
+
+
+@pytest.mark.parametrize("value", ["auto", "evidence", " evidence ", "openai:gpt-x", "cross-encoder:/models/nli"])
+def test_the_audit_verifier_is_one_of_its_forms(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("CANDOR_AUDIT_VERIFIER", value)
+    monkeypatch.setenv("CANDOR_AUDIT_BASE_URL", "http://127.0.0.1:9/v1")
+    assert load_settings().audit_verifier == value.strip()
 
 
 def test_openai_embeddings_need_a_key_or_an_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
