@@ -8,7 +8,8 @@ knowledge bases, reasons, names) is escaped: they are user content. Every rate i
 counts ("7/8 (88%)"), and every chart has its numbers in a table beside it.
 
 Measures that nothing has measured (`hallucination_rate`, `wrong_abstention`) say "not measured" or
-"not independent" with their reason; they are charted only where a sample was measured.
+"not independent" with their reason; they are charted only where a sample was measured. Their cards
+and charts are put into words by `bot.report_cards`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from bot.report_cards import SAMPLED, rate_text, sampled_cards, sampled_chart
 from bot.svg_charts import Series, bar_chart, format_value, line_chart, stacked_bars
 from rag.files import write_private
 
@@ -28,11 +30,6 @@ EVAL_METRICS = {
     "abstention_on_unanswerable": "abstained on unanswerable",
     "wrong_abstention_on_answerable": "wrong abstention on answerable",
 }
-SAMPLED = {
-    "hallucination_rate": ("Hallucination rate", "sentences"),
-    "wrong_abstention": ("Wrong abstentions", "abstentions"),
-}
-"""The sampled measures: their title, and what their sample is of."""
 NO_ANSWERS = "No answers in this window."
 NOT_ENOUGH = "Not enough periods for a trend"
 DOCS = "docs/reporting.md"
@@ -81,13 +78,6 @@ def write_html(path: Path, page: str) -> Path:
 # --- words and numbers ------------------------------------------------------------------------------
 
 
-def rate_text(value: Mapping[str, Any] | None) -> str:
-    """`7/8 (88%)`: a share always with its counts; `-` when there is nothing to divide by."""
-    if not isinstance(value, Mapping) or not value.get("of") or value.get("rate") is None:
-        return "-"
-    return f"{value['n']}/{value['of']} ({format_value(value['rate'], percent=True)})"
-
-
 def _share(value: Mapping[str, Any] | None) -> float | None:
     return value.get("rate") if isinstance(value, Mapping) and value.get("of") else None
 
@@ -101,33 +91,6 @@ def _scope(window: Mapping[str, Any]) -> str:
     kb = window.get("knowledge_base")
     by = f", a row per {window['by']}" if window.get("by") else ""
     return (f"knowledge base {kb}" if kb else "all knowledge bases") + by
-
-
-def measure_text(measure: Mapping[str, Any] | None, unit: str = "") -> tuple[str, str]:
-    """A sampled measure's headline and its explanation: counts, interval, verifier and method when
-    measured; "not measured" / "not independent" with the reason otherwise (never a bare or a zero
-    rate). The shape is `rag.audit_measures`'s; any key may be missing."""
-    measure = measure or {}
-    status, reason = measure.get("status"), str(measure.get("reason") or "")
-    size = measure.get("sample_size", measure.get("of"))
-    counted = rate_text({"n": measure.get("n"), "of": size, "rate": measure.get("rate")})
-    measured, interval = status == "measured" and counted != "-", measure.get("interval") or {}
-    details = [f"sample of {size} {unit}".rstrip() if measured else reason]
-    if measured and interval.get("low") is not None and interval.get("high") is not None:
-        level = format_value(interval.get("confidence") or 0.95, percent=True)
-        low, high = (format_value(interval[k], percent=True) for k in ("low", "high"))
-        details.append(f"{level} interval {low} to {high}")
-    if status == "not_independent" and rate_text(measure.get("agreement")) != "-":
-        details.append(f"it agreed with the gate on {rate_text(measure.get('agreement'))}")
-    verifier = measure.get("verifier")
-    if verifier:
-        details.append("verifier: " + (", ".join(map(str, verifier)) if isinstance(verifier, list) else str(verifier)))
-    if measure.get("method") and measured:
-        details.append(f"method: {measure['method']}")
-    if measure.get("not_judged"):
-        details.append(f"{measure['not_judged']} could not be judged")
-    headline = counted if measured else "not independent" if status == "not_independent" else "not measured"
-    return headline, "; ".join(d for d in details if d)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -161,12 +124,7 @@ def _header(window: Mapping[str, Any], total: Mapping[str, Any]) -> str:
     cards = [("Questions", str(total.get("questions", 0)), "answers made in the window")]
     for route, label in ROUTES.items():
         cards.append((label.capitalize(), rate_text(total.get("routes", {}).get(route)), "of the questions"))
-    for key, (label, unit) in SAMPLED.items():
-        headline, why = measure_text(total.get(key), unit)
-        people = (total.get("human") or {}).get(key) or {}
-        if people.get("status") == "measured":
-            why += f"; people's labels: {measure_text(people, unit)[0]}"
-        cards.append((label, headline, why))
+    cards.extend(sampled_cards(total))
     up = sum(f.get("up", {}).get("n", 0) for f in total.get("feedback", {}).values())
     down = sum(f.get("down", {}).get("n", 0) for f in total.get("feedback", {}).values())
     cards.append(("Feedback", f"👍 {up} up · 👎 {down} down", f"{up + down} votes, by route below"))
@@ -246,37 +204,16 @@ def _conflicts(charted: Rows, table: Rows) -> str:
 
 
 def _sampled(key: str, charted: Rows, table: Rows) -> str:
-    """A sampled measure and, per period, the people's labels (`human`) when `candor audit answers` has them."""
-    title, unit = SAMPLED[key]
-
-    def human(p: Mapping[str, Any]) -> Mapping[str, Any]:
-        return (p.get("human") or {}).get(key) or {}
-
-    def series(name: str, measures: list[Mapping[str, Any]]) -> Series:
-        measured = [m if m.get("status") == "measured" else {} for m in measures]
-        intervals = [m.get("interval") or {} for m in measured]
-        return Series(
-            name,
-            [m.get("rate") for m in measured],
-            [measure_text(m, unit)[0] for m in measured],
-            low=[i.get("low") for i in intervals],
-            high=[i.get("high") for i in intervals],
-        )
-
-    lines = [
-        series("verifier (sampled)", [p.get(key) or {} for _, p in charted]),
-        series("people (labelled)", [human(p) for _, p in charted]),
-    ]
-    rows = [[name, *measure_text(p.get(key), unit), *measure_text(human(p) or None, unit)] for name, p in table]
-    headers = ["period", "verifier", "how", "people", "how"]
-    if not any(v is not None for s in lines for v in s.values):
-        headline, why = measure_text(table[-1][1].get(key), unit)
+    """A sampled measure and, per period, the people's labels (`bot.report_cards`)."""
+    chart = sampled_chart(key, charted, table)
+    if not chart.drawn:
         return (
-            f"<h3>{escape(title)}: {escape(headline)}</h3><p class=reason>{escape(why)}</p>"
-            f"<details><summary>The numbers: {escape(title)}</summary>{_table(headers, rows)}</details>"
+            f"<h3>{escape(chart.title)}: {escape(chart.headline)}</h3><p class=reason>{escape(chart.why)}</p>"
+            f"<details><summary>The numbers: {escape(chart.title)}</summary>"
+            f"{_table(chart.headers, chart.rows)}</details>"
         )
-    svg = line_chart(f"{title} with its interval", _categories(charted), lines, percent=True, y_label="share")
-    return _figure(f"{title} (sampled re-verification; whiskers: the interval)", svg, headers, rows)
+    svg = line_chart(chart.chart, _categories(charted), chart.series, percent=True, y_label="share")
+    return _figure(chart.caption, svg, chart.headers, chart.rows)
 
 
 def _feedback(total: Mapping[str, Any], table: Rows) -> str:

@@ -59,6 +59,12 @@ def calibrated(key: str, fallback: float) -> float:
     return float(value) if isinstance(value, int | float) else fallback
 
 
+def calibration_record(key: str) -> dict[str, object]:
+    """A benchmark's entry in rag/calibration.json (what it measured), or {} when it has not run."""
+    value = _calibration().get(key)
+    return dict(value) if isinstance(value, dict) else {}
+
+
 def _env(name: str, *more: str) -> AliasChoices:
     return AliasChoices(name, *more)
 

@@ -15,8 +15,10 @@ rate None when `of` is 0). The definitions are in docs/reporting.md; in short:
 - hallucination_rate: DESIGN.md's, from the sampled re-verifications `candor audit answers` stored,
   counted only where the audit's verifier is independent of the trace's gate (`not_independent`,
   with no rate, when only the gate's own re-checked; `not_measured` when none did), never from the
-  gate's own drops; wrong_abstention from the relaxed re-checks of abstentions; `human` the same two
-  from people's labels (`rag.audit_measures`, with 95% Wilson intervals).
+  gate's own drops, one judgement per delivered sentence, stratified by UTC day and weighted by the
+  sentences each day delivered; wrong_abstention from the relaxed re-checks of abstentions, an upper
+  estimate shown with its measured false alarms and no interval; `human` the same two from people's
+  labels (`rag.audit_measures`).
 - feedback by the route of the answer voted on, in the answer's period.
 """
 
@@ -32,14 +34,18 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag import audit_measures
+from rag.config import calibrated, calibration_record
 from rag.errors import StoreError
 from rag.evaluate import COST_DIGITS, ROUTES, rate
 from rag.tracking import report_queries
 
 By = Literal["day", "week"]
 
-REPORT_FORMAT = 1
-"""Bump when a key of the report changes meaning or goes away (adding keys does not bump it)."""
+REPORT_FORMAT = 2
+"""Bump when a key of the report changes meaning or goes away (adding keys does not bump it). 2: the
+rates of sentences (`hallucination_rate`, `human.hallucination_rate`) are stratified by day, so
+`rate` is no longer `n / sample_size`, and the interval's method changed; `wrong_abstention` lost its
+`interval`."""
 PLATFORMS = ("slack", "teams", "web", "cli", "eval")
 STAGES = ("retrieve", "rerank", "synthesise", "critic", "focus", "consistency", "total", "log")
 """The order latency stages are listed in; any other stage a trace recorded follows, by name."""
@@ -132,16 +138,22 @@ PeriodKey = date | str | None
 def assemble(window: Window, measured: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
     """The report object: the window, one entry per period with answers (when grouped), the total,
     and the stored eval runs of the window."""
-    grouped = {name: _by_period(rows) for name, rows in measured.items() if name != "eval_runs"}
+    daily = {name: measured.get(name, ()) for name in report_queries.DAILY}
+    grouped = {name: _by_period(rows) for name, rows in measured.items() if name != "eval_runs" and name not in daily}
     seen = {str(row["platform"]) for row in measured.get("platforms", ())}
     platforms = (*PLATFORMS, *sorted(seen - set(PLATFORMS)))
+    alarms = _false_alarms()
     keys = sorted(k for k in grouped.get("routes", {}) if isinstance(k, date)) if window.by else []
     periods = []
     for key in keys:
         assert isinstance(key, date) and window.by is not None
         bounds = {"start": key.isoformat(), "end": (key + _LENGTH[window.by]).isoformat()}
-        periods.append({**bounds, **_period(grouped, key, platforms)})
-    total = {"start": window.since.isoformat(), "end": window.until.isoformat(), **_period(grouped, TOTAL, platforms)}
+        periods.append({**bounds, **_period(grouped, daily, key, platforms, alarms)})
+    total = {
+        "start": window.since.isoformat(),
+        "end": window.until.isoformat(),
+        **_period(grouped, daily, TOTAL, platforms, alarms),
+    }
     return {
         "report_format": REPORT_FORMAT,
         "window": window.as_json(),
@@ -172,8 +184,12 @@ def _int(row: Mapping[str, Any], column: str) -> int:
     return int(row.get(column) or 0)
 
 
+Grouped = Mapping[str, Mapping[PeriodKey, Sequence[Mapping[str, Any]]]]
+Daily = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
 def _period(
-    grouped: Mapping[str, Mapping[PeriodKey, Sequence[Mapping[str, Any]]]], key: PeriodKey, platforms: Sequence[str]
+    grouped: Grouped, daily: Daily, key: PeriodKey, platforms: Sequence[str], alarms: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     routes = _one(grouped, "routes", key)
     gates = _one(grouped, "gates", key)
@@ -189,9 +205,7 @@ def _period(
             "resolved": rate(_int(gates, "resolved"), rejected),
         },
         "gate_dropped_sentences": rate(_int(gates, "dropped"), _int(gates, "drafted")),
-        "hallucination_rate": audit_measures.hallucination_rate(grouped.get("audit_sentences", {}).get(key, ())),
-        "wrong_abstention": audit_measures.wrong_abstention(_one(grouped, "audit_abstentions", key)),
-        "human": audit_measures.human(_one(grouped, "human_labels", key)),
+        **_sampled(grouped, daily, key, alarms),
         "conflicts": rate(_int(routes, "conflicted"), counts["answered"] + counts["low_confidence"]),
         "feedback": _feedback(grouped.get("feedback", {}).get(key, ()), counts),
         "latency_ms": _latency(grouped.get("latency", {}).get(key, ())),
@@ -199,6 +213,31 @@ def _period(
         "platforms": _platforms(grouped.get("platforms", {}).get(key, ()), questions, platforms),
         "top_documents": _documents(grouped.get("documents", {}).get(key, ())),
     }
+
+
+def _sampled(grouped: Grouped, daily: Daily, key: PeriodKey, alarms: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The sampled measures of a period (or the total): the rates of sentences from the days of the
+    period, each weighted by the sentences it delivered (`rag.audit_measures`)."""
+
+    def days(name: str) -> list[Mapping[str, Any]]:
+        rows = daily.get(name, ())
+        return list(rows) if key == TOTAL else [r for r in rows if _day(r["period"]) == key]
+
+    delivered: dict[date, int] = {}
+    for row in days("delivered"):
+        delivered[row["utc_day"]] = delivered.get(row["utc_day"], 0) + _int(row, "delivered")
+    return {
+        "hallucination_rate": audit_measures.hallucination_rate(days("audit_sentences"), delivered),
+        "wrong_abstention": audit_measures.wrong_abstention(_one(grouped, "audit_abstentions", key), alarms),
+        "human": audit_measures.human(days("human_labels"), delivered),
+    }
+
+
+def _false_alarms() -> dict[str, Any] | None:
+    """The relaxed re-check's measured false alarms; benchmarks/relaxed_recheck.py writes them with the
+    threshold they are of (`relaxed_threshold`)."""
+    record = calibration_record("relaxed_recheck")
+    return audit_measures.false_alarms(record, calibrated("relaxed_threshold", 0.0) if record else None)
 
 
 def _feedback(rows: Sequence[Mapping[str, Any]], answers: Mapping[str, int]) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """The SQL of `candor report` (`rag.reporting`): one query per measure over the gate log.
 
 Every measure query starts from the same `scoped` CTE (the traces of the window, optionally of one
-knowledge base, each with its `period`: the UTC day or week it falls in) and groups by
-`GROUPING SETS ((period), ())`, so one query returns a row per period and the total row
-(`is_total`). With no grouping asked (`:unit` NULL) every trace's period is NULL: one period row,
-which the caller ignores, and the total.
+knowledge base, each with its `period`: the UTC day or week it falls in, and its `utc_day`) and groups
+by `GROUPING SETS ((period), ())`, so one query returns a row per period and the total row
+(`is_total`); the sampled measures' queries (`DAILY`) return a row per period and day instead. With
+no grouping asked (`:unit` NULL) every trace's period is NULL: one period row, which the caller
+ignores, and the total.
 
 Parameters: `since`, `until` (timestamptz, until excluded), `unit` ('day', 'week' or NULL), `kb`
 (a knowledge base name or NULL).
@@ -23,7 +24,8 @@ SCOPED = """
 WITH scoped AS (
     SELECT t.id, t.route, COALESCE(t.platform, 'unknown') AS platform, t.answer, t.timings,
            t.prompt_tokens, t.completion_tokens, t.cost,
-           date_trunc(CAST(:unit AS text), t.created_at AT TIME ZONE 'UTC') AS period
+           date_trunc(CAST(:unit AS text), t.created_at AT TIME ZONE 'UTC') AS period,
+           CAST(t.created_at AT TIME ZONE 'UTC' AS date) AS utc_day
     FROM traces t
     WHERE t.created_at >= :since AND t.created_at < :until
       AND (
@@ -168,27 +170,43 @@ EVAL_RUNS = text(
     """
 )
 
-# Audits (migration 0008), by the period of the trace audited. Sentences: the latest judgement of
-# each sentence by each verifier, a judgement preferred over a "not judged" row (a later run that
-# judged it settles it); independent and not independent of the trace's gate counted apart.
+# The sampled measures are stratified by UTC day (`rag.audit_measures.stratified`), so their queries
+# return a row per (period, day) and no total row: the caller sums the days of each period and of the
+# window. Delivered sentences: those of every delivered answer of the day (answered, low confidence),
+# audited or not, the weights of the days.
+DELIVERED = _measure(
+    """
+    SELECT period, utc_day,
+           COALESCE(sum(CASE WHEN route IN ('answered', 'low_confidence')
+                              AND jsonb_typeof(answer -> 'sentences') = 'array'
+                             THEN jsonb_array_length(answer -> 'sentences') END), 0) AS delivered
+    FROM scoped GROUP BY period, utc_day
+    """
+)
+
+# Audits (migration 0008), by the day of the trace audited. One judgement per delivered sentence among
+# the independent ones (and one among the gate's own verifier's): a judgement wins over a "not
+# judged" row, then the newest run, whichever verifier made it; `verifiers` names those counted.
 AUDIT_SENTENCES = _measure(
     """
     , latest AS (
-        SELECT DISTINCT ON (a.trace_id, a.position, r.verifier)
-               s.period, a.trace_id, r.verifier, a.supported, a.independent
+        SELECT DISTINCT ON (a.trace_id, a.position, a.independent)
+               s.period, s.utc_day, a.trace_id, r.verifier, a.supported, a.independent
         FROM scoped s
         JOIN audit_sentences a ON a.trace_id = s.id
         JOIN audit_runs r ON r.id = a.run_id
         WHERE r.kind = 'verifier'
-        ORDER BY a.trace_id, a.position, r.verifier, (a.supported IS NOT NULL) DESC, r.created_at DESC, r.id DESC
+        ORDER BY a.trace_id, a.position, a.independent, (a.supported IS NOT NULL) DESC,
+                 r.created_at DESC, r.id DESC
     )
-    SELECT GROUPING(period) = 1 AS is_total, period, independent,
+    SELECT period, utc_day, independent,
            count(*) FILTER (WHERE supported IS NOT NULL) AS judged,
            count(*) FILTER (WHERE NOT supported) AS unsupported,
            count(*) FILTER (WHERE supported IS NULL) AS not_judged,
            count(DISTINCT trace_id) FILTER (WHERE supported IS NOT NULL) AS answers,
-           array_agg(DISTINCT verifier) AS verifiers
-    FROM latest GROUP BY GROUPING SETS ((period, independent), (independent))
+           array_agg(DISTINCT verifier) FILTER (WHERE supported IS NOT NULL) AS verifiers,
+           array_agg(DISTINCT verifier) AS tried
+    FROM latest GROUP BY period, utc_day, independent
     """
 )
 
@@ -208,19 +226,22 @@ AUDIT_ABSTENTIONS = _measure(
     """
 )
 
-# People's labels: one per item (a re-import replaced the earlier one).
+# People's labels: one per item (`human_labels_item`; a re-import replaced the earlier one), by day.
 HUMAN_LABELS = _measure(
     """
-    SELECT GROUPING(s.period) = 1 AS is_total, s.period,
+    SELECT s.period, s.utc_day,
            count(*) FILTER (WHERE h.position IS NOT NULL) AS sentences,
            count(*) FILTER (WHERE h.label = 'unsupported') AS unsupported,
            count(DISTINCT h.trace_id) FILTER (WHERE h.position IS NOT NULL) AS labelled_answers,
            count(*) FILTER (WHERE h.position IS NULL) AS abstentions,
            count(*) FILTER (WHERE h.label = 'wrong_abstention') AS wrong
     FROM scoped s JOIN human_labels h ON h.trace_id = s.id
-    GROUP BY GROUPING SETS ((s.period), ())
+    GROUP BY s.period, s.utc_day
     """
 )
+
+DAILY = frozenset({"delivered", "audit_sentences", "human_labels"})
+"""The measures whose rows are per (period, day), without a total row."""
 
 MEASURES: dict[str, TextClause] = {
     "routes": ROUTES,
@@ -230,6 +251,7 @@ MEASURES: dict[str, TextClause] = {
     "usage": USAGE,
     "documents": DOCUMENTS,
     "platforms": PLATFORMS,
+    "delivered": DELIVERED,
     "audit_sentences": AUDIT_SENTENCES,
     "audit_abstentions": AUDIT_ABSTENTIONS,
     "human_labels": HUMAN_LABELS,

@@ -12,20 +12,34 @@ import io
 import stat
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.report_text import render_report
-from rag.audit import relaxed_rechecker
+from rag.audit import AuditRequest, relaxed_rechecker
 from rag.errors import FileWriteError, LabelFileError
 from rag.labels import COLUMNS, export_labels, import_labels
 from rag.reporting import build_report, report_window
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from tests.fakes.teams_server import ingest_handbook
-from tests.integration.test_audit import ABSTAINED, DELIVERED, MARKER, day, delivered, run_cli, seed, wilson, window
+from tests.integration.test_audit import (
+    ABSTAINED,
+    DELIVERED,
+    MARKER,
+    STRATIFIED,
+    day,
+    delivered,
+    may,
+    run_cli,
+    seed,
+    weighted,
+    wilson,
+    window,
+)
 from tests.integration.test_report import execute
 
 Row = dict[str, str]
@@ -71,19 +85,24 @@ def filled(rows: Sequence[Row], label: Callable[[Row], str] = by_rule, *, blank:
     return out
 
 
-def expected_human(rows: Sequence[Row]) -> dict[str, Any]:
+def expected_human(rows: Sequence[Row], delivered: int) -> dict[str, Any]:
+    """The report's `human` for labels of one day's answers, that day delivering `delivered` sentences."""
     sentences = [r for r in rows if r["kind"] == "sentence" and r["label"]]
     abstentions = [r for r in rows if r["kind"] == "abstention" and r["label"]]
     unsupported = sum(r["label"] == "unsupported" for r in sentences)
     wrong = sum(r["label"] == "wrong_abstention" for r in abstentions)
+    rate, interval = weighted([(delivered, len(sentences), unsupported)])
+    assert rate == round(unsupported / len(sentences), 4), "one day: the plain share"
     return {
         "hallucination_rate": {
             "status": "measured",
-            "rate": round(unsupported / len(sentences), 4),
+            "rate": rate,
             "n": unsupported,
             "sample_size": len(sentences),
             "labelled_answers": len({r["trace_id"] for r in sentences}),
-            "interval": wilson(unsupported, len(sentences)),
+            "interval": interval,
+            "method": STRATIFIED,
+            "coverage": {"n": delivered, "of": delivered, "rate": 1.0},
         },
         "wrong_abstention": {
             "status": "measured",
@@ -145,7 +164,7 @@ async def test_export_fill_import_and_the_report_shows_the_human_rates(
     assert (imported.stored, imported.replaced, imported.empty, imported.invalid) == (len(rows) - 1, 0, 1, ())
 
     total = await human(candor, 20, handbook)
-    assert total["human"] == expected_human(labelled)
+    assert total["human"] == expected_human(labelled, len(sentences))
     assert total["hallucination_rate"]["status"] == "not_measured", "people's labels are not the verifier's rate"
     stored_labels = await labels_of(candor, ids)
     assert len(stored_labels) == len(rows) - 1
@@ -158,7 +177,8 @@ async def test_export_fill_import_and_the_report_shows_the_human_rates(
     assert run == {"kind": "human", "verifier": "human", "sample_size": len(rows) - 1}
     line = next(x for x in render_report(await _report(candor, 20, handbook)).splitlines() if "(human labels)" in x)
     h = total["human"]["hallucination_rate"]
-    assert line.startswith(f"Hallucination rate (human labels): {h['n']}/{h['sample_size']} sentences (")
+    assert line.startswith(f"Hallucination rate (human labels): {100 * h['rate']:.1f}% (95% CI ")
+    assert f"weighted by day, from {h['n']}/{h['sample_size']} sentences labelled (days holding " in line
     assert line.endswith(f"on {h['labelled_answers']} answers.")
 
     again = await exported(candor, handbook, 20, tmp_path / "next.csv")
@@ -174,19 +194,20 @@ async def _report(candor: Candor, n: int, kb: KnowledgeBase) -> dict[str, Any]:
 
 async def test_a_reimport_replaces_the_earlier_labels(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> None:
     ids = await seed(candor, handbook, day(22), [*DELIVERED[:3], *ABSTAINED])
+    sentences = len(await delivered(candor, ids))
     path = tmp_path / "labels.csv"
     rows = await exported(candor, handbook, 22, path)
     first = filled(rows)
     write(path, first)
     assert (await import_labels(candor.tracker.engine, path)).replaced == 0
-    assert (await human(candor, 22, handbook))["human"] == expected_human(first)
+    assert (await human(candor, 22, handbook))["human"] == expected_human(first, sentences)
 
     flipped = filled(rows, lambda r: "unsupported" if r["kind"] == "sentence" else "wrong_abstention")
     write(path, flipped)
     imported = await import_labels(candor.tracker.engine, path)
     assert (imported.stored, imported.replaced) == (len(rows), len(rows))
     assert len(await labels_of(candor, ids)) == len(rows), "one label per item"
-    assert (await human(candor, 22, handbook))["human"] == expected_human(flipped)
+    assert (await human(candor, 22, handbook))["human"] == expected_human(flipped, sentences)
 
 
 async def test_a_malformed_file_stores_nothing_and_names_each_bad_line(
@@ -226,6 +247,43 @@ async def test_a_malformed_file_stores_nothing_and_names_each_bad_line(
     assert len(await labels_of(candor, ids)) == len(rows) - 5
 
 
+async def test_peoples_labels_are_weighted_by_the_traffic_of_their_day(
+    candor: Candor, handbook: KnowledgeBase, tmp_path: Path
+) -> None:
+    # 15 May 2017: a busy day, one answer of it labelled (the one naming MARKER); 16 May: a quiet day,
+    # every answer labelled.
+    busy = await seed(candor, handbook, may(15), [DELIVERED[5]])
+    busy += await seed(candor, handbook, may(15, 15), [*DELIVERED[:3], DELIVERED[4]])
+    quiet = await seed(candor, handbook, may(16), DELIVERED[:2])
+    labelled: list[Row] = []
+    for start in (may(15), may(16)):
+        path = tmp_path / f"{start.day}.csv"
+        request = AuditRequest(start, start + timedelta(hours=1), knowledge_base=handbook.name, seed="days")
+        await export_labels(candor.tracker.engine, request, path, None)
+        rows = filled([r for r in read(path) if r["kind"] == "sentence"])
+        write(path, rows)
+        assert (await import_labels(candor.tracker.engine, path)).stored == len(rows)
+        labelled += rows
+
+    def day_of(ids: Sequence[str], delivered_sentences: int) -> tuple[int, int, int]:
+        mine = [r for r in labelled if r["trace_id"] in ids]
+        return delivered_sentences, len(mine), sum(r["label"] == "unsupported" for r in mine)
+
+    busy_day = day_of(busy, len(await delivered(candor, busy)))
+    quiet_day = day_of(quiet, len(await delivered(candor, quiet)))
+    assert 0 < busy_day[1] < busy_day[0] and quiet_day[1] == quiet_day[0], "sparsely and fully labelled"
+    assert busy_day[2] / busy_day[1] > quiet_day[2] / quiet_day[1]
+    rate, interval = weighted([busy_day, quiet_day])
+    assert rate != round((busy_day[2] + quiet_day[2]) / (busy_day[1] + quiet_day[1]), 4), "not the pooled share"
+
+    report = await build_report(candor.tracker.engine, report_window("2017-05-15", "2017-05-17", kb=handbook.name))
+    measure = report["total"]["human"]["hallucination_rate"]
+    assert (measure["rate"], measure["interval"], measure["method"]) == (rate, interval, STRATIFIED)
+    assert (measure["n"], measure["sample_size"]) == (busy_day[2] + quiet_day[2], busy_day[1] + quiet_day[1])
+    covered = busy_day[0] + quiet_day[0]
+    assert measure["coverage"] == {"n": covered, "of": covered, "rate": 1.0}
+
+
 async def test_a_file_without_the_label_column_is_refused_on_its_first_line(tmp_path: Path, candor: Candor) -> None:
     path = tmp_path / "labels.csv"
     path.write_text("kind,trace_id,position\nsentence,x,0\n", encoding="utf-8")
@@ -258,7 +316,7 @@ async def test_the_export_is_private_to_its_owner_and_never_left_half_written(
 
 @pytest.mark.slow
 async def test_the_round_trip_through_the_command(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> None:
-    await seed(candor, handbook, day(26), [*DELIVERED[:4], ABSTAINED[1]])
+    ids = await seed(candor, handbook, day(26), [*DELIVERED[:4], ABSTAINED[1]])
     path = tmp_path / "to-label.csv"
     window_args = ("--since", "2017-04-26", "--until", "2017-04-27", "--kb", handbook.name, "--seed", "s")
     out = run_cli(candor, tmp_path, "audit", "answers", *window_args, "--export", str(path))
@@ -270,7 +328,7 @@ async def test_the_round_trip_through_the_command(candor: Candor, handbook: Know
     stored = run_cli(candor, tmp_path, "audit", "answers", "--import", str(path))
     assert stored.returncode == 0, stored.stderr
     assert f"stored {len(rows)} labels from {path}" in stored.stdout
-    assert (await human(candor, 26, handbook))["human"] == expected_human(labelled)
+    assert (await human(candor, 26, handbook))["human"] == expected_human(labelled, len(await delivered(candor, ids)))
 
     labelled[0]["label"] = "perhaps"
     starts = write(path, labelled)

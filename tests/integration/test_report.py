@@ -450,12 +450,14 @@ PERIOD_KEYS = {
     "wrong_abstention", "human", "conflicts", "feedback", "latency_ms", "usage", "platforms", "top_documents",
 }  # fmt: skip
 HALLUCINATION_KEYS = {
-    "status", "rate", "n", "sample_size", "answers", "not_judged", "verifier", "interval", "agreement", "reason",
+    "status", "rate", "n", "sample_size", "answers", "not_judged", "verifier", "interval", "method", "coverage",
+    "agreement", "reason",
 }  # fmt: skip
 """The same keys whatever the status (measured, not_independent, not_measured): docs/reporting.md."""
-ABSTENTION_KEYS = {"status", "rate", "n", "sample_size", "interval", "method", "reason"}
+ABSTENTION_KEYS = {"status", "kind", "rate", "n", "sample_size", "method", "false_alarms", "reason"}
+"""No interval: the relaxed re-check's count is an upper estimate (docs/reporting.md)."""
 HUMAN_KEYS = {
-    "hallucination_rate": {"status", "rate", "n", "sample_size", "labelled_answers", "interval"},
+    "hallucination_rate": {"status", "rate", "n", "sample_size", "labelled_answers", "interval", "method", "coverage"},
     "wrong_abstention": {"status", "rate", "n", "sample_size", "interval"},
 }
 
@@ -474,7 +476,7 @@ async def test_the_json_shape_is_stable(candor: Candor, seeded: Seeded) -> None:
     empty = await build_report(candor.tracker.engine, report_window("2019-01-01", "2019-02-01", by="week"))
     assert json.loads(json.dumps(report, allow_nan=False)) == report
     assert set(report) == {"report_format", "window", "periods", "total", "eval_runs"}
-    assert report["report_format"] == 1
+    assert report["report_format"] == 2, "2: rates of sentences stratified by day; no wrong-abstention interval"
     assert report["window"] == {
         "since": "2020-03-01T00:00:00+00:00",
         "until": "2020-03-16T00:00:00+00:00",

@@ -3,6 +3,7 @@ measure rows (as the queries return them), and `bot.report_text.render_report` o
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -10,7 +11,10 @@ from typing import Any
 import pytest
 
 from bot.report_text import NO_ANSWERS, render_report
+from rag import audit_measures
+from rag.audit_measures import Stratum, coverage, stratified, stratified_interval
 from rag.reporting import TOP_DOCUMENTS, Window, assemble, parse_moment, report_window
+from tests.conftest import REPO
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WEEK = Window(datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 15, tzinfo=UTC), "week", None)
@@ -245,3 +249,134 @@ def test_periods_are_keyed_by_their_utc_day() -> None:
     )
     assert [p["start"] for p in report["periods"]] == [date(2026, 11, 3).isoformat()]
     assert report["periods"][0]["end"] == "2026-11-04"
+
+
+# --- the sampled measures: stratified by day, and the relaxed re-check as an upper estimate ---------------
+
+
+def test_the_stratified_rate_and_its_interval_match_a_hand_computation() -> None:
+    # Day A: 1,000 sentences delivered, 10 judged, 2 unsupported; day B: 100 delivered, 90 judged, none
+    # unsupported; day C: 400 delivered, nothing judged (left out, and counted as not covered).
+    days = [Stratum(1000, 10, 2), Stratum(100, 90, 0), Stratum(400, 0, 0)]
+    # W_A = 1000/1100, W_B = 100/1100: 0.9091 × 2/10 + 0.0909 × 0/90 = 0.1818 (the pooled 2/100 says 2%).
+    assert stratified(days) == pytest.approx(0.181818, abs=1e-6)
+    # p̃_A = (2+2)/(10+4) = 0.285714, p̃_B = (0+2)/(90+4) = 0.021277;
+    # centre = 0.9091 × 0.285714 + 0.0909 × 0.021277 = 0.261674;
+    # variance = 0.9091² × 0.285714 × 0.714286 / 14 + 0.0909² × 0.021277 × 0.978723 / 94 = 0.0120492;
+    # half = 1.959964 × √0.0120492 = 0.215143: [0.0465, 0.4768].
+    assert stratified_interval(days) == {
+        "low": 0.0465,
+        "high": 0.4768,
+        "confidence": 0.95,
+        "method": "stratified agresti-coull",
+    }
+    assert coverage(days) == {"n": 1100, "of": 1500, "rate": 0.7333}
+    # 0 unsupported still has an upper bound: (0+2)/(40+4) = 0.04545 ± 1.96 × √(0.04545 × 0.95455 / 44).
+    assert stratified_interval([Stratum(50, 40, 0)]) == {
+        "low": 0.0,
+        "high": 0.107,
+        "confidence": 0.95,
+        "method": "stratified agresti-coull",
+    }
+    assert stratified([Stratum(400, 0, 0)]) is None and stratified_interval([]) is None
+
+
+def test_when_every_judged_sentence_is_in_one_day_the_rate_is_the_plain_share() -> None:
+    assert stratified([Stratum(500, 40, 2), Stratum(300, 0, 0)]) == 2 / 40
+    measure = audit_measures.hallucination_rate(
+        [{"utc_day": date(2026, 11, 3), "independent": True, "judged": 40, "unsupported": 2, "answers": 9,
+          "verifiers": ["llm-judge:audit"]}],
+        {date(2026, 11, 3): 500, date(2026, 11, 4): 300},
+    )  # fmt: skip
+    assert (measure["rate"], measure["n"], measure["sample_size"]) == (0.05, 2, 40)
+    assert measure["coverage"] == {"n": 500, "of": 800, "rate": 0.625}
+    assert measure["method"] == "stratified by day, weighted by delivered sentences"
+
+
+def sentences(day: datetime, week: datetime, judged: int, unsupported: int, **more: Any) -> dict[str, Any]:
+    return {"period": week, "utc_day": day.date(), "independent": True, "judged": judged,
+            "unsupported": unsupported, "not_judged": 0, "answers": 1, **more}  # fmt: skip
+
+
+def delivered(day: datetime, week: datetime, n: int) -> dict[str, Any]:
+    return {"period": week, "utc_day": day.date(), "delivered": n}
+
+
+def test_each_period_and_the_total_weight_their_days_by_the_sentences_delivered() -> None:
+    monday, tuesday, next_day = MONDAY, datetime(2026, 11, 3), datetime(2026, 11, 10)
+    daily = measured(
+        delivered=[
+            delivered(monday, MONDAY, 1000),
+            delivered(tuesday, MONDAY, 100),
+            delivered(next_day, NEXT_MONDAY, 50),
+        ],
+        audit_sentences=[
+            sentences(monday, MONDAY, 10, 2, verifiers=["a"], tried=["a"]),
+            sentences(tuesday, MONDAY, 90, 0, verifiers=["b"], tried=["b"]),
+            sentences(next_day, NEXT_MONDAY, 5, 1, verifiers=["a"], tried=["a"]),
+        ],
+        human_labels=[
+            {"period": MONDAY, "utc_day": monday.date(), "sentences": 4, "unsupported": 1, "labelled_answers": 1,
+             "abstentions": 2, "wrong": 1},
+            {"period": MONDAY, "utc_day": tuesday.date(), "sentences": 20, "unsupported": 0, "labelled_answers": 3,
+             "abstentions": 0, "wrong": 0},
+        ],
+    )  # fmt: skip
+    report = assemble(WEEK, daily)
+    first, second = (p["hallucination_rate"] for p in report["periods"])
+    assert (first["rate"], first["n"], first["sample_size"]) == (0.1818, 2, 100)
+    assert first["interval"] == stratified_interval([Stratum(1000, 10, 2), Stratum(100, 90, 0)])
+    assert first["verifier"] == ["a", "b"] and first["answers"] == 2
+    assert (second["rate"], second["n"], second["sample_size"]) == (0.2, 1, 5), "a lone day: its plain share"
+    total = report["total"]["hallucination_rate"]
+    assert total["rate"] == round((1000 * 2 / 10 + 100 * 0 / 90 + 50 * 1 / 5) / 1150, 4)
+    assert (total["n"], total["sample_size"]) == (3, 105), "the raw counts stay beside the weighted rate"
+    assert total["coverage"] == {"n": 1150, "of": 1150, "rate": 1.0}
+    people = report["periods"][0]["human"]
+    assert people["hallucination_rate"]["rate"] == round(1000 / 1100 * 1 / 4, 4)
+    assert people["hallucination_rate"]["coverage"] == {"n": 1100, "of": 1100, "rate": 1.0}
+    assert people["wrong_abstention"]["rate"] == 0.5 and people["wrong_abstention"]["interval"]["method"] == "wilson"
+    assert report["periods"][1]["human"]["hallucination_rate"]["status"] == "not_measured"
+
+
+def test_the_relaxed_recheck_is_an_upper_estimate_with_its_false_alarms_and_no_interval() -> None:
+    calibration = json.loads((REPO / "rag" / "calibration.json").read_text(encoding="utf-8"))
+    golden = calibration["relaxed_recheck"]["report_check"]["golden"]
+    flagged = golden["unanswerable"] - golden["unanswerable_true_gap"]
+    assert (flagged, golden["unanswerable"]) == (7, 9), "the report set's figures at the chosen threshold"
+    report = assemble(WEEK, measured(audit_abstentions=[row(None, checked=12, possibly_answerable=3)]))
+    measure = report["total"]["wrong_abstention"]
+    assert "interval" not in measure
+    assert measure["kind"] == "upper_estimate" and (measure["n"], measure["sample_size"]) == (3, 12)
+    assert measure["false_alarms"] == {
+        "n": 7,
+        "of": 9,
+        "rate": 0.7778,
+        "set": "sample/golden.yaml",
+        "threshold": calibration["relaxed_threshold"],
+        "date": calibration["relaxed_recheck"]["date"],
+        "parts": {"n": 1, "of": 2, "rate": 0.5},
+    }
+    assert report["periods"][0]["wrong_abstention"]["status"] == "not_measured"
+    assert report["periods"][0]["wrong_abstention"]["false_alarms"] == measure["false_alarms"]
+    assert audit_measures.false_alarms({}, 0.45) is None, "before the benchmark has run"
+
+    lines = render_report(report).splitlines()
+    relaxed = next(i for i, line in enumerate(lines) if line.startswith("Abstentions that relaxed retrieval"))
+    assert lines[relaxed] == (
+        "Abstentions that relaxed retrieval finds possibly answerable (upper estimate: flags 7/9 correct "
+        "abstentions on sample/golden.yaml): 3/12 re-checked (25.0%), no interval."
+    )
+    assert lines[relaxed + 1] == "Wrong abstentions (human labels): not measured (no labels imported)."
+    assert "CI" not in lines[relaxed]
+
+
+def test_the_peoples_wrong_abstention_rate_is_the_headline_when_there_are_labels() -> None:
+    labels = [{"period": MONDAY, "utc_day": MONDAY.date(), "sentences": 0, "abstentions": 5, "wrong": 1}]
+    report = assemble(
+        WEEK, measured(audit_abstentions=[row(None, checked=12, possibly_answerable=3)], human_labels=labels)
+    )
+    lines = render_report(report).splitlines()
+    people = next(i for i, line in enumerate(lines) if line.startswith("Wrong abstentions"))
+    assert lines[people].startswith("Wrong abstentions (human labels): 1/5 abstentions (20.0%, 95% CI ")
+    assert lines[people + 1].startswith("Abstentions that relaxed retrieval finds possibly answerable (upper ")

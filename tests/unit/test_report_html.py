@@ -117,26 +117,54 @@ def test_measured_rates_are_drawn_with_their_interval_and_the_peoples_labels_bes
         [{"independent": True, "judged": 110, "unsupported": 4, "verifiers": ["cross-encoder:nli", "openai:judge"]}]
     )
     labels = {"sentences": 20, "unsupported": 2, "labelled_answers": 8, "abstentions": 5, "wrong": 1}
-    second["human"] = sampled["total"]["human"] = audit_measures.human(labels)
-    sampled["total"]["wrong_abstention"] = audit_measures.wrong_abstention({"checked": 12, "possibly_answerable": 3})
+    second["human"] = sampled["total"]["human"] = audit_measures.human([labels])
+    alarms = {"n": 7, "of": 9, "rate": 0.7778, "set": "sample/golden.yaml"}
+    relaxed = audit_measures.wrong_abstention({"checked": 12, "possibly_answerable": 3}, alarms)
+    sampled["total"]["wrong_abstention"] = second["wrong_abstention"] = relaxed
     page = render_html(sampled)
 
     card = re.search(r"Hallucination rate<b>(.*?)</b><small>(.*?)</small>", page)
-    assert card is not None and card.group(1) == "4/110 (3.6%)"
-    assert f"sample of 110 sentences; 95% interval {interval_text(total)}" in card.group(2)
+    assert card is not None and card.group(1) == "3.6%, from 4/110", "the weighted rate, then its counts"
+    assert f"weighted by day; sample of 110 sentences; 95% interval {interval_text(total)}" in card.group(2)
+    assert "the days sampled hold 110/110 (100%) of the delivered sentences" in card.group(2)
     assert "verifier: cross-encoder:nli, openai:judge" in card.group(2)
-    assert "people&#x27;s labels: 2/20 (10%)" in card.group(2)
-    card = re.search(r"Wrong abstentions<b>(.*?)</b><small>(.*?)</small>", page)
-    assert card is not None and card.group(1) == "3/12 (25%)" and "method: relaxed retrieval" in card.group(2)
+    assert "people&#x27;s labels: 10%, from 2/20" in card.group(2)
+    card = re.search(r"Wrong abstentions \(people&#x27;s labels\)<b>(.*?)</b><small>(.*?)</small>", page)
+    assert card is not None and card.group(1) == "1/5 (20%)", "people's labels lead when there are any"
+    assert (
+        "abstentions that relaxed retrieval finds possibly answerable (upper estimate: flags 7/9 correct "
+        "abstentions on sample/golden.yaml): 3/12 (25%)"
+    ) in card.group(2)
 
     chart = re.search(r"<svg[^>]*><title>Hallucination rate with its interval</title>.*?</svg>", page)
     assert chart is not None
     assert chart.group(0).count('class="interval"') == 3, "two periods by the verifier, one by people"
-    assert "people (labelled)" in chart.group(0) and "2/20 (10%)" in chart.group(0)
-    tooltip = f"verifier (sampled), 2026-11-09: 3/60 (5.0%) (interval {interval_text(second['hallucination_rate'])})"
+    assert "people (labelled)" in chart.group(0) and "10%, from 2/20" in chart.group(0)
+    tooltip = (
+        f"verifier (sampled), 2026-11-09: 5.0%, from 3/60 (interval {interval_text(second['hallucination_rate'])})"
+    )
     assert escape(tooltip) in chart.group(0), "each point's tooltip carries its interval"
-    people = re.search(r"<svg[^>]*><title>Wrong abstentions with its interval</title>.*?</svg>", page)
+    title = "Wrong abstentions: people&#x27;s labels with their interval, and the relaxed re-check (an upper estimate)"
+    people = re.search(rf"<svg[^>]*><title>{re.escape(title)}</title>.*?</svg>", page)
     assert people is not None and "1/5 (20%)" in people.group(0), "people's wrong abstentions, per period"
+    assert people.group(0).count('class="interval"') == 1, "the relaxed re-check has no interval"
+    assert "relaxed re-check (upper estimate), 2026-11-09: 3/12 (25%)" in people.group(0)
+
+
+def test_without_labels_the_relaxed_recheck_is_named_for_what_it_counts() -> None:
+    sampled = report()
+    alarms = {"n": 7, "of": 9, "rate": 0.7778, "set": "sample/golden.yaml"}
+    sampled["total"]["wrong_abstention"] = audit_measures.wrong_abstention(
+        {"checked": 12, "possibly_answerable": 3}, alarms
+    )
+    page = render_html(sampled)
+    assert "Wrong abstentions<b>" not in page, "no card reads it as a wrong-abstention rate"
+    card = re.search(
+        r"Abstentions that relaxed retrieval finds possibly answerable<b>(.*?)</b><small>(.*?)</small>", page
+    )
+    assert card is not None and card.group(1) == "3/12 (25%)"
+    assert "upper estimate: flags 7/9 correct abstentions on sample/golden.yaml" in card.group(2)
+    assert "not a wrong-abstention rate" in card.group(2) and "interval" not in card.group(2)
 
 
 def test_the_page_requests_nothing_from_anywhere() -> None:
