@@ -11,7 +11,11 @@ question for a person reviewing gaps (`candor gaps`):
   retry form), so full-text search weighs the rare words alone;
 - the best readable sentence's rerank score over both probes, compared with a relaxed threshold
   below the answer threshold (`relaxed_threshold` in rag/calibration.json, chosen on sample/dev.yaml
-  and the SQuAD calibration half by benchmarks/relaxed_recheck.py).
+  and the SQuAD calibration half by benchmarks/relaxed_recheck.py);
+- but a question naming something (a plan, a product, a code: `rag.premise.unknown_names`) that no
+  passage of the relaxed shortlist mentions is a true gap whatever its score: "the Platinum plan"
+  scores high against the plans that exist, and full-text search would have found the name if any
+  document used it. The pipeline's premise gate asks the same question of its own shortlist.
 
 `possibly_answerable` means "a person should look": it is tuned to catch most answerable questions.
 `true_gap` means nothing under relaxed retrieval came close: tuned to be reliable.
@@ -29,6 +33,7 @@ from typing import Any, Literal, Protocol
 from rag.config import calibrated
 from rag.facts import clean_sentence, readable
 from rag.pipeline import retry_query
+from rag.premise import unknown_names
 from rag.rerank import Ranked, ScoredSentence
 from rag.types import AccessScope
 
@@ -76,12 +81,15 @@ class Recheck:
     """The relaxed threshold it was compared with."""
     evidence: tuple[RecheckEvidence, ...]
     """Best first; one per passage."""
+    unknown_names: tuple[str, ...] = ()
+    """Names and codes the question uses that no passage of the relaxed shortlist mentions."""
 
     def as_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "score": round(self.score, 4),
             "threshold": self.threshold,
+            "unknown_names": list(self.unknown_names),
             "evidence": [e.as_json() for e in self.evidence],
         }
 
@@ -105,7 +113,9 @@ async def recheck(
     rankings = [await ranking.rerank(probe, scope, k=k) for probe in probes(text)]
     evidence = best_evidence(rankings)
     score = evidence[0].score if evidence else -1.0
-    return Recheck("possibly_answerable" if score >= tau else "true_gap", score, tau, evidence[:EVIDENCE])
+    unknown = unknown_names(text, [r.passage for ranked in rankings for r in ranked])
+    label: Label = "possibly_answerable" if score >= tau and not unknown else "true_gap"
+    return Recheck(label, score, tau, evidence[:EVIDENCE], unknown)
 
 
 def best_evidence(rankings: Sequence[Sequence[Ranked]]) -> tuple[RecheckEvidence, ...]:

@@ -94,4 +94,10 @@ async def test_a_restricted_document_is_never_evidence_for_a_public_scope(
 async def test_json_and_an_empty_knowledge_base(candor: Candor, kb: KnowledgeBase) -> None:
     found = await recheck(candor, "What is the vesting schedule?", public(kb))
     assert found == Recheck("true_gap", -1.0, relaxed_threshold(), ())
-    assert found.as_json() == {"label": "true_gap", "score": -1.0, "threshold": relaxed_threshold(), "evidence": []}
+    assert found.as_json() == {
+        "label": "true_gap",
+        "score": -1.0,
+        "threshold": relaxed_threshold(),
+        "unknown_names": [],
+        "evidence": [],
+    }

