@@ -19,10 +19,11 @@ from rich.markup import escape
 
 from bot.cli_audit import audit_app
 from bot.cli_common import err, out, run
+from bot.report_text import relaxed_estimate
 from rag.audit import DEFAULT_SAMPLE, AuditRequest, AuditResult, relaxed_rechecker, run_audit
 from rag.audit_verifier import build_audit_verifier
 from rag.labels import Imported, export_labels, import_labels
-from rag.reporting import report_window
+from rag.reporting import relaxed_false_alarms, report_window
 from rag.runtime import Candor
 
 
@@ -139,7 +140,7 @@ def summary_text(summary: Mapping[str, Any]) -> str:
         f"unsupported: {unsupported['n']}/{unsupported['of']} ({_percent(unsupported['rate'])}{ci})",
         f"not judged: {summary['not_judged']}",
         f"abstentions re-checked: {abstentions['of']}; possibly answerable: {abstentions['n']}/{abstentions['of']}"
-        f" ({_percent(abstentions['rate'])}, an upper estimate)",
+        f" ({_percent(abstentions['rate'])}; {relaxed_estimate({'false_alarms': relaxed_false_alarms()})})",
     ]
     if summary.get("not_rechecked"):
         lines.append(f"abstentions not re-checked (their re-check failed): {summary['not_rechecked']}")

@@ -142,7 +142,7 @@ def assemble(window: Window, measured: Mapping[str, Sequence[Mapping[str, Any]]]
     grouped = {name: _by_period(rows) for name, rows in measured.items() if name != "eval_runs" and name not in daily}
     seen = {str(row["platform"]) for row in measured.get("platforms", ())}
     platforms = (*PLATFORMS, *sorted(seen - set(PLATFORMS)))
-    alarms = _false_alarms()
+    alarms = relaxed_false_alarms()
     keys = sorted(k for k in grouped.get("routes", {}) if isinstance(k, date)) if window.by else []
     periods = []
     for key in keys:
@@ -233,7 +233,7 @@ def _sampled(grouped: Grouped, daily: Daily, key: PeriodKey, alarms: Mapping[str
     }
 
 
-def _false_alarms() -> dict[str, Any] | None:
+def relaxed_false_alarms() -> dict[str, Any] | None:
     """The relaxed re-check's measured false alarms; benchmarks/relaxed_recheck.py writes them with the
     threshold they are of (`relaxed_threshold`)."""
     record = calibration_record("relaxed_recheck")

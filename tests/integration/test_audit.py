@@ -768,6 +768,7 @@ async def test_candor_audit_answers_exits_non_zero_when_the_judge_goes_away_and_
         assert "the audit stopped before the end" in broken.stderr and "incomplete" in broken.stderr
         assert "Traceback" not in broken.stderr
         assert "INCOMPLETE" in broken.stdout and "verifier: llm-judge:audit-model, independent" in broken.stdout
+        assert "upper estimate: flags " in broken.stdout and "correct abstentions on sample/golden" in broken.stdout
         fake.responder = judges(unless=[MARKER])
         fixed = run_cli(candor, tmp_path, *args, "--seed", "cli", **env)
     assert fixed.returncode == 0, fixed.stderr
