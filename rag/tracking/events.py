@@ -334,7 +334,10 @@ class EventLedger:
     async def _execute(self, what: str, statement: TextClause, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Run one statement in its own transaction, its rows as dicts; database failures become `StoreError`."""
         try:
-            async with self.engine.begin() as conn:
+            async with self.engine.connect() as conn:
+                # one statement is atomic on its own: autocommit saves the BEGIN and COMMIT round
+                # trips, which an acknowledgement Slack is waiting for would otherwise pay
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
                 return [dict(row._mapping) for row in await conn.execute(statement, params)]
         except DATABASE_ERRORS as exc:
             raise StoreError(f"could not {what}: {_describe(exc)}") from exc
