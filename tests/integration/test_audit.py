@@ -16,9 +16,6 @@ import hashlib
 import io
 import json
 import math
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -40,6 +37,7 @@ from rag.rerank import Ranked
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from rag.types import AccessScope
+from tests.cli import run_cli
 from tests.conftest import REPO
 from tests.fakes.openai_server import ChatRequest, FakeOpenAI, ThreadedFakeOpenAI
 from tests.fakes.teams_server import ingest_handbook
@@ -737,16 +735,6 @@ async def test_a_part_left_unanswered_twice_is_one_item_rechecked_and_labelled_o
 
 
 # --- the real command ------------------------------------------------------------------------------------
-
-
-def run_cli(candor: Candor, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """`candor ARGS` as its own process on the session's database, with these extra variables."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
-    url = candor.store.engine.url.render_as_string(hide_password=False)
-    base.update(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1", **env)
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args], cwd=home, env=base, capture_output=True, text=True, timeout=300
-    )
 
 
 @pytest.mark.slow

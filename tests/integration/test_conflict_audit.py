@@ -10,9 +10,7 @@ document rows, expected values from the golden file.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from rag.facts import values, variant_qualifiers
 from rag.golden import GoldenConflict, load_golden
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
+from tests import cli
 from tests.conftest import REPO, SAMPLE
 
 PLANTED = [item.conflict for item in load_golden(REPO / "sample" / "golden.yaml") if item.conflict is not None]
@@ -248,13 +247,8 @@ async def test_a_knowledge_base_without_conflicts_reports_none(candor: Candor, k
 
 
 def run_cli(candor: Candor, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`candor ARGS` as its own process, on the session's database, with the session's embedder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
-    url = candor.store.engine.url.render_as_string(hide_password=False)
-    env.update(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, CANDOR_EMBEDDER_BACKEND="torch", HF_HUB_OFFLINE="1")
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args], cwd=home, env=env, capture_output=True, text=True, timeout=300
-    )
+    """`candor ARGS` with the session's embedder backend, so its vectors match the stored ones."""
+    return cli.run_cli(candor, home, *args, CANDOR_EMBEDDER_BACKEND="torch")
 
 
 @pytest.mark.slow

@@ -15,8 +15,6 @@ import hmac
 import io
 import os
 import stat
-import subprocess
-import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +32,7 @@ from rag.errors import ConfigError
 from rag.feedback_csv import COLUMNS, export_csv, key_file
 from rag.runtime import Candor
 from rag.types import AccessScope
+from tests.cli import run_cli
 from tests.conftest import SAMPLE
 
 TRICKY = 'Wrong, "24 days" is old;\nthe policy says 24, not 20.\r\nSee: leave, carry-over'
@@ -224,16 +223,6 @@ def test_export_settings_are_checked(tmp_path: Path) -> None:
 
 
 # --- the real command -------------------------------------------------------------------------------------
-
-
-def run_cli(candor: Candor, home: Path, *args: str, **env_vars: str) -> subprocess.CompletedProcess[str]:
-    """`candor ARGS` as its own process, on the session's database (CANDOR_DATABASE_URL)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
-    url = candor.store.engine.url.render_as_string(hide_password=False)
-    env.update(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1", **env_vars)
-    done = subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=home, env=env, capture_output=True, timeout=300)
-    # Decoded here, not with text=True: that would turn the CSV's quoted "\r\n" into "\n".
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
 @pytest.mark.slow

@@ -11,9 +11,7 @@ answer's route is checked first (the premise of the test). The traces are then m
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from rag.reporting import report_window
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from rag.types import AccessScope
+from tests import cli
 from tests.conftest import SAMPLE
 
 SINCE, UNTIL = "2019-06-01", "2019-07-01"
@@ -193,13 +192,8 @@ async def test_since_leaves_out_older_traces(candor: Candor, seeded: Seeded) -> 
 
 
 def run_cli(candor: Candor, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`candor ARGS` as its own process, on the session's database, with the session's embedder backend."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
-    url = candor.store.engine.url.render_as_string(hide_password=False)
-    env.update(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1", CANDOR_EMBEDDER_BACKEND="torch")
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args], cwd=home, env=env, capture_output=True, text=True, timeout=600
-    )
+    """`candor ARGS` with the session's embedder backend, so its vectors match the stored ones."""
+    return cli.run_cli(candor, home, *args, timeout=600, CANDOR_EMBEDDER_BACKEND="torch")
 
 
 @pytest.mark.slow

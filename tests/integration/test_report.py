@@ -16,9 +16,6 @@ report's own SQL is never used for an expectation.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
@@ -38,6 +35,7 @@ from rag.reporting import build_report, report_window
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from rag.types import AccessScope, Passage
+from tests.cli import run_cli
 from tests.conftest import REPO, SAMPLE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.writers import Models, copy, writes
@@ -548,16 +546,6 @@ async def test_the_text_is_a_readable_table(candor: Candor, seeded: Seeded) -> N
 
 
 # --- the real command -------------------------------------------------------------------------------------
-
-
-def run_cli(candor: Candor, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`candor ARGS` as its own process, on the session's database (CANDOR_DATABASE_URL)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
-    url = candor.store.engine.url.render_as_string(hide_password=False)
-    env.update(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1")
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args], cwd=home, env=env, capture_output=True, text=True, timeout=300
-    )
 
 
 @pytest.mark.slow
