@@ -1,8 +1,10 @@
 """Export a sentence-transformers model to ONNX (optionally int8) once, locally, and load it.
 
 The export is written under `<CANDOR_HOME>/models/` next to a copy of the model's files (the
-packaged model lives in site-packages, which is not ours to write). A file lock makes a second
-process wait for the first one's export instead of racing it. Nothing is downloaded.
+packaged model lives in site-packages, which is not ours to write). Once exported, the copied
+weights and, for int8, the float export are deleted: the ONNX file holds the weights, and keeping
+them made every home ~200 MB instead of ~25 MB. A file lock makes a second process wait for the
+first one's export instead of racing it. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -50,6 +52,18 @@ def _quiet() -> Iterator[None]:
                 logger.setLevel(level)
 
 
+_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+
+
+def _drop_export_inputs(target: Path, *, quantized: bool) -> None:
+    """Delete what only the export needed: the copied torch weights and, after an int8 export, the
+    float one it was made from. A later export of the float variant copies the weights again."""
+    for name in _WEIGHTS:
+        (target / name).unlink(missing_ok=True)
+    if quantized:
+        (target / "onnx" / "model.onnx").unlink(missing_ok=True)
+
+
 def load_onnx_model(model_path: str, *, quantized: bool, cache_dir: Path | None) -> Any:
     from sentence_transformers import SentenceTransformer
 
@@ -72,7 +86,9 @@ def load_onnx_model(model_path: str, *, quantized: bool, cache_dir: Path | None)
                     from sentence_transformers import export_dynamic_quantized_onnx_model
 
                     export_dynamic_quantized_onnx_model(model, _quantization_target(), str(target))
+            _drop_export_inputs(target, quantized=quantized)
             log.info("exported embedder to ONNX", extra={"target": str(target / "onnx" / target_name)})
-    return SentenceTransformer(
-        str(target), device="cpu", backend="onnx", model_kwargs={"file_name": f"onnx/{target_name}"}
-    )
+        # Loaded under the lock: an int8 export deletes the float file another process may want.
+        return SentenceTransformer(
+            str(target), device="cpu", backend="onnx", model_kwargs={"file_name": f"onnx/{target_name}"}
+        )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -148,6 +150,55 @@ class TestQuantizedOnnxEmbedder(EmbedderContract):
         assert agreement.min() > 0.95, agreement
         export = next(minilm_int8.cache_dir.glob("*-onnx/onnx/model_qint8_*.onnx"))  # type: ignore[union-attr]
         assert export.stat().st_size < 40_000_000  # int8: about a quarter of the 90 MB float model
+
+    async def test_the_export_keeps_only_what_loading_needs(
+        self, minilm_int8: SentenceTransformerEmbedder, tmp_path: Path
+    ) -> None:
+        """An int8 export keeps its file and the tokenizer, not the copied torch weights or the
+        float export (each test home was ~200 MB). A float export afterwards copies the weights
+        again and leaves the int8 file, which a fresh embedder then loads without exporting."""
+        before = await SentenceTransformerEmbedder(PACKAGED_MINILM, backend="onnx-int8", cache_dir=tmp_path).embed(
+            [LEAVE]
+        )
+        assert np.allclose(before, await minilm_int8.embed([LEAVE]), atol=1e-5)
+        exported = _export_state(tmp_path)
+        assert exported.total_bytes < exported.int8_bytes + 5_000_000, exported
+        assert exported.onnx_files == [exported.int8_name] and not exported.has_weights
+
+        float_vector = await SentenceTransformerEmbedder(PACKAGED_MINILM, backend="onnx", cache_dir=tmp_path).embed(
+            [LEAVE]
+        )
+        again = await SentenceTransformerEmbedder(PACKAGED_MINILM, backend="onnx-int8", cache_dir=tmp_path).embed(
+            [LEAVE]
+        )
+        assert float(np.dot(float_vector[0], before[0])) > 0.95
+        assert np.allclose(again, before, atol=1e-5)
+        after = _export_state(tmp_path)
+        assert after.onnx_files == ["model.onnx", exported.int8_name] and not after.has_weights
+        assert after.int8_mtime == exported.int8_mtime  # loaded, not exported again
+
+
+@dataclass(frozen=True)
+class _ExportState:
+    int8_name: str
+    int8_bytes: int
+    int8_mtime: int
+    onnx_files: list[str]
+    total_bytes: int
+    has_weights: bool
+
+
+def _export_state(cache: Path) -> _ExportState:
+    int8 = next(cache.glob("*-onnx/onnx/model_qint8_*.onnx"))
+    folder = int8.parent.parent
+    return _ExportState(
+        int8_name=int8.name,
+        int8_bytes=int8.stat().st_size,
+        int8_mtime=int8.stat().st_mtime_ns,
+        onnx_files=sorted(path.name for path in int8.parent.glob("*.onnx")),
+        total_bytes=sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()),
+        has_weights=(folder / "model.safetensors").exists(),
+    )
 
 
 def _openai(base_url: str, *, timeout: float = 5.0, max_retries: int = 2) -> OpenAIEmbedder:
