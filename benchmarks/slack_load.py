@@ -58,7 +58,11 @@ class Sent:
 
 
 def server_env(
-    home: Path, fake: ThreadedFakeSlack, concurrency: int | None, answer_process: bool | None
+    home: Path,
+    fake: ThreadedFakeSlack,
+    concurrency: int | None,
+    answer_process: bool | None,
+    db_pool_size: int | None = None,
 ) -> dict[str, str]:
     env = {
         "SLACK_BOT_TOKEN": "xoxb-load",
@@ -70,6 +74,8 @@ def server_env(
         env["CANDOR_ANSWER_CONCURRENCY"] = str(concurrency)
     if answer_process is not None:
         env["CANDOR_SLACK_ANSWER_PROCESS"] = "true" if answer_process else "false"
+    if db_pool_size is not None:
+        env["CANDOR_DB_POOL_SIZE"] = str(db_pool_size)
     return env
 
 
@@ -175,12 +181,13 @@ def main() -> None:
         default=None,
         help="CANDOR_SLACK_ANSWER_PROCESS (default: the setting's default)",
     )
+    parser.add_argument("--db-pool-size", type=int, default=None, help="CANDOR_DB_POOL_SIZE")
     args = parser.parse_args()
 
     home = asyncio.run(prepare_handbook())
     texts = golden_questions()
     with ThreadedFakeSlack() as fake:
-        env = server_env(home, fake, args.answer_concurrency, args.answer_process)
+        env = server_env(home, fake, args.answer_concurrency, args.answer_process, args.db_pool_size)
         with candor_serve(home, env, home.parent / "slack-load-serve.log") as base:
             url = f"{base}/slack/events"
             asyncio.run(run_once(url, fake, texts, 10, 5))  # warm-up

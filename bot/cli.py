@@ -275,6 +275,7 @@ def serve(
 
     async def work(candor: Candor) -> None:
         await candor.warm_up()
+        await candor.open_connections()
         settings = candor.settings
         slack = settings.slack_bot_token is not None
         teams = bool(settings.microsoft_app_id) or settings.teams
@@ -354,6 +355,7 @@ def slack_worker() -> None:
 
     async def work(candor: Candor) -> None:
         await candor.warm_up()
+        await candor.open_connections()
         await run_answer_process(candor)
 
     run(work)

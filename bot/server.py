@@ -17,6 +17,7 @@ no thresholds, no pipeline logic here.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from typing import Protocol
@@ -144,6 +145,7 @@ async def serve(app: web.Application, host: str, port: int, *, shutdown_timeout:
     stop = asyncio.Event()
     runner = app_runner(app, shutdown_timeout=shutdown_timeout)
     await runner.setup()
+    settle_heap()
     previous = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
     installed: list[signal.Signals] = []
     try:
@@ -165,6 +167,18 @@ async def serve(app: web.Application, host: str, port: int, *, shutdown_timeout:
         log.info("shutting down: finishing requests in flight (up to %gs)", shutdown_timeout)
         await runner.cleanup()
         log.info("stopped")
+
+
+def settle_heap() -> None:
+    """Put what start-up made (modules, models: ~575k objects) out of the garbage collector's reach.
+
+    A full collection walks every tracked object: ~330 ms here, with the event loop stopped. In
+    `candor serve` that showed as Slack acknowledgements of 250-450 ms in the slowest 1% (the
+    collections ran during a burst). Frozen objects are never freed, which is right for what lives
+    as long as the process; everything made later is collected as before. Call it once start-up is
+    done, before serving."""
+    gc.collect()
+    gc.freeze()
 
 
 def _request_stop(stop: asyncio.Event, sig: signal.Signals) -> None:

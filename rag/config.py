@@ -81,7 +81,11 @@ class Settings(BaseSettings):
     """CANDOR_HOME: data directory; the embedded Postgres lives in `<home>/pgdata`."""
     database_url: SecretStr | None = Field(None, validation_alias=_env("CANDOR_DATABASE_URL"))
     """CANDOR_DATABASE_URL: an existing Postgres (with pgvector) to use instead of the embedded one."""
-    db_pool_size: int = Field(5, ge=1, le=100, validation_alias=_env("CANDOR_DB_POOL_SIZE"))
+    db_pool_size: int = Field(20, ge=1, le=100, validation_alias=_env("CANDOR_DB_POOL_SIZE"))
+    """CANDOR_DB_POOL_SIZE: database connections each process keeps; never more. `candor serve` opens
+    them at start-up; a request that finds all in use waits for one (statements are short) rather
+    than opening one more in the middle of a burst. Cover the Slack/Teams events you expect at once
+    plus CANDOR_ANSWER_CONCURRENCY; mind the server's max_connections across replicas."""
 
     # --- embeddings ----------------------------------------------------------------------
     embedder: str = Field(PACKAGED_MINILM, validation_alias=_env("CANDOR_EMBEDDER"))

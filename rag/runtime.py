@@ -24,6 +24,7 @@ from rag.reporting import Window, build_report
 from rag.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
 from rag.retrieve import HybridRetriever
 from rag.stages import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
+from rag.store.database import fill_pool
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.synthesis import ExtractiveSynthesizer, Synthesizer
@@ -69,6 +70,10 @@ class Candor:
     async def warm_up(self) -> None:
         """Load the models now, so the first question does not pay for it."""
         await self.embedder.embed(["warm-up"])
+
+    async def open_connections(self) -> None:
+        """Open the database pool's connections now (a server's start-up), not in its first burst."""
+        await fill_pool(self.store.engine, self.settings.db_pool_size)
 
     async def record_feedback(self, feedback: Feedback) -> None:
         await self.tracker.record_feedback(feedback)

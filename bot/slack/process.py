@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
+from bot.server import settle_heap
 from bot.slack.app import SlackAdapter, slack_config
 from rag.runtime import Candor
 
@@ -95,6 +96,7 @@ async def run_answer_process(candor: Candor, *, drain_seconds: float = 30.0) -> 
     adapter = SlackAdapter(
         slack_config(candor.settings, answers_here=True), candor, candor.events, poll_seconds=POLL_SECONDS
     )
+    settle_heap()
     stop = asyncio.Event()
     orphaned = False
     loop = asyncio.get_running_loop()

@@ -1,0 +1,92 @@
+"""The connection pool a serving process keeps: opened at start-up, never exceeded, and the heap a
+server freezes after start-up (bot.server.settle_heap). Against the session's real Postgres."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from rag.config import load_settings
+from rag.runtime import Candor
+from rag.store.database import fill_pool, open_engine
+
+
+@pytest.fixture
+async def small_pool(candor: Candor, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """An engine on the session's database configured the way `candor serve` is, with 2 connections."""
+    url = candor.store.engine.url.render_as_string(hide_password=False)
+    settings = load_settings(home=tmp_path, database_url=url, db_pool_size=2)
+    engine, _ = await open_engine(settings, embedder=candor.embedder.name, dimension=candor.embedder.dimension)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+async def _backends(candor: Candor) -> set[int]:
+    async with candor.store.engine.connect() as conn:
+        rows = await conn.execute(text("SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"))
+        return {int(row[0]) for row in rows}
+
+
+async def _pid(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+
+
+async def test_fill_pool_opens_the_connections_at_start_up(small_pool: AsyncEngine, candor: Candor) -> None:
+    await fill_pool(small_pool, 2)
+    assert small_pool.pool.checkedin() == 2  # type: ignore[attr-defined]
+    open_now = await _backends(candor)
+    # requests use exactly those connections, several at once: no new server process
+    pids = set(await asyncio.gather(*(_pid(small_pool) for _ in range(6))))
+    assert len(pids) == 2 and pids <= open_now
+    assert await _backends(candor) <= open_now
+
+
+async def test_a_request_past_the_pool_waits_for_a_connection_instead_of_opening_one(
+    small_pool: AsyncEngine, candor: Candor
+) -> None:
+    await fill_pool(small_pool, 2)
+    before = await _backends(candor)
+    first, second = small_pool.connect(), small_pool.connect()
+    await first.__aenter__()
+    await second.__aenter__()
+    third = asyncio.create_task(_pid(small_pool))
+    await asyncio.sleep(0.3)
+    assert not third.done()  # waiting, not connected past the pool
+    assert await _backends(candor) == before
+    await first.__aexit__(None, None, None)
+    await asyncio.wait_for(third, 5)
+    await second.__aexit__(None, None, None)
+    assert third.result() in before
+    assert small_pool.pool.checkedin() == 2  # type: ignore[attr-defined]
+
+
+def test_settle_heap_freezes_start_up_objects_and_later_garbage_is_still_collected() -> None:
+    script = textwrap.dedent(
+        """
+        import gc
+        from bot.server import settle_heap
+        settle_heap()
+        frozen = gc.get_freeze_count()
+        class Node:
+            pass
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        del a, b
+        print(frozen, gc.collect())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    frozen, collected = (int(word) for word in done.stdout.split())
+    assert frozen > 10_000  # the modules bot.server imports, at least
+    assert collected >= 2  # the cycle made after freezing
