@@ -15,8 +15,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.config import load_settings
+from rag.errors import StoreError
 from rag.runtime import Candor
-from rag.store.database import fill_pool, open_engine
+from rag.store.database import EmbedderRecord, fill_pool, open_engine
+from rag.store.postgres import PostgresStore
 
 
 @pytest.fixture
@@ -90,3 +92,33 @@ def test_settle_heap_freezes_start_up_objects_and_later_garbage_is_still_collect
     frozen, collected = (int(word) for word in done.stdout.split())
     assert frozen > 10_000  # the modules bot.server imports, at least
     assert collected >= 2  # the cycle made after freezing
+
+
+async def test_a_read_runs_outside_a_transaction_and_leaves_the_connection_transactional(
+    small_pool: AsyncEngine, candor: Candor
+) -> None:
+    """`fetch_all` reads in autocommit (no BEGIN/COMMIT round trips); the pooled connection goes back
+    in its usual mode, so a later transaction on it still rolls back."""
+    store = PostgresStore(small_pool, EmbedderRecord(candor.embedder.name, candor.embedder.dimension))
+    rows = await store.fetch_all("SELECT now() = statement_timestamp(), pg_backend_pid()", {})
+    assert rows[0][0] is True  # outside a transaction block, now() is this statement's own time
+    read_on = rows[0][1]
+    for _ in range(2):  # both pooled connections, the one the read used among them
+        async with small_pool.connect() as conn:
+            pid = int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+            await conn.execute(text("CREATE TEMP TABLE rolled_back (x int)"))
+            await conn.rollback()
+            gone = (await conn.execute(text("SELECT to_regclass('pg_temp.rolled_back') IS NULL"))).scalar_one()
+            assert gone, f"connection {pid} was left in autocommit"
+            await conn.rollback()
+    assert read_on in await _backends(candor)
+
+
+async def test_a_failing_read_is_a_store_error_and_the_pool_recovers(small_pool: AsyncEngine, candor: Candor) -> None:
+    store = PostgresStore(small_pool, EmbedderRecord(candor.embedder.name, candor.embedder.dimension))
+    with pytest.raises(StoreError, match="no_such_column"):
+        await store.fetch_all("SELECT no_such_column FROM chunks", {})
+    with pytest.raises(StoreError):
+        await store.fetch_one("SELECT 1/0", {})
+    assert await store.fetch_one("SELECT 41 + 1", {}) == (42,)
+    assert small_pool.pool.checkedout() == 0  # type: ignore[attr-defined]
