@@ -270,7 +270,7 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
 ) -> None:
     """Run the server: the chat page at /, health at /healthz, Slack at /slack/events (or Socket Mode)."""
-    from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app
+    from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app, settle_heap
     from bot.server import serve as run_server
 
     async def work(candor: Candor) -> None:
@@ -306,6 +306,7 @@ def serve(
             where = "in this process" if config.answers_here else "in a child process"
             err.print(f"Slack: {mode}; answers made {where}", highlight=False)
         err.print(f"Candor is listening on http://{host}:{port}/", highlight=False)
+        settle_heap()
         await run_server(app_, host, port)
 
     run(work)

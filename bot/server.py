@@ -145,7 +145,6 @@ async def serve(app: web.Application, host: str, port: int, *, shutdown_timeout:
     stop = asyncio.Event()
     runner = app_runner(app, shutdown_timeout=shutdown_timeout)
     await runner.setup()
-    settle_heap()
     previous = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
     installed: list[signal.Signals] = []
     try:
@@ -175,8 +174,9 @@ def settle_heap() -> None:
     A full collection walks every tracked object: ~330 ms here, with the event loop stopped. In
     `candor serve` that showed as Slack acknowledgements of 250-450 ms in the slowest 1% (the
     collections ran during a burst). Frozen objects are never freed, which is right for what lives
-    as long as the process; everything made later is collected as before. Call it once start-up is
-    done, before serving."""
+    as long as the process; everything made later is collected as before. A process's entry point
+    calls it once start-up is done (models loaded), before serving: not a library function like
+    `serve`, which tests run inside their own process."""
     gc.collect()
     gc.freeze()
 

@@ -75,7 +75,8 @@ def load_onnx_model(model_path: str, *, quantized: bool, cache_dir: Path | None)
     target_name = f"model_qint8_{_quantization_target()}.onnx" if quantized else "model.onnx"
     cache_dir.mkdir(parents=True, exist_ok=True)
     with fasteners.InterProcessLock(str(cache_dir / ".export.lock")):
-        if not (target / "onnx" / target_name).exists():
+        exporting = not (target / "onnx" / target_name).exists()
+        if exporting:
             log.info("exporting embedder to ONNX", extra={"model": model_path, "target": str(target)})
             shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("onnx"))
             with _quiet():  # the exporter's tracer warnings and "saving is recommended" advice
@@ -86,8 +87,10 @@ def load_onnx_model(model_path: str, *, quantized: bool, cache_dir: Path | None)
                     from sentence_transformers import export_dynamic_quantized_onnx_model
 
                     export_dynamic_quantized_onnx_model(model, _quantization_target(), str(target))
-            _drop_export_inputs(target, quantized=quantized)
             log.info("exported embedder to ONNX", extra={"target": str(target / "onnx" / target_name)})
+        # the weights go on every load (a cache an older version left kept them); the float file
+        # only right after the int8 export made from it, so that switching variants stays cheap
+        _drop_export_inputs(target, quantized=quantized and exporting)
         # Loaded under the lock: an int8 export deletes the float file another process may want.
         return SentenceTransformer(
             str(target), device="cpu", backend="onnx", model_kwargs={"file_name": f"onnx/{target_name}"}

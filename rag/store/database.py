@@ -69,9 +69,19 @@ async def fill_pool(engine: AsyncEngine, connections: int) -> None:
     """Open `connections` pooled connections now, one after another. Otherwise the first burst of
     requests after start-up opens them all at once (each a new server process, set up for
     pgvector), and every request of the burst waits for that: ~200 ms for 20 Slack events here."""
+    opened = 0
     async with contextlib.AsyncExitStack() as held:
-        for _ in range(connections):
-            await held.enter_async_context(engine.connect())
+        try:
+            for _ in range(connections):
+                await held.enter_async_context(engine.connect())
+                opened += 1
+        except SQLAlchemyError as exc:  # e.g. the server's max_connections: serve anyway, open later
+            log.warning(
+                "opened %d of %d database connections at start-up (CANDOR_DB_POOL_SIZE); the rest open when needed: %s",
+                opened,
+                connections,
+                exc,
+            )
 
 
 @dataclass(frozen=True, slots=True)
