@@ -4,6 +4,8 @@ server freezes after start-up (bot.server.settle_heap). Against the session's re
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 import subprocess
 import sys
 import textwrap
@@ -124,3 +126,20 @@ async def test_a_failing_read_is_a_store_error_and_the_pool_recovers(small_pool:
         await store.fetch_one("SELECT 1/0", {})
     assert await store.fetch_one("SELECT 41 + 1", {}) == (42,)
     assert small_pool.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+async def test_a_pool_that_cannot_open_at_start_up_is_logged_not_fatal(caplog: pytest.LogCaptureFixture) -> None:
+    """E.g. the server's max_connections reached by other replicas: `candor serve` still starts, and
+    its connections open when needed. Here nothing listens on the port."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    engine = create_async_engine(f"postgresql+psycopg://candor@127.0.0.1:{port}/candor", pool_size=3, max_overflow=0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="rag.store.database"):
+            await fill_pool(engine, 3)
+    finally:
+        await engine.dispose()
+    assert "opened 0 of 3 database connections" in caplog.text
