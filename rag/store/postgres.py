@@ -70,7 +70,7 @@ class PostgresStore:
         try:
             async with self.engine.begin() as conn:
                 yield conn
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, psycopg.Error) as exc:  # psycopg's own: COPY and re-embed use the driver
             raise StoreError(f"database error: {exc}") from exc
 
     @asynccontextmanager

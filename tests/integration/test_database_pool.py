@@ -1,5 +1,6 @@
-"""The connection pool a serving process keeps: opened at start-up, never exceeded, and the heap a
-server freezes after start-up (bot.server.settle_heap). Against the session's real Postgres."""
+"""The store's connections: the pool a serving process keeps (opened at start-up, never exceeded),
+reads in autocommit, driver errors as `StoreError`; and the heap a server freezes after start-up
+(bot.server.settle_heap). Against the session's real Postgres."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -20,7 +22,7 @@ from rag.config import load_settings
 from rag.errors import StoreError
 from rag.runtime import Candor
 from rag.store.database import EmbedderRecord, fill_pool, open_engine
-from rag.store.postgres import PostgresStore
+from rag.store.postgres import ChunkRow, DocumentRow, KnowledgeBase, PostgresStore
 
 
 @pytest.fixture
@@ -143,3 +145,21 @@ async def test_a_pool_that_cannot_open_at_start_up_is_logged_not_fatal(caplog: p
     finally:
         await engine.dispose()
     assert "opened 0 of 3 database connections" in caplog.text
+
+
+async def test_a_driver_error_in_a_bulk_write_is_a_store_error_and_writes_nothing(
+    candor: Candor, kb: KnowledgeBase
+) -> None:
+    """COPY goes through psycopg directly; a row Postgres refuses (a vector of the wrong size) fails
+    the document as `StoreError`, and none of its rows stay."""
+    good = np.ones(candor.embedder.dimension, dtype=np.float32) / np.sqrt(candor.embedder.dimension)
+    rows = [
+        ChunkRow(0, ["Intro"], "A fine chunk.", "h0", good),
+        ChunkRow(1, ["Intro"], "A chunk with a short vector.", "h1", np.ones(3, dtype=np.float32)),
+    ]
+    document = DocumentRow(
+        kb_id=kb.id, source="driver-error.md", title="Driver error", format="md", content_hash="x", options_hash="o"
+    )
+    with pytest.raises(StoreError, match="dimension"):
+        await candor.store.write_document(document, rows)
+    assert await candor.store.counts(kb) == {**await candor.store.counts(kb), "documents": 0, "chunks": 0}
