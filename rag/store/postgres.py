@@ -1,12 +1,11 @@
 """The Postgres store: knowledge bases, documents, chunks, sentences and hybrid candidates.
 
 SQLAlchemy Core for the ordinary statements; the driver connection (psycopg 3) for COPY and the
-hybrid query, which are the hot paths.
+hybrid query (rag/store/hybrid.py), which are the hot paths.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -22,7 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from rag.config import Settings
 from rag.errors import StoreError
 from rag.store.database import EmbedderRecord, open_engine
-from rag.store.queries import DENSE_SQL, DOCUMENT_COLUMNS, LEXICAL_SQL
+from rag.store.hybrid import hybrid_candidates
+from rag.store.queries import DOCUMENT_COLUMNS
 from rag.store.reembed import reembed_all
 from rag.store.rows import (
     Candidate,
@@ -318,66 +318,18 @@ class PostgresStore:
         limit: int,
         max_term_frequency: float = 0.05,
     ) -> list[Candidate]:
-        """Top `limit` chunks by cosine and top `limit` by full-text rank, each with both scores.
-
-        `vector` may still be on its way (an awaitable): the full-text query needs only the text,
-        so it runs on the server while the query is being embedded.
-
-        The full-text side works like an inverse-document-frequency cut, from Postgres' own column
-        statistics: words found in more than `max_term_frequency` of all chunks are left out (unless
-        all are that common), a chunk must contain one of the two rarest remaining words to be a
-        candidate (both, when even the rarest is in more than `lexical_budget` chunks; at most four
-        times that many are ranked), and candidates are ranked by all of them. Without the cut a
-        question's common words match a third of the corpus, and ranking those costs more than the
-        rest of the search.
-        """
+        """Top `limit` chunks by cosine and top `limit` by full-text rank, each with both scores
+        (rag/store/hybrid.py says how)."""
         kb_ids = None if knowledge_bases is None else await self._knowledge_base_ids(knowledge_bases)
-        where = "TRUE" if kb_ids is None else "kb_id = ANY(%(kb_ids)s::int[])"
-        scope = {"kb_ids": kb_ids, "groups": list(groups), "n": limit}
-        lexical = asyncio.create_task(
-            self.fetch_one(
-                LEXICAL_SQL.format(scope=where),
-                {
-                    **scope,
-                    "text": query,
-                    "max_df": max_term_frequency,
-                    "budget": self.lexical_budget,
-                    "scan_cap": 4 * self.lexical_budget,
-                },
-            )
+        return await hybrid_candidates(
+            self,
+            vector,
+            query,
+            kb_ids=kb_ids,
+            groups=groups,
+            limit=limit,
+            max_term_frequency=max_term_frequency,
         )
-        try:
-            if not isinstance(vector, np.ndarray):
-                vector = await vector
-        except BaseException:
-            lexical.cancel()
-            raise
-        tsquery, lexical_ids = await lexical
-        rows = await self.fetch_all(
-            DENSE_SQL.format(scope=where),
-            {**scope, "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids},
-            binary=True,  # ~80 passages' text and scores: binary rows parse faster
-        )
-        return [
-            Candidate(
-                chunk_id=r[0],
-                document_id=r[1],
-                source=r[2],
-                title=r[3],
-                url=r[4],
-                heading=r[5],
-                text=r[6],
-                effective_date=r[7],
-                authority=r[8],
-                access_groups=tuple(r[9]),
-                knowledge_base=r[10],
-                cosine=float(r[11]),
-                lexical=float(r[12]),
-                dense_rank=r[13],
-                lexical_rank=r[14],
-            )
-            for r in rows
-        ]
 
 
 def as_vector(value: Any) -> Vector:

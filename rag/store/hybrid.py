@@ -1,0 +1,90 @@
+"""The hybrid query: pgvector HNSW (cosine) and Postgres full-text candidates, each with both scores.
+
+Two statements on the driver connection (rag/store/queries.py): the full-text side starts at once
+and runs while the query is still being embedded; the dense side, with the passages, follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rag.store.queries import DENSE_SQL, LEXICAL_SQL
+from rag.store.rows import Candidate, Vector
+
+if TYPE_CHECKING:
+    from rag.store.postgres import PostgresStore
+
+
+async def hybrid_candidates(
+    store: PostgresStore,
+    vector: Vector | Awaitable[Vector],
+    query: str,
+    *,
+    kb_ids: list[int] | None,
+    groups: Sequence[str],
+    limit: int,
+    max_term_frequency: float,
+) -> list[Candidate]:
+    """Top `limit` chunks by cosine and top `limit` by full-text rank, each with both scores.
+
+    `vector` may still be on its way (an awaitable): the full-text query needs only the text,
+    so it runs on the server while the query is being embedded.
+
+    The full-text side works like an inverse-document-frequency cut, from Postgres' own column
+    statistics: words found in more than `max_term_frequency` of all chunks are left out (unless
+    all are that common), a chunk must contain one of the two rarest remaining words to be a
+    candidate (both, when even the rarest is in more than `store.lexical_budget` chunks; at most four
+    times that many are ranked), and candidates are ranked by all of them. Without the cut a
+    question's common words match a third of the corpus, and ranking those costs more than the
+    rest of the search.
+    """
+    where = "TRUE" if kb_ids is None else "kb_id = ANY(%(kb_ids)s::int[])"
+    scope = {"kb_ids": kb_ids, "groups": list(groups), "n": limit}
+    lexical = asyncio.create_task(
+        store.fetch_one(
+            LEXICAL_SQL.format(scope=where),
+            {
+                **scope,
+                "text": query,
+                "max_df": max_term_frequency,
+                "budget": store.lexical_budget,
+                "scan_cap": 4 * store.lexical_budget,
+            },
+        )
+    )
+    try:
+        if not isinstance(vector, np.ndarray):
+            vector = await vector
+    except BaseException:
+        lexical.cancel()
+        raise
+    tsquery, lexical_ids = await lexical
+    rows = await store.fetch_all(
+        DENSE_SQL.format(scope=where),
+        {**scope, "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids},
+        binary=True,  # ~80 passages' text and scores: binary rows parse faster
+    )
+    return [
+        Candidate(
+            chunk_id=r[0],
+            document_id=r[1],
+            source=r[2],
+            title=r[3],
+            url=r[4],
+            heading=r[5],
+            text=r[6],
+            effective_date=r[7],
+            authority=r[8],
+            access_groups=tuple(r[9]),
+            knowledge_base=r[10],
+            cosine=float(r[11]),
+            lexical=float(r[12]),
+            dense_rank=r[13],
+            lexical_rank=r[14],
+        )
+        for r in rows
+    ]
