@@ -4,7 +4,9 @@ The export is written under `<CANDOR_HOME>/models/` next to a copy of the model'
 packaged model lives in site-packages, which is not ours to write). Once exported, the copied
 weights and, for int8, the float export are deleted: the ONNX file holds the weights, and keeping
 them made every home ~200 MB instead of ~25 MB. A file lock makes a second process wait for the
-first one's export instead of racing it. Nothing is downloaded.
+first one's export instead of racing it. Nothing is downloaded. The exported file runs on
+`rag.onnx_runner.OnnxRunner` (faster on this machine) unless the model's layout needs
+sentence-transformers' own `encode`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import fasteners
+
+from rag.onnx_runner import OnnxRunner
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,8 @@ def load_onnx_model(model_path: str, *, quantized: bool, cache_dir: Path | None)
         # only right after the int8 export made from it, so that switching variants stays cheap
         _drop_export_inputs(target, quantized=quantized and exporting)
         # Loaded under the lock: an int8 export deletes the float file another process may want.
-        return SentenceTransformer(
+        model = SentenceTransformer(
             str(target), device="cpu", backend="onnx", model_kwargs={"file_name": f"onnx/{target_name}"}
         )
+        runner = OnnxRunner.for_model(model, target / "onnx" / target_name)
+        return model if runner is None else runner
