@@ -52,6 +52,11 @@ async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> t
             await register_vector_async(conn)
             await conn.execute(f"SET hnsw.ef_search = {ef_search}")
             await conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
+            # psycopg prepares a statement run 5 times on a connection (the hybrid search's), and
+            # Postgres may then switch it to a generic plan. Keep planning each run for its values:
+            # a generic plan cannot see the knowledge-base ids and scans every chunk instead of
+            # using HNSW (measured 50 ms instead of 4 at 100k chunks).
+            await conn.execute("SET plan_cache_mode = force_custom_plan")
             await conn.commit()
 
         dbapi_connection.run_async(prepare)
