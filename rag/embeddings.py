@@ -114,10 +114,15 @@ class SentenceTransformerEmbedder:
         try:
             if self.backend == "torch":
                 return SentenceTransformer(path, device="cpu")
-            from rag.onnx_export import load_onnx_model
-
-            return load_onnx_model(path, quantized=self.backend == "onnx-int8", cache_dir=self.cache_dir)
         except (OSError, ValueError, RuntimeError) as exc:
+            raise EmbeddingError(f"cannot load embedding model {path!r}: {exc}") from exc
+        from rag.onnx_export import load_onnx_model
+        from rag.onnx_runner import ort_errors
+
+        errors: tuple[type[Exception], ...] = (OSError, *ort_errors())  # ONNX Runtime's are not RuntimeErrors
+        try:
+            return load_onnx_model(path, quantized=self.backend == "onnx-int8", cache_dir=self.cache_dir)
+        except errors as exc:
             raise EmbeddingError(f"cannot load embedding model {path!r}: {exc}") from exc
 
     def _encode(self, texts: list[str]) -> Matrix:

@@ -26,9 +26,23 @@ from typing import Any
 
 import numpy as np
 
+from rag.errors import ConfigError, EmbeddingError
+
 Matrix = np.ndarray[Any, np.dtype[np.float32]]
 
 _POOLING = ("mean", "cls", "max")
+_INPUTS = ({"input_ids", "attention_mask"}, {"input_ids", "attention_mask", "token_type_ids"})
+_TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
+_LONGEST = 100_000
+"""A `max_seq_length` above this is the tokenizer's "no limit" placeholder: left to sentence-transformers."""
+
+
+def ort_errors() -> tuple[type[Exception], ...]:
+    """ONNX Runtime's own exceptions (they derive from Exception, not RuntimeError)."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    found = (getattr(state, name, None) for name in dir(state))
+    return (RuntimeError, ValueError, *(c for c in found if isinstance(c, type) and issubclass(c, Exception)))
 
 
 def available_cores() -> int:
@@ -48,32 +62,36 @@ class OnnxRunner:
         *,
         max_length: int,
         pooling: str,
-        lowercase: bool = False,
+        dimension: int,
         workers: int | None = None,
         token_budget: int = 512,
     ) -> None:
         import onnxruntime as ort
 
         if pooling not in _POOLING:
-            raise ValueError(f"unsupported pooling {pooling!r}")
+            raise ConfigError(f"unsupported pooling {pooling!r}")
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # parallelism comes from the workers, one per core
         options.inter_op_num_threads = 1
         self.onnx_file = onnx_file
-        self._session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        self._errors = ort_errors()
+        try:
+            self._session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        except self._errors as exc:
+            raise EmbeddingError(f"cannot load {onnx_file}: {exc}") from exc
         self._inputs = {i.name for i in self._session.get_inputs()}
+        outputs = [o.name for o in self._session.get_outputs()]
+        self._output = next((name for name in _TOKEN_OUTPUTS if name in outputs), outputs[0])
         self._tokenizer = tokenizer
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length)
         self.pooling = pooling
-        self.lowercase = lowercase
         self.token_budget = token_budget
         self.workers = workers or available_cores()
         self._pool = (
             ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="onnx") if self.workers > 1 else None
         )
-        output = self._session.get_outputs()[0].shape
-        self.dimension = int(output[-1]) if isinstance(output[-1], int) else 0
+        self.dimension = dimension
 
     @classmethod
     def for_model(
@@ -89,30 +107,59 @@ class OnnxRunner:
             return None
         transformer, pooling = modules[0], modules[1]
         mode = getattr(pooling, "pooling_mode", None)
-        backend = getattr(getattr(transformer, "tokenizer", None), "backend_tokenizer", None)
-        if mode not in _POOLING or backend is None or not model.max_seq_length:
+        tokenizer = getattr(transformer, "tokenizer", None)
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if mode not in _POOLING or backend is None or not model.max_seq_length or model.max_seq_length > _LONGEST:
             return None
+        if getattr(tokenizer, "truncation_side", "right") != "right":
+            return None
+        # prompts, chat templates, extra tokenizer arguments: sentence-transformers' preprocessing
         if getattr(model, "prompts", None) and any(model.prompts.values()):
             return None
-        return cls(
+        if getattr(transformer, "processing_kwargs", None) or "message" in getattr(transformer, "modality_config", {}):
+            return None
+        size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        runner = cls(
             onnx_file,
-            Tokenizer.from_str(backend.to_str()),  # a copy: padding and truncation are set on it
+            # a copy (padding and truncation are set on it) that keeps the normaliser, lowercasing included
+            Tokenizer.from_str(backend.to_str()),
             max_length=int(model.max_seq_length),
             pooling=mode,
-            lowercase=bool(getattr(transformer, "do_lower_case", False)),
+            dimension=int(size() or 0),
             workers=workers,
             token_budget=token_budget,
         )
+        if runner._inputs not in _INPUTS:  # a graph fed differently: left to sentence-transformers
+            runner.close()
+            return None
+        return runner
 
     def get_sentence_embedding_dimension(self) -> int:
         return self.dimension
 
-    def encode(self, texts: Sequence[str], *, batch_size: int = 32, **_: Any) -> Matrix:
-        """One L2-normalised float32 row per text, in order. (`batch_size` caps the rows per
-        batch; sentence-transformers' other arguments are accepted and their defaults implied.)"""
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        normalize_embeddings: bool = True,
+        convert_to_numpy: bool = True,
+        show_progress_bar: bool = False,
+    ) -> Matrix:
+        """One float32 row per text, in order, L2-normalised unless asked not to; `batch_size`
+        caps the rows per batch. (The arguments are sentence-transformers' `encode`'s; the
+        result is always numpy and no progress bar is drawn.)"""
+        if isinstance(texts, str):
+            raise TypeError("encode takes a list of texts, not one string")
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch([t.lower() if self.lowercase else t for t in texts])
+        try:
+            return self._encode(texts, batch_size, normalize_embeddings)
+        except self._errors as exc:
+            raise EmbeddingError(f"{self.onnx_file.name}: encoding failed: {exc}") from exc
+
+    def _encode(self, texts: Sequence[str], batch_size: int, normalize: bool) -> Matrix:
+        encodings = self._tokenizer.encode_batch(list(texts))
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         batches = self.cut_batches([len(i) for i in ids], token_budget=self.token_budget, max_rows=max(1, batch_size))
         if self._pool is None or len(batches) == 1:
@@ -122,6 +169,8 @@ class OnnxRunner:
         out = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)
         for batch, vectors in zip(batches, pooled, strict=True):
             out[batch] = vectors
+        if not normalize:
+            return out
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         normalised: Matrix = out / norms
@@ -154,13 +203,14 @@ class OnnxRunner:
         feed = {"input_ids": input_ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(input_ids)
-        tokens = self._session.run(None, feed)[0].astype(np.float32, copy=False)
+        tokens = self._session.run([self._output], feed)[0].astype(np.float32, copy=False)
         if self.pooling == "cls":
             pooled: Matrix = tokens[:, 0]
         elif self.pooling == "max":
-            pooled = np.where(mask[..., None] > 0, tokens, -1e9).max(axis=1)
+            pooled = np.where(mask[..., None] > 0, tokens, -np.inf).max(axis=1)
         else:
-            pooled = (tokens * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            counts = np.maximum(mask.sum(axis=1, keepdims=True), 1)  # a text of no tokens pools to zeros
+            pooled = (tokens * mask[..., None]).sum(axis=1) / counts
         return pooled.astype(np.float32, copy=False)
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ import pytest
 from rag.config import PACKAGED_MINILM
 from rag.embeddings import Embedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from rag.errors import EmbeddingError
+from rag.onnx_runner import OnnxRunner
 from tests.contract.conftest import FAKE_DIMENSION
 from tests.fakes.openai_server import FakeOpenAI, Malformation, bag_of_words_vector
 
@@ -144,6 +145,7 @@ class TestQuantizedOnnxEmbedder(EmbedderContract):
         self, minilm_int8: SentenceTransformerEmbedder, minilm: SentenceTransformerEmbedder
     ) -> None:
         texts = [LEAVE, NITROGEN, WIFI, *TEN_TEXTS[:3]]
+        assert isinstance(minilm_int8._load(), OnnxRunner)  # the packaged model runs on the direct runner
         quantized = await minilm_int8.embed(texts)
         exact = await minilm.embed(texts)
         agreement = np.sum(quantized * exact, axis=1)

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag.embeddings import SentenceTransformerEmbedder
+from rag.errors import EmbeddingError
 from rag.onnx_runner import OnnxRunner
 from tests.tiny_cross_encoders import WORDS
 from tests.tiny_embedders import build_embedder
@@ -91,3 +92,25 @@ def test_batches_cover_every_text_once_within_the_budget(lengths: list[int], bud
         assert len(batch) == 1 or padded <= budget  # a single text longer than the budget still goes
     flat = [lengths[i] for batch in batches for i in batch]
     assert flat == sorted(lengths, reverse=True)  # longest first, so each batch pads little
+
+
+async def test_a_corrupt_export_is_an_embedding_error(tmp_path: Path) -> None:
+    folder = build_embedder(tmp_path / "tiny", seed=6)
+    cache = tmp_path / "cache"
+    await SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=cache).embed(["pay"])
+    export = next(cache.glob("*-onnx/onnx/model.onnx"))
+    export.write_bytes(b"not an onnx graph" * 100)
+    with pytest.raises(EmbeddingError, match="cannot load embedding model"):
+        await SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=cache).embed(["pay"])
+
+
+def test_encode_refuses_one_string_instead_of_a_list(tmp_path: Path) -> None:
+    runner = SentenceTransformerEmbedder(
+        str(build_embedder(tmp_path / "tiny", seed=7)), backend="onnx", cache_dir=tmp_path / "cache"
+    )._load()
+    assert isinstance(runner, OnnxRunner)
+    with pytest.raises(TypeError):
+        runner.encode("pay")
+    raw = runner.encode(["the pension plan"], normalize_embeddings=False)
+    assert abs(float(np.linalg.norm(raw)) - 1.0) > 1e-3  # the pooled vector itself, not normalised
+    np.testing.assert_allclose(raw / np.linalg.norm(raw), runner.encode(["the pension plan"]), atol=1e-6)
