@@ -233,7 +233,12 @@ class Ingestor:
         report.reused += len(vectors)
         missing = [h for h in wanted if h not in vectors]
         if missing:
-            matrix = await self.embedder.embed([wanted[h] for h in missing])
+            try:
+                matrix = await self.embedder.embed([wanted[h] for h in missing])
+            except BaseException:
+                if writer is not None:  # the previous batch was embedded: let it land before failing
+                    await asyncio.gather(writer, return_exceptions=True)
+                raise
             vectors.update(zip(missing, matrix, strict=True))
             report.embedded += len(missing)
         for prepared in batch:
