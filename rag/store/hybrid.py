@@ -1,14 +1,15 @@
 """The hybrid query: pgvector HNSW (cosine) and Postgres full-text candidates, each with both scores.
 
-Two statements on the driver connection (rag/store/queries.py): the full-text side starts at once
-and runs while the query is still being embedded; the dense side, with the passages, follows.
+Two statements on one pooled driver connection (rag/store/queries.py): the full-text side starts
+at once and runs while the query is still being embedded; the dense side, with the passages,
+follows.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,30 +45,27 @@ async def hybrid_candidates(
     """
     where = "TRUE" if kb_ids is None else "kb_id = ANY(%(kb_ids)s::int[])"
     scope = {"kb_ids": kb_ids, "groups": list(groups), "n": limit}
-    lexical = asyncio.create_task(
-        store.fetch_one(
-            LEXICAL_SQL.format(scope=where),
-            {
-                **scope,
-                "text": query,
-                "max_df": max_term_frequency,
-                "budget": store.lexical_budget,
-                "scan_cap": 4 * store.lexical_budget,
-            },
-        )
-    )
-    try:
-        if not isinstance(vector, np.ndarray):
-            vector = await vector
-    except BaseException:
-        lexical.cancel()
-        raise
-    tsquery, lexical_ids = await lexical
-    rows = await store.fetch_all(
-        DENSE_SQL.format(scope=where),
-        {**scope, "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids},
-        binary=True,  # ~80 passages' text and scores: binary rows parse faster
-    )
+    lexical_params = {
+        **scope,
+        "text": query,
+        "max_df": max_term_frequency,
+        "budget": store.lexical_budget,
+        "scan_cap": 4 * store.lexical_budget,
+    }
+    async with store.reading() as driver:  # one checkout for both statements
+        lexical = asyncio.create_task(_fetch_one(driver, LEXICAL_SQL.format(scope=where), lexical_params))
+        try:
+            if not isinstance(vector, np.ndarray):
+                vector = await vector
+        except BaseException:
+            # the connection is busy with the full-text query: let it finish before giving it back
+            await asyncio.gather(lexical, return_exceptions=True)
+            raise
+        tsquery, lexical_ids = await lexical
+        params = {**scope, "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
+        # ~80 passages' text and scores: binary rows parse faster
+        cursor = await driver.execute(DENSE_SQL.format(scope=where), params, binary=True)
+        rows = await cursor.fetchall()
     return [
         Candidate(
             chunk_id=r[0],
@@ -88,3 +86,8 @@ async def hybrid_candidates(
         )
         for r in rows
     ]
+
+
+async def _fetch_one(driver: Any, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    row = await (await driver.execute(sql, params)).fetchone()
+    return tuple(row)

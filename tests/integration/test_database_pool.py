@@ -170,3 +170,24 @@ async def test_connections_plan_every_run_for_its_values(small_pool: AsyncEngine
     knowledge-base ids and would scan every chunk instead of using HNSW (~50 ms at 100k)."""
     async with small_pool.connect() as conn:
         assert (await conn.execute(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
+
+
+async def test_a_failed_query_embedding_gives_the_searchs_connection_back(candor: Candor, kb: KnowledgeBase) -> None:
+    """The full-text query runs on the search's connection while the query is embedded; when the
+    embedding fails, the error is the embedder's, the connection goes back idle, and the next
+    search on the pool works."""
+    from rag.errors import EmbeddingError
+
+    async def failing() -> np.ndarray:
+        await asyncio.sleep(0)  # the full-text query has been sent and is running
+        raise EmbeddingError("the embedder is gone")
+
+    pool = candor.store.engine.pool
+    with pytest.raises(EmbeddingError):
+        await candor.store.hybrid_candidates(failing(), "annual leave", knowledge_bases=[kb.name], groups=[], limit=5)
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+    vector = (await candor.embedder.embed(["annual leave"]))[0]
+    assert (
+        await candor.store.hybrid_candidates(vector, "annual leave", knowledge_bases=[kb.name], groups=[], limit=5)
+        == []
+    )
