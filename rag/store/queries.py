@@ -7,6 +7,12 @@ DOCUMENT_COLUMNS = (
     "date_flag, declared_date, authority, declared_authority, access_groups, metadata"
 )
 
+HNSW_INDEX_SQL = (
+    "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops) "
+    "WITH (m = 16, ef_construction = 200)"
+)
+"""The chunk-vector index as migration 0009 builds it (a re-embed builds it again): see there why."""
+
 # `{scope}` becomes `kb_id = ANY(%(kb_ids)s)` or `TRUE`: the planner must see the ids to estimate
 # a knowledge base's share of the table, or it scans the base exactly instead of using HNSW.
 LEXICAL_SQL = """

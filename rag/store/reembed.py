@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rag.ingest.embedding_inputs import chunk_input, input_hash
+from rag.store.queries import HNSW_INDEX_SQL
 from rag.store.rows import Vector
 
 
@@ -50,7 +51,8 @@ async def reembed_all(
                 )
             done += len(part)
     await driver.execute("ALTER TABLE chunks ALTER COLUMN embedding SET NOT NULL")
-    await driver.execute("CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)")
+    await driver.execute("SET LOCAL maintenance_work_mem = '1GB'")
+    await driver.execute(HNSW_INDEX_SQL)
     await driver.execute(
         "UPDATE candor_meta SET value = %s WHERE key = 'embedder'",
         (json.dumps({"name": name, "dimension": dimension}),),

@@ -282,6 +282,7 @@ def test_first_ingest_creates_and_migrates_the_database_idempotently(fresh_home:
     assert "vector" in before["extensions"]
     assert before["embedding_types"] == {"chunks": "vector(384)", "sentences": "vector(384)"}
     assert len(before["hnsw"]) == 1 and "USING hnsw (embedding vector_cosine_ops)" in before["hnsw"][0]
+    assert "WITH (m='16', ef_construction='200')" in before["hnsw"][0]  # migration 0009: recall@10 ≥ 0.95
     assert before["embedder"] == {"name": "minilm", "dimension": 384}
     assert before["documents"] == 2 and before["chunks"] >= 2 and before["missing_vectors"] == 0
 
@@ -520,4 +521,5 @@ def test_changing_the_embedder_needs_reembed_then_works(
     assert after["embedding_types"] == {"chunks": "vector(8)", "sentences": "vector(8)"}
     assert after["embedder"] == {"name": "openai:test-embed@8", "dimension": 8}
     assert len(after["hnsw"]) == 1 and after["missing_vectors"] == 0
+    assert "WITH (m='16', ef_construction='200')" in after["hnsw"][0]  # rebuilt as migration 0009 builds it
     assert (after["chunks"], after["sentences"]) == (stored["chunks"], stored["sentences"])
