@@ -87,6 +87,15 @@ class Settings(BaseSettings):
     than opening one more in the middle of a burst. Cover the Slack/Teams events you expect at once
     plus CANDOR_ANSWER_CONCURRENCY; mind the server's max_connections across replicas."""
 
+    db_shared_buffers_mb: int | None = Field(
+        None, ge=16, le=1_048_576, validation_alias=_env("CANDOR_DB_SHARED_BUFFERS_MB")
+    )
+    """CANDOR_DB_SHARED_BUFFERS_MB: the embedded Postgres' page cache (`shared_buffers`); by default a
+    quarter of the memory this process may use, between 128 MB and 2 GB. Postgres' own 128 MB holds
+    less than the vector index of ~70k chunks, and a search that reads index pages from the operating
+    system costs ~1 ms more. Applied when the embedded server starts (not while another process
+    keeps it running); an external server (CANDOR_DATABASE_URL) is left as it is."""
+
     # --- embeddings ----------------------------------------------------------------------
     embedder: str = Field(PACKAGED_MINILM, validation_alias=_env("CANDOR_EMBEDDER"))
     """CANDOR_EMBEDDER: `minilm` (packaged, offline), a sentence-transformers model name or path,

@@ -37,7 +37,9 @@ async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> t
     if settings.database_url is not None:
         url = _async_url(settings.database_url.get_secret_value())
     else:
-        url = await asyncio.to_thread(start_embedded, settings.pgdata)
+        url = await asyncio.to_thread(
+            start_embedded, settings.pgdata, shared_buffers_mb=settings.db_shared_buffers_mb
+        )
     await asyncio.to_thread(upgrade_to_head, url, embedder=embedder, embedding_dimension=dimension)
 
     # No overflow: a connection opened past the pool's size is closed again when returned, so every

