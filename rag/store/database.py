@@ -37,9 +37,7 @@ async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> t
     if settings.database_url is not None:
         url = _async_url(settings.database_url.get_secret_value())
     else:
-        url = await asyncio.to_thread(
-            start_embedded, settings.pgdata, shared_buffers_mb=settings.db_shared_buffers_mb
-        )
+        url = await asyncio.to_thread(start_embedded, settings.pgdata, shared_buffers_mb=settings.db_shared_buffers_mb)
     await asyncio.to_thread(upgrade_to_head, url, embedder=embedder, embedding_dimension=dimension)
 
     # No overflow: a connection opened past the pool's size is closed again when returned, so every
@@ -57,7 +55,9 @@ async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> t
             # psycopg prepares a statement run 5 times on a connection (the hybrid search's), and
             # Postgres may then switch it to a generic plan. Keep planning each run for its values:
             # a generic plan cannot see the knowledge-base ids and scans every chunk instead of
-            # using HNSW (measured 50 ms instead of 4 at 100k chunks).
+            # using HNSW (measured 50 ms instead of 4 at 100k chunks). The hybrid search's two
+            # statements, written so that a cached plan is right, switch to cached plans for their
+            # run (rag/store/hybrid.py).
             await conn.execute("SET plan_cache_mode = force_custom_plan")
             await conn.commit()
 

@@ -71,7 +71,7 @@ def start_embedded(pgdata: Path, *, shared_buffers_mb: int | None = None) -> str
 def default_shared_buffers_mb(cgroup_limit: Path = _CGROUP_LIMIT) -> int:
     """A quarter of the memory this process may use (the machine's, or its container's cgroup v2
     limit), between 128 MB and 2 GB. Postgres maps it at start; pages are only taken as used."""
-    memory = psutil.virtual_memory().total
+    memory = int(psutil.virtual_memory().total)
     with contextlib.suppress(OSError, ValueError):  # "max" or no cgroup v2: no container limit
         memory = min(memory, int(cgroup_limit.read_text().strip()))
     return max(_MIN_BUFFERS_MB, min(_MAX_BUFFERS_MB, memory // 4 // 2**20))

@@ -172,6 +172,61 @@ async def test_connections_plan_every_run_for_its_values(small_pool: AsyncEngine
         assert (await conn.execute(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
 
 
+@pytest.fixture
+async def one_connection(candor: Candor, tmp_path: Path) -> AsyncIterator[PostgresStore]:
+    """A store on the session's database with a single pooled connection: every search uses it."""
+    url = candor.store.engine.url.render_as_string(hide_password=False)
+    settings = load_settings(home=tmp_path, database_url=url, db_pool_size=1)
+    engine, record = await open_engine(settings, embedder=candor.embedder.name, dimension=candor.embedder.dimension)
+    try:
+        yield PostgresStore(engine, record)
+    finally:
+        await engine.dispose()
+
+
+async def _written(candor: Candor, kb: KnowledgeBase, texts: list[str]) -> None:
+    vectors = await candor.embedder.embed(texts)
+    rows = [ChunkRow(i, ["Leave"], t, f"h{i}", v) for i, (t, v) in enumerate(zip(texts, vectors, strict=True))]
+    document = DocumentRow(
+        kb_id=kb.id, source="leave.md", title="Leave", format="md", content_hash="x", options_hash="o"
+    )
+    await candor.store.write_document(document, rows)
+
+
+async def test_the_search_runs_on_cached_plans_and_gives_the_connection_back_planning_per_run(
+    candor: Candor, kb: KnowledgeBase, one_connection: PostgresStore
+) -> None:
+    """Planning the two search statements each time was ~1.4 ms of a search's Postgres time: they
+    switch the connection to cached plans and back (the pool's other statements keep per-run
+    plans), also when the search fails."""
+    from rag.errors import EmbeddingError
+
+    await _written(candor, kb, ["Annual leave is 25 days a year.", "Parental leave is 26 weeks."])
+    store = one_connection
+    vector = (await candor.embedder.embed(["annual leave"]))[0]
+    for _ in range(12):  # psycopg prepares after 5 runs; Postgres weighs a generic plan after 5 more
+        found = await store.hybrid_candidates(vector, "annual leave", knowledge_bases=[kb.name], groups=[], limit=5)
+        assert "Annual leave is 25 days a year." in {c.text for c in found}
+    async with store.reading() as driver:
+        assert (await (await driver.execute("SHOW plan_cache_mode")).fetchone())[0] == "force_custom_plan"
+        rows = await (
+            await driver.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+                ("%embedding <=>%",),
+            )
+        ).fetchall()
+    assert len(rows) == 1 and rows[0][0] > 0, f"the dense statement runs on a cached plan: {rows}"
+
+    async def failing() -> np.ndarray:
+        await asyncio.sleep(0.01)  # the full-text statement has switched the connection
+        raise EmbeddingError("the embedder is gone")
+
+    with pytest.raises(EmbeddingError):
+        await store.hybrid_candidates(failing(), "annual leave", knowledge_bases=[kb.name], groups=[], limit=5)
+    async with store.reading() as driver:
+        assert (await (await driver.execute("SHOW plan_cache_mode")).fetchone())[0] == "force_custom_plan"
+
+
 async def test_a_failed_query_embedding_gives_the_searchs_connection_back(candor: Candor, kb: KnowledgeBase) -> None:
     """The full-text query runs on the search's connection while the query is embedded; when the
     embedding fails, the error is the embedder's, the connection goes back idle, and the next
@@ -191,3 +246,25 @@ async def test_a_failed_query_embedding_gives_the_searchs_connection_back(candor
         await candor.store.hybrid_candidates(vector, "annual leave", knowledge_bases=[kb.name], groups=[], limit=5)
         == []
     )
+
+
+async def test_a_search_without_a_database_stops_the_query_embedding_it_started() -> None:
+    """The query embedding starts before the connection checkout; when no connection comes, the
+    error is the store's and the embedding is cancelled, not left running unobserved."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    unreachable = create_async_engine("postgresql+psycopg://x@127.0.0.1:1/none", connect_args={"connect_timeout": 2})
+    store = PostgresStore(unreachable, EmbedderRecord(name="none", dimension=3))
+
+    async def slow_embedding() -> np.ndarray:
+        await asyncio.sleep(30)
+        return np.zeros(3, dtype=np.float32)
+
+    embedding = asyncio.ensure_future(slow_embedding())
+    try:
+        with pytest.raises(StoreError):
+            await store.hybrid_candidates(embedding, "annual leave", knowledge_bases=None, groups=[], limit=5)
+        await asyncio.sleep(0)
+        assert embedding.cancelled()
+    finally:
+        await unreachable.dispose()
