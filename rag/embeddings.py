@@ -38,6 +38,10 @@ class Embedder(Protocol):
         """One L2-normalised float32 row per text, in order."""
         ...
 
+    async def aclose(self) -> None:
+        """Release threads and connections; the embedder is not used afterwards."""
+        ...
+
 
 def _normalise(matrix: Matrix) -> Matrix:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -74,17 +78,19 @@ class SentenceTransformerEmbedder:
             raise EmbeddingError(f"{self.name}: model reports no embedding dimension")
 
     def _declared_dimension(self) -> int:
-        """The size from the model folder's pooling config, so that opening costs no model load."""
+        """The size from the model folder's pooling config, so that opening costs no model load;
+        0 (load to learn it) when a module after pooling (a Dense layer) may change it."""
         folder = Path(self._model_path())
         try:
             modules = json.loads((folder / "modules.json").read_text())
-            for module in modules:
-                if module.get("type", "").endswith("Pooling"):
-                    config = json.loads((folder / module["path"] / "config.json").read_text())
-                    return int(config["word_embedding_dimension"])
-        except (OSError, ValueError, KeyError, TypeError):
+            kinds = [module["type"].rsplit(".", 1)[-1] for module in modules]
+            if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+                return 0
+            config = json.loads((folder / modules[1]["path"] / "config.json").read_text())
+            # sentence-transformers 5 writes `embedding_dimension`, earlier versions the other
+            return int(config.get("embedding_dimension") or config["word_embedding_dimension"])
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return 0
-        return 0
 
     def _loaded_dimension(self) -> int:
         loaded = self._load()
@@ -143,6 +149,12 @@ class SentenceTransformerEmbedder:
             return await loop.run_in_executor(self._executor, self._encode, list(texts))
         except (RuntimeError, ValueError) as exc:
             raise EmbeddingError(f"{self.name}: encoding failed: {exc}") from exc
+
+    async def aclose(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        close = getattr(self._model, "close", None)  # the ONNX runner's worker threads
+        if close is not None:
+            close()
 
 
 class OpenAIEmbedder:

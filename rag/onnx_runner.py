@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from rag.embeddings import Matrix
 from rag.errors import ConfigError, EmbeddingError
-
-Matrix = np.ndarray[Any, np.dtype[np.float32]]
 
 _POOLING = ("mean", "cls", "max")
 _INPUTS = ({"input_ids", "attention_mask"}, {"input_ids", "attention_mask", "token_type_ids"})

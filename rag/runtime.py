@@ -111,7 +111,11 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
     With `check_embedder=False` a database embedded by another model still opens (for `--reembed`).
     """
     embedder = build_embedder(settings)
-    store = await PostgresStore.open(settings, embedder=embedder.name, dimension=embedder.dimension)
+    try:
+        store = await PostgresStore.open(settings, embedder=embedder.name, dimension=embedder.dimension)
+    except BaseException:
+        await embedder.aclose()
+        raise
     try:
         if check_embedder:
             store.embedder.check(embedder.name, embedder.dimension)
@@ -142,6 +146,7 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
     finally:
         await close_chat_models()
         await store.close()
+        await embedder.aclose()
 
 
 def build_answerer(

@@ -52,6 +52,9 @@ class CachedEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack(rows).astype(np.float32, copy=False)
 
+    async def aclose(self) -> None:
+        await self.embedder.aclose()
+
     def _trim(self) -> None:
         while len(self._vectors) > self.size:
             self._vectors.popitem(last=False)

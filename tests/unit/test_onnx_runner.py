@@ -114,3 +114,43 @@ def test_encode_refuses_one_string_instead_of_a_list(tmp_path: Path) -> None:
     raw = runner.encode(["the pension plan"], normalize_embeddings=False)
     assert abs(float(np.linalg.norm(raw)) - 1.0) > 1e-3  # the pooled vector itself, not normalised
     np.testing.assert_allclose(raw / np.linalg.norm(raw), runner.encode(["the pension plan"]), atol=1e-6)
+
+
+async def test_the_dimension_is_read_from_the_folder_without_loading_the_model(tmp_path: Path) -> None:
+    """sentence-transformers 5 writes the pooling size as `embedding_dimension`, earlier versions
+    as `word_embedding_dimension` (the packaged MiniLM): both open without a model load."""
+    import json
+
+    folder = build_embedder(tmp_path / "tiny", seed=6)
+    config = folder / "1_Pooling" / "config.json"
+    assert "embedding_dimension" in json.loads(config.read_text())
+    embedder = SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=tmp_path / "cache")
+    assert embedder.dimension == 32 and embedder._model is None
+    older = {k: v for k, v in json.loads(config.read_text()).items() if k != "embedding_dimension"}
+    config.write_text(json.dumps({**older, "word_embedding_dimension": 32}))
+    embedder = SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=tmp_path / "cache")
+    assert embedder.dimension == 32 and embedder._model is None
+
+
+async def test_closing_the_embedder_stops_its_threads(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    folder = build_embedder(tmp_path / "tiny", seed=7)
+    embedder = SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=tmp_path / "cache")
+    runner = embedder._load()
+    assert isinstance(runner, OnnxRunner)
+    runner.workers, runner.token_budget = 2, 8  # several batches: the worker pool runs
+    await embedder.embed(TEXTS)
+
+    def ours() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith(("embedder", "onnx"))]
+
+    running = ours()
+    assert running, "the embedder's and the runner's threads run"
+    await embedder.aclose()
+    for thread in running:
+        await asyncio.to_thread(thread.join, 10)
+    assert ours() == []
+    with pytest.raises(EmbeddingError):
+        await embedder.embed(["pay"])

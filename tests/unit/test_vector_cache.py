@@ -27,6 +27,9 @@ class CountingEmbedder:
             rows[i, len(text) % self.dimension] = 1.0
         return rows
 
+    async def aclose(self) -> None:
+        self.closed = True
+
 
 async def test_embeds_each_new_text_once_and_keeps_order() -> None:
     inner = CountingEmbedder()
