@@ -5,11 +5,12 @@ only (cosine), full-text only (ts_rank_cd), reciprocal rank fusion, and weighted
 dense weight is chosen on one half of the questions (split by article title) and reported on
 the other half, so the figure is not tuned on the set it reports.
 
-    python benchmarks/retrieval_quality.py            # prints a table
+    python benchmarks/retrieval_quality.py [--candidates N]   # prints a table
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import tempfile
@@ -69,6 +70,9 @@ def fmt(result: tuple[int, int, int]) -> str:
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--candidates", type=int, default=None, help="per side (default: CANDOR_CANDIDATES)")
+    args = parser.parse_args()
     paragraphs, questions = load_squad()
     answerable = [q for q in questions if q.answerable]
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -77,16 +81,20 @@ async def main() -> None:
         home.mkdir()
         docs = write_squad_corpus(Path(tmp) / "corpus", paragraphs)
         settings = load_settings(home=home, database_url=None)
+        limit = args.candidates or settings.candidates  # the search's own number of candidates per side
         async with open_candor(settings) as candor:
             kb = await candor.knowledge_base("squad", create=True)
             assert kb is not None
             report = await candor.ingestor().ingest([Path(tmp) / "corpus"], kb=kb)
-            print(f"knowledge base: {report.added} paragraphs, {report.chunks} chunks; embedder {candor.embedder.name}")
+            print(
+                f"knowledge base: {report.added} paragraphs, {report.chunks} chunks; embedder {candor.embedder.name}; "
+                f"{limit} candidates per side"
+            )
             table: dict[str, list[Candidate]] = {}
             vectors = await candor.embedder.embed([q.question for q in answerable])
             for q, vec in zip(answerable, vectors, strict=True):
                 table[q.question] = await candor.store.hybrid_candidates(
-                    vec, q.question, knowledge_bases=["squad"], groups=[], limit=50
+                    vec, q.question, knowledge_bases=["squad"], groups=[], limit=limit
                 )
     calibrate, held_out = split_by_title(answerable)
     print(f"questions: {len(answerable)} answerable; calibration half {len(calibrate)}, report half {len(held_out)}")

@@ -82,10 +82,11 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = Field(None, validation_alias=_env("CANDOR_DATABASE_URL"))
     """CANDOR_DATABASE_URL: an existing Postgres (with pgvector) to use instead of the embedded one."""
     db_pool_size: int = Field(20, ge=1, le=100, validation_alias=_env("CANDOR_DB_POOL_SIZE"))
-    """CANDOR_DB_POOL_SIZE: database connections each process keeps; never more. `candor serve` opens
-    them at start-up; a request that finds all in use waits for one (statements are short) rather
-    than opening one more in the middle of a burst. Cover the Slack/Teams events you expect at once
-    plus CANDOR_ANSWER_CONCURRENCY; mind the server's max_connections across replicas."""
+    """CANDOR_DB_POOL_SIZE: database connections each process keeps; never more (searches have a
+    quarter as many of their own, at least 2). `candor serve` opens them at start-up; a request that
+    finds all in use waits for one (statements are short) rather than opening one more in the middle
+    of a burst. Cover the Slack/Teams events you expect at once plus CANDOR_ANSWER_CONCURRENCY; mind
+    the server's max_connections across replicas."""
 
     db_shared_buffers_mb: int | None = Field(
         None, ge=16, le=1_048_576, validation_alias=_env("CANDOR_DB_SHARED_BUFFERS_MB")
@@ -339,6 +340,12 @@ class Settings(BaseSettings):
     @cached_property
     def pgdata(self) -> Path:
         return self.home / "pgdata"
+
+    @property
+    def search_pool_size(self) -> int:
+        """Connections kept for hybrid searches besides CANDOR_DB_POOL_SIZE: a quarter as many, at
+        least 2 (rag/store/database.py says why searches have their own)."""
+        return max(2, self.db_pool_size // 4)
 
 
 def offline_model_environment() -> None:

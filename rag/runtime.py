@@ -72,8 +72,9 @@ class Candor:
         await self.embedder.embed(["warm-up"])
 
     async def open_connections(self) -> None:
-        """Open the database pool's connections now (a server's start-up), not in its first burst."""
+        """Open the database pools' connections now (a server's start-up), not in its first burst."""
         await fill_pool(self.store.engine, self.settings.db_pool_size)
+        await fill_pool(self.store.search_engine, self.settings.search_pool_size)
 
     async def record_feedback(self, feedback: Feedback) -> None:
         await self.tracker.record_feedback(feedback)

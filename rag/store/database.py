@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgvector.psycopg import register_vector_async
-from sqlalchemy import event, text
+from sqlalchemy import URL, event, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -40,29 +40,7 @@ async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> t
         url = await asyncio.to_thread(start_embedded, settings.pgdata, shared_buffers_mb=settings.db_shared_buffers_mb)
     await asyncio.to_thread(upgrade_to_head, url, embedder=embedder, embedding_dimension=dimension)
 
-    # No overflow: a connection opened past the pool's size is closed again when returned, so every
-    # burst beyond it opened new ones (a server process each) and its requests waited ~150 ms for
-    # that; waiting for a pooled connection costs about a statement's time (docs/slack.md).
-    engine = create_async_engine(url, pool_size=settings.db_pool_size, max_overflow=0, pool_pre_ping=True)
-    ef_search = int(settings.hnsw_ef_search)
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        async def prepare(conn: Any) -> None:
-            await register_vector_async(conn)
-            await conn.execute(f"SET hnsw.ef_search = {ef_search}")
-            await conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
-            # psycopg prepares a statement run 5 times on a connection (the hybrid search's), and
-            # Postgres may then switch it to a generic plan. Keep planning each run for its values:
-            # a generic plan cannot see the knowledge-base ids and scans every chunk instead of
-            # using HNSW (measured 50 ms instead of 4 at 100k chunks). The hybrid search's two
-            # statements, written so that a cached plan is right, switch to cached plans for their
-            # run (rag/store/hybrid.py).
-            await conn.execute("SET plan_cache_mode = force_custom_plan")
-            await conn.commit()
-
-        dbapi_connection.run_async(prepare)
-
+    engine = pooled_engine(url, settings, pool_size=settings.db_pool_size, cached_plans=False)
     try:
         async with engine.connect() as conn:
             row = (await conn.execute(text("SELECT value FROM candor_meta WHERE key = 'embedder'"))).one()
@@ -70,6 +48,39 @@ async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> t
         await engine.dispose()
         raise DatabaseUnavailable(f"cannot reach the database: {exc}") from exc
     return engine, EmbedderRecord(name=str(row[0]["name"]), dimension=int(row[0]["dimension"]))
+
+
+def pooled_engine(url: str | URL, settings: Settings, *, pool_size: int, cached_plans: bool) -> AsyncEngine:
+    """An engine whose connections know pgvector's types and Candor's HNSW settings.
+
+    `cached_plans=False` (Candor's general pool): psycopg prepares a statement run 5 times on a
+    connection, and Postgres may then switch it to a generic plan; these connections plan each run
+    for its values instead, because a generic plan cannot see a parameter's knowledge-base ids or
+    row limit and may scan every chunk instead of using HNSW (measured 50 ms instead of 4 at 100k
+    chunks). `cached_plans=True` (the search pool): only the hybrid search's two statements run
+    there, written so that a generic plan is the right one (rag/store/queries.py); planning them
+    each time cost ~1.4 ms of a search's ~5 ms in Postgres, and switching one connection between
+    the two modes around each search cost ~1 ms more than keeping a pool of its own.
+    """
+    # No overflow: a connection opened past the pool's size is closed again when returned, so every
+    # burst beyond it opened new ones (a server process each) and its requests waited ~150 ms for
+    # that; waiting for a pooled connection costs about a statement's time (docs/slack.md).
+    engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True)
+    ef_search = int(settings.hnsw_ef_search)
+    plan_cache_mode = "auto" if cached_plans else "force_custom_plan"
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        async def prepare(conn: Any) -> None:
+            await register_vector_async(conn)
+            await conn.execute(f"SET hnsw.ef_search = {ef_search}")
+            await conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
+            await conn.execute(f"SET plan_cache_mode = {plan_cache_mode}")
+            await conn.commit()
+
+        dbapi_connection.run_async(prepare)
+
+    return engine
 
 
 async def fill_pool(engine: AsyncEngine, connections: int) -> None:

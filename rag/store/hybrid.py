@@ -2,30 +2,22 @@
 
 Two statements on one pooled driver connection (rag/store/queries.py): the full-text side starts
 at once and runs while the query is still being embedded; the dense side, with the passages,
-follows. Both run with cached plans (after psycopg has prepared them on the connection).
+follows. Both run on the search pool, whose connections keep cached plans (rag/store/database.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import psycopg
 
 from rag.store.queries import search_statements
 from rag.store.rows import Candidate, Vector
 
 if TYPE_CHECKING:
     from rag.store.postgres import PostgresStore
-
-_CACHED_PLANS = "SET plan_cache_mode = auto"
-_CUSTOM_PLANS = "SET plan_cache_mode = force_custom_plan"
-"""Pooled connections plan every statement for its values (rag/store/database.py); the search's two
-statements, whose plans depend on nothing passed as a parameter, switch to cached plans for their
-run and back."""
 
 
 async def hybrid_candidates(
@@ -63,25 +55,20 @@ async def hybrid_candidates(
     # the embedding starts now, before the connection checkout (~0.4 ms) it would otherwise wait for
     embedding = None if isinstance(vector, np.ndarray) else asyncio.ensure_future(vector)
     try:
-        async with store.reading() as driver:  # one checkout for both statements
-            lexical = asyncio.create_task(_first_with_cached_plans(driver, lexical_sql, lexical_params))
+        async with store.searching() as driver:  # one checkout for both statements
+            lexical = asyncio.create_task(_fetch_one(driver, lexical_sql, lexical_params))
             try:
                 if embedding is not None:
                     vector = await embedding
-                tsquery, lexical_ids = await lexical
-                params = {"groups": list(groups), "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
-                async with driver.pipeline():  # one round trip for the dense query and the reset
-                    # ~80 passages' text and scores: binary rows parse faster
-                    cursor = await driver.execute(dense_sql, params, binary=True)
-                    await driver.execute(_CUSTOM_PLANS)
-                rows = await cursor.fetchall()
             except BaseException:
-                # the connection may still be busy with the full-text query: let it finish, then
-                # put the connection back as the pool's other users expect it
+                # the connection is busy with the full-text query: let it finish before giving it back
                 await asyncio.gather(lexical, return_exceptions=True)
-                with contextlib.suppress(psycopg.Error):
-                    await driver.execute(_CUSTOM_PLANS)
                 raise
+            tsquery, lexical_ids = await lexical
+            params = {"groups": list(groups), "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
+            # ~80 passages' text and scores: binary rows parse faster
+            cursor = await driver.execute(dense_sql, params, binary=True)
+            rows = await cursor.fetchall()
     finally:
         if embedding is not None:  # the checkout failed before anyone awaited it: stop it, mark it seen
             embedding.cancel()
@@ -109,9 +96,6 @@ async def hybrid_candidates(
     ]
 
 
-async def _first_with_cached_plans(driver: Any, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
-    """Switch the connection to cached plans and run the full-text statement: one round trip."""
-    async with driver.pipeline():
-        await driver.execute(_CACHED_PLANS)
-        cursor = await driver.execute(sql, params)
-    return tuple(await cursor.fetchone())
+async def _fetch_one(driver: Any, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    row = await (await driver.execute(sql, params)).fetchone()
+    return tuple(row)

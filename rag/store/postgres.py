@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from rag.config import Settings
 from rag.errors import StoreError
-from rag.store.database import EmbedderRecord, open_engine
+from rag.store.database import EmbedderRecord, open_engine, pooled_engine
 from rag.store.hybrid import hybrid_candidates
 from rag.store.queries import DOCUMENT_COLUMNS
 from rag.store.reembed import reembed_all
@@ -50,8 +50,12 @@ __all__ = [
 class PostgresStore:
     """Candor's one database. Open with `await PostgresStore.open(settings, ...)`."""
 
-    def __init__(self, engine: AsyncEngine, embedder: EmbedderRecord) -> None:
+    def __init__(
+        self, engine: AsyncEngine, embedder: EmbedderRecord, *, search_engine: AsyncEngine | None = None
+    ) -> None:
         self.engine = engine
+        self.search_engine = search_engine or engine
+        """The hybrid search's own pool, on cached plans (`pooled_engine`); by default the general one."""
         self.embedder = embedder
         self._kb_ids: dict[str, int] = {}
         self.lexical_budget = 500
@@ -60,10 +64,13 @@ class PostgresStore:
     @classmethod
     async def open(cls, settings: Settings, *, embedder: str, dimension: int) -> PostgresStore:
         engine, record = await open_engine(settings, embedder=embedder, dimension=dimension)
-        return cls(engine, record)
+        searches = pooled_engine(engine.url, settings, pool_size=settings.search_pool_size, cached_plans=True)
+        return cls(engine, record, search_engine=searches)
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self.search_engine is not self.engine:
+            await self.search_engine.dispose()
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -79,8 +86,20 @@ class PostgresStore:
         statements: no BEGIN and COMMIT round trips (~1 ms of a 5 ms hybrid query). Driver errors
         (the server gone mid-query) become `StoreError` like SQLAlchemy's. Several statements in a
         row should share one: a checkout (with its liveness ping) costs ~0.6 ms here."""
+        async with self._autocommit(self.engine) as driver:
+            yield driver
+
+    @asynccontextmanager
+    async def searching(self) -> AsyncIterator[Any]:
+        """Like `reading`, from the search pool, whose connections keep cached plans: for the
+        hybrid search's own statements only (rag/store/hybrid.py)."""
+        async with self._autocommit(self.search_engine) as driver:
+            yield driver
+
+    @asynccontextmanager
+    async def _autocommit(self, engine: AsyncEngine) -> AsyncIterator[Any]:
         try:
-            async with self.engine.connect() as conn:
+            async with engine.connect() as conn:
                 driver = await self._driver(conn)
                 await driver.set_autocommit(True)
                 try:

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from rag.config import load_settings
 from rag.errors import StoreError
 from rag.runtime import Candor
-from rag.store.database import EmbedderRecord, fill_pool, open_engine
+from rag.store.database import EmbedderRecord, fill_pool, open_engine, pooled_engine
 from rag.store.postgres import ChunkRow, DocumentRow, KnowledgeBase, PostgresStore
 
 
@@ -173,15 +173,17 @@ async def test_connections_plan_every_run_for_its_values(small_pool: AsyncEngine
 
 
 @pytest.fixture
-async def one_connection(candor: Candor, tmp_path: Path) -> AsyncIterator[PostgresStore]:
-    """A store on the session's database with a single pooled connection: every search uses it."""
+async def one_connection_each(candor: Candor, tmp_path: Path) -> AsyncIterator[PostgresStore]:
+    """A store on the session's database with one general and one search connection."""
     url = candor.store.engine.url.render_as_string(hide_password=False)
     settings = load_settings(home=tmp_path, database_url=url, db_pool_size=1)
     engine, record = await open_engine(settings, embedder=candor.embedder.name, dimension=candor.embedder.dimension)
+    searches = pooled_engine(engine.url, settings, pool_size=1, cached_plans=True)
     try:
-        yield PostgresStore(engine, record)
+        yield PostgresStore(engine, record, search_engine=searches)
     finally:
         await engine.dispose()
+        await searches.dispose()
 
 
 async def _written(candor: Candor, kb: KnowledgeBase, texts: list[str]) -> None:
@@ -193,38 +195,29 @@ async def _written(candor: Candor, kb: KnowledgeBase, texts: list[str]) -> None:
     await candor.store.write_document(document, rows)
 
 
-async def test_the_search_runs_on_cached_plans_and_gives_the_connection_back_planning_per_run(
-    candor: Candor, kb: KnowledgeBase, one_connection: PostgresStore
+async def test_the_search_pool_runs_on_cached_plans_and_the_general_pool_plans_each_run(
+    candor: Candor, kb: KnowledgeBase, one_connection_each: PostgresStore
 ) -> None:
     """Planning the two search statements each time was ~1.4 ms of a search's Postgres time: they
-    switch the connection to cached plans and back (the pool's other statements keep per-run
-    plans), also when the search fails."""
-    from rag.errors import EmbeddingError
-
+    run on connections of their own that keep cached plans, while every other statement keeps
+    being planned for its values."""
     await _written(candor, kb, ["Annual leave is 25 days a year.", "Parental leave is 26 weeks."])
-    store = one_connection
+    store = one_connection_each
     vector = (await candor.embedder.embed(["annual leave"]))[0]
     for _ in range(12):  # psycopg prepares after 5 runs; Postgres weighs a generic plan after 5 more
         found = await store.hybrid_candidates(vector, "annual leave", knowledge_bases=[kb.name], groups=[], limit=5)
         assert "Annual leave is 25 days a year." in {c.text for c in found}
-    async with store.reading() as driver:
-        assert (await (await driver.execute("SHOW plan_cache_mode")).fetchone())[0] == "force_custom_plan"
+    async with store.searching() as driver:
+        assert (await (await driver.execute("SHOW plan_cache_mode")).fetchone())[0] == "auto"
         rows = await (
             await driver.execute(
-                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
-                ("%embedding <=>%",),
+                "SELECT generic_plans FROM pg_prepared_statements WHERE statement LIKE %s", ("%embedding <=>%",)
             )
         ).fetchall()
     assert len(rows) == 1 and rows[0][0] > 0, f"the dense statement runs on a cached plan: {rows}"
-
-    async def failing() -> np.ndarray:
-        await asyncio.sleep(0.01)  # the full-text statement has switched the connection
-        raise EmbeddingError("the embedder is gone")
-
-    with pytest.raises(EmbeddingError):
-        await store.hybrid_candidates(failing(), "annual leave", knowledge_bases=[kb.name], groups=[], limit=5)
     async with store.reading() as driver:
         assert (await (await driver.execute("SHOW plan_cache_mode")).fetchone())[0] == "force_custom_plan"
+    assert store.engine.pool.checkedout() == store.search_engine.pool.checkedout() == 0  # type: ignore[attr-defined]
 
 
 async def test_a_failed_query_embedding_gives_the_searchs_connection_back(candor: Candor, kb: KnowledgeBase) -> None:
@@ -237,7 +230,7 @@ async def test_a_failed_query_embedding_gives_the_searchs_connection_back(candor
         await asyncio.sleep(0)  # the full-text query has been sent and is running
         raise EmbeddingError("the embedder is gone")
 
-    pool = candor.store.engine.pool
+    pool = candor.store.search_engine.pool
     with pytest.raises(EmbeddingError):
         await candor.store.hybrid_candidates(failing(), "annual leave", knowledge_bases=[kb.name], groups=[], limit=5)
     assert pool.checkedout() == 0  # type: ignore[attr-defined]
