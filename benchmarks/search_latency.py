@@ -9,7 +9,7 @@ cached under benchmarks/.cache/ between runs.
 For each size: the full `HybridRetriever.run` path (embed the query, the full-text and the dense
 statement, fusion) over SQuAD questions, after a warm-up on 200 other questions; p50/p95 per run,
 median over runs; the query embedding alone is timed in the same run as the baseline. Recall@10 of the HNSW
-dense side against an exact scan.
+dense side against an exact scan, and hit@5 at scale (the answerable questions' gold paragraphs).
 
     python benchmarks/search_latency.py [--sizes 10000,100000] [--queries 200] [--runs 3]
 """
@@ -120,6 +120,17 @@ async def recall_at_10(candor: Candor, kb_name: str, queries: np.ndarray) -> flo
     return found / (10 * len(queries))
 
 
+async def hit_at_5(candor: Candor, scope: AccessScope, answerable: list[tuple[str, str]]) -> int:
+    """Retrieval quality at scale, to weigh a latency change against: a hit is a chunk among the
+    top 5 whose main passage is the question's gold SQuAD paragraph (each paragraph is the main
+    passage of ~35 chunks at 100k)."""
+    found = 0
+    for question, paragraph in answerable:
+        passages = await candor.retriever.run(question, scope, k=5)
+        found += any(p.text.startswith(paragraph) for p in passages)
+    return found
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000")
@@ -128,8 +139,10 @@ async def main() -> None:
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=200, help="questions asked first, not measured")
     args = parser.parse_args()
-    _, questions = load_squad()
+    paragraphs, questions = load_squad()
     asked = [q.question for q in questions[: args.queries]]
+    gold = {p.paragraph_id: " ".join(p.text.split()) for p in paragraphs}
+    answerable = [(q.question, gold[q.paragraph_id]) for q in questions[: args.queries] if q.answerable]
     for size in (int(s) for s in args.sizes.split(",")):
         home = CACHE / f"scale-home-{size}"  # one database per size: other sizes' rows would share the graph
         home.mkdir(parents=True, exist_ok=True)
@@ -168,6 +181,7 @@ async def main() -> None:
                     dense_p50s.append(percentile(dense_times, 50))
                     dense_p95s.append(percentile(dense_times, 95))
                 await driver.rollback()
+            hits = await hit_at_5(candor, scope, answerable)
             query_vectors = await embedder.embed(asked[: args.recall_queries])
             recall = await recall_at_10(candor, f"scale{size}", query_vectors)
             print(
@@ -176,7 +190,7 @@ async def main() -> None:
                 f"{', '.join(f'{v:.1f}' for v in p95s)}) | query embedding alone p50 {median(embed_p50s):.1f} ms, "
                 f"p95 {median(embed_p95s):.1f} ms | dense-only search incl. embedding p50 {median(dense_p50s):.1f} ms, "
                 f"p95 {median(dense_p95s):.1f} ms | HNSW recall@10 {recall:.3f} ({args.recall_queries} queries, "
-                f"ef_search {settings.hnsw_ef_search})",
+                f"ef_search {settings.hnsw_ef_search}) | hit@5 at this size {hits}/{len(answerable)}",
                 flush=True,
             )
 
