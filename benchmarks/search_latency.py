@@ -153,8 +153,8 @@ async def main() -> None:
             texts, vectors = pool(embedder)
             await build(candor, size, texts, vectors)
             scope = AccessScope(knowledge_bases=frozenset([f"scale{size}"]))
-            # warm-up on other questions than the measured ones: the server's caches, the prepared
-            # statements and their cached plans settle, but no measured query's pages are preloaded
+            # warm-up on other questions than the measured ones (about the same paragraphs): the
+            # server's caches, the prepared statements and their cached plans settle first
             warm = [q.question for q in questions[args.queries : args.queries + args.warmup]]
             for q in warm:
                 await candor.retriever.run(q, scope, k=5)

@@ -79,7 +79,8 @@ class SentenceTransformerEmbedder:
 
     def _declared_dimension(self) -> int:
         """The size from the model folder's pooling config, so that opening costs no model load;
-        0 (load to learn it) when a module after pooling (a Dense layer) may change it."""
+        0 (load to learn it) when a module after pooling (a Dense layer) or several pooling modes
+        may change it."""
         folder = Path(self._model_path())
         try:
             modules = json.loads((folder / "modules.json").read_text())
@@ -87,6 +88,10 @@ class SentenceTransformerEmbedder:
             if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
                 return 0
             config = json.loads((folder / modules[1]["path"] / "config.json").read_text())
+            # several pooling modes are concatenated: a multiple of the token size
+            modes = [v for k, v in config.items() if k.startswith("pooling_mode_") and v is True]
+            if len(modes) > 1 or not isinstance(config.get("pooling_mode", ""), str):
+                return 0
             # sentence-transformers 5 writes `embedding_dimension`, earlier versions the other
             return int(config.get("embedding_dimension") or config["word_embedding_dimension"])
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):

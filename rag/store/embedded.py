@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import fasteners
@@ -33,14 +34,17 @@ DATABASE_NAME = "candor"
 TUNING_FILE = "candor.conf"
 _INCLUDE = f"include_if_exists = '{TUNING_FILE}'"
 _MIN_BUFFERS_MB, _MAX_BUFFERS_MB = 128, 2048
-_CGROUP_LIMIT = Path("/sys/fs/cgroup/memory.max")
+_MAX_CONNECTIONS = 200
+"""Each Candor process keeps CANDOR_DB_POOL_SIZE connections plus its search pool (25 by default);
+`candor serve`, its Slack worker and a CLI or two share one embedded server (initdb's default: 100)."""
 
 
 def start_embedded(pgdata: Path, *, shared_buffers_mb: int | None = None) -> str:
     """Start (or join) the embedded server for `pgdata`; return a SQLAlchemy URL to its database.
 
     `shared_buffers_mb` (default: `default_shared_buffers_mb()`) takes effect when this call starts
-    the server; a server another process keeps running goes on with the value it started with."""
+    the server; a server another process keeps running goes on with the value it started with (two
+    processes starting it at the same moment with different values: either may win)."""
     try:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset; /tmp is fine
             warnings.simplefilter("ignore")
@@ -57,7 +61,8 @@ def start_embedded(pgdata: Path, *, shared_buffers_mb: int | None = None) -> str
                 _forget_dead_handles(pgdata)
                 _clear_zombie_pidfile(pgdata)
                 server.ensure_pgdata_inited()  # initdb on the first start, so the tuning applies at once
-                tune(pgdata, shared_buffers_mb=shared_buffers_mb or default_shared_buffers_mb())
+                if not _postmaster_running(pgdata):  # a running server keeps what it started with
+                    tune(pgdata, shared_buffers_mb=shared_buffers_mb or default_shared_buffers_mb())
             server.start()
         _ensure_database(server)
         uri = server.get_uri(DATABASE_NAME)
@@ -68,13 +73,27 @@ def start_embedded(pgdata: Path, *, shared_buffers_mb: int | None = None) -> str
     return uri.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
-def default_shared_buffers_mb(cgroup_limit: Path = _CGROUP_LIMIT) -> int:
-    """A quarter of the memory this process may use (the machine's, or its container's cgroup v2
-    limit), between 128 MB and 2 GB. Postgres maps it at start; pages are only taken as used."""
+def default_shared_buffers_mb(limits: Sequence[Path] | None = None) -> int:
+    """A quarter of the memory this process may use (the machine's, or the lowest of its cgroup's
+    limits, v2 or v1), between 128 MB and 2 GB. Postgres maps it at start; pages are only taken as
+    used."""
     memory = int(psutil.virtual_memory().total)
-    with contextlib.suppress(OSError, ValueError):  # "max" or no cgroup v2: no container limit
-        memory = min(memory, int(cgroup_limit.read_text().strip()))
+    for limit in _memory_limit_files() if limits is None else limits:
+        with contextlib.suppress(OSError, ValueError):  # absent, or "max": no limit there
+            memory = min(memory, int(limit.read_text().strip()))
     return max(_MIN_BUFFERS_MB, min(_MAX_BUFFERS_MB, memory // 4 // 2**20))
+
+
+def _memory_limit_files() -> list[Path]:
+    """Where Linux states this process's memory limit: its own cgroup v2 (a systemd unit's
+    MemoryMax), a container's root cgroup v2, or cgroup v1's memory controller."""
+    root = Path("/sys/fs/cgroup")
+    files = [root / "memory.max", root / "memory" / "memory.limit_in_bytes"]
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::/"):  # cgroup v2: "0::/system.slice/candor.service"
+                files.append(root / line.removeprefix("0::/") / "memory.max")
+    return files
 
 
 def tune(pgdata: Path, *, shared_buffers_mb: int) -> None:
@@ -88,12 +107,21 @@ def tune(pgdata: Path, *, shared_buffers_mb: int) -> None:
     tuning.write_text(
         "# Written by Candor when it starts this server: set CANDOR_DB_SHARED_BUFFERS_MB instead of editing.\n"
         f"shared_buffers = '{shared_buffers_mb}MB'\n"
+        f"max_connections = {_MAX_CONNECTIONS}\n"
         "jit = off\n",
         encoding="utf-8",
     )
     owner = pgdata.stat()
     if hasattr(os, "geteuid") and os.geteuid() == 0 and owner.st_uid != 0:  # pgserver runs Postgres as its own user
         os.chown(tuning, owner.st_uid, owner.st_gid)
+
+
+def _postmaster_running(pgdata: Path) -> bool:
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except (OSError, ValueError, psutil.Error):
+        return False
 
 
 def _forget_dead_handles(pgdata: Path) -> None:

@@ -25,15 +25,16 @@ async def hybrid_candidates(
     vector: Vector | Awaitable[Vector],
     query: str,
     *,
-    kb_ids: list[int] | None,
+    knowledge_bases: Sequence[str] | None,
     groups: Sequence[str],
     limit: int,
     max_term_frequency: float,
 ) -> list[Candidate]:
     """Top `limit` chunks by cosine and top `limit` by full-text rank, each with both scores.
 
-    `vector` may still be on its way (an awaitable): the full-text query needs only the text,
-    so it runs on the server while the query is being embedded.
+    `vector` may still be on its way (an awaitable, which this call then owns: it is cancelled if
+    the search fails first): the full-text query needs only the text, so it runs on the server
+    while the query is being embedded.
 
     The full-text side works like an inverse-document-frequency cut, from Postgres' own column
     statistics: words found in more than `max_term_frequency` of all chunks are left out (unless
@@ -43,18 +44,12 @@ async def hybrid_candidates(
     question's common words match a third of the corpus, and ranking those costs more than the
     rest of the search.
     """
-    lexical_sql, dense_sql = search_statements(
-        None if kb_ids is None else tuple(kb_ids), limit, 4 * store.lexical_budget
-    )
-    lexical_params = {
-        "groups": list(groups),
-        "text": query,
-        "max_df": max_term_frequency,
-        "budget": store.lexical_budget,
-    }
-    # the embedding starts now, before the connection checkout (~0.4 ms) it would otherwise wait for
+    # the embedding starts first: the knowledge-base lookup and the checkout (~0.4 ms) run meanwhile
     embedding = None if isinstance(vector, np.ndarray) else asyncio.ensure_future(vector)
     try:
+        kb_ids = None if knowledge_bases is None else tuple(await store.knowledge_base_ids(knowledge_bases))
+        lexical_sql, dense_sql = search_statements(kb_ids, tuple(sorted(groups)), limit, 4 * store.lexical_budget)
+        lexical_params = {"text": query, "max_df": max_term_frequency, "budget": store.lexical_budget}
         async with store.searching() as driver:  # one checkout for both statements
             lexical = asyncio.create_task(_fetch_one(driver, lexical_sql, lexical_params))
             try:
@@ -65,12 +60,12 @@ async def hybrid_candidates(
                 await asyncio.gather(lexical, return_exceptions=True)
                 raise
             tsquery, lexical_ids = await lexical
-            params = {"groups": list(groups), "vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
+            params = {"vec": vector, "tsq": tsquery, "lex_ids": lexical_ids}
             # ~80 passages' text and scores: binary rows parse faster
             cursor = await driver.execute(dense_sql, params, binary=True)
             rows = await cursor.fetchall()
     finally:
-        if embedding is not None:  # the checkout failed before anyone awaited it: stop it, mark it seen
+        if embedding is not None:  # it failed before anyone awaited the embedding: stop it, mark it seen
             embedding.cancel()
             if embedding.done() and not embedding.cancelled():
                 embedding.exception()

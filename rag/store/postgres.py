@@ -261,7 +261,7 @@ class PostgresStore:
             result = await conn.execute(delete(documents).where(documents.c.id.in_(list(document_ids))))
         return int(result.rowcount or 0)
 
-    async def _knowledge_base_ids(self, names: Sequence[str]) -> list[int]:
+    async def knowledge_base_ids(self, names: Sequence[str]) -> list[int]:
         """Ids for knowledge base names (cached: bases are created, never renamed)."""
         missing = [name for name in names if name not in self._kb_ids]
         if missing:
@@ -340,12 +340,11 @@ class PostgresStore:
     ) -> list[Candidate]:
         """Top `limit` chunks by cosine and top `limit` by full-text rank, each with both scores
         (rag/store/hybrid.py says how)."""
-        kb_ids = None if knowledge_bases is None else await self._knowledge_base_ids(knowledge_bases)
         return await hybrid_candidates(
             self,
             vector,
             query,
-            kb_ids=kb_ids,
+            knowledge_bases=knowledge_bases,
             groups=groups,
             limit=limit,
             max_term_frequency=max_term_frequency,

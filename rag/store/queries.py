@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 
+from psycopg import sql
+
 DOCUMENT_COLUMNS = (
     "kb_id, source, title, url, format, content_hash, options_hash, effective_date, date_source, "
     "date_flag, declared_date, authority, declared_authority, access_groups, metadata"
@@ -19,8 +21,9 @@ HNSW_INDEX_SQL = (
 # a search's ~5 ms in Postgres. So everything that steers the plan is written into the statement
 # text, not passed as a parameter (`search_statements`): `{scope}` is `kb_id = ANY('{1,2}'::int[])`
 # or `TRUE` (the planner must see the knowledge bases to weigh an exact scan of a small one against
-# HNSW), and the row limits are numbers (a parameter LIMIT is planned as 10% of the table, which
-# makes an exact scan look cheaper than the index: 50 ms instead of 4 at 100k chunks).
+# HNSW), `{groups}` the reader's access groups (a parameter's share of rows is guessed at 1%, which
+# makes an exact scan of a mostly restricted base look cheap), and the row limits are numbers (a
+# parameter LIMIT is planned as 10% of the table: 50 ms instead of 4 at 100k chunks).
 LEXICAL_SQL = """
 WITH stats AS (
     SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
@@ -58,7 +61,7 @@ lex AS (
         SELECT id, tsv FROM chunks
         WHERE tsv @@ (SELECT gate FROM q)
           AND {scope}
-          AND (access_groups = '{{}}' OR access_groups && %(groups)s::text[])
+          AND (access_groups = '{{}}' OR access_groups && {groups}::text[])
         LIMIT {scan_cap}
     ) matched
     ORDER BY rank DESC, id
@@ -73,7 +76,7 @@ WITH dense AS (
     FROM (
         SELECT id, embedding <=> %(vec)s AS distance FROM chunks
         WHERE {scope}
-          AND (access_groups = '{{}}' OR access_groups && %(groups)s::text[])
+          AND (access_groups = '{{}}' OR access_groups && {groups}::text[])
         ORDER BY embedding <=> %(vec)s
         LIMIT {n}
     ) c
@@ -95,8 +98,12 @@ LEFT JOIN lex ON lex.id = c.id
 
 
 @functools.lru_cache(maxsize=256)
-def search_statements(kb_ids: tuple[int, ...] | None, limit: int, scan_cap: int) -> tuple[str, str]:
-    """The full-text and dense statements for these knowledge bases (None: all) and row limits."""
+def search_statements(
+    kb_ids: tuple[int, ...] | None, groups: tuple[str, ...], limit: int, scan_cap: int
+) -> tuple[str, str]:
+    """The full-text and dense statements for these knowledge bases (None: all), access groups and
+    row limits. The groups are quoted by psycopg, and a `%` in them doubled for its placeholders."""
     scope = "TRUE" if kb_ids is None else "kb_id = ANY('{{{}}}'::int[])".format(",".join(str(int(i)) for i in kb_ids))
-    values = {"scope": scope, "n": int(limit), "scan_cap": int(scan_cap)}
+    quoted = sql.Literal(sorted(groups)).as_string().replace("%", "%%")
+    values = {"scope": scope, "groups": quoted, "n": int(limit), "scan_cap": int(scan_cap)}
     return LEXICAL_SQL.format(**values), DENSE_SQL.format(**values)

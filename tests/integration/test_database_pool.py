@@ -186,13 +186,41 @@ async def one_connection_each(candor: Candor, tmp_path: Path) -> AsyncIterator[P
         await searches.dispose()
 
 
-async def _written(candor: Candor, kb: KnowledgeBase, texts: list[str]) -> None:
+async def _written(
+    candor: Candor, kb: KnowledgeBase, texts: list[str], *, source: str = "leave.md", groups: list[str] | None = None
+) -> None:
     vectors = await candor.embedder.embed(texts)
     rows = [ChunkRow(i, ["Leave"], t, f"h{i}", v) for i, (t, v) in enumerate(zip(texts, vectors, strict=True))]
     document = DocumentRow(
-        kb_id=kb.id, source="leave.md", title="Leave", format="md", content_hash="x", options_hash="o"
+        kb_id=kb.id,
+        source=source,
+        title="Leave",
+        format="md",
+        content_hash="x",
+        options_hash="o",
+        access_groups=groups or [],
     )
     await candor.store.write_document(document, rows)
+
+
+async def test_access_groups_written_into_the_search_statements_are_quoted(
+    candor: Candor, kb: KnowledgeBase, one_connection_each: PostgresStore
+) -> None:
+    """The reader's groups are part of the statements' text (for the cached plans): quotes, `%`,
+    braces and commas in a group name neither break the statement nor widen what is visible."""
+    odd = "o'brien {50%}, \\board"
+    await _written(candor, kb, ["Board pay is reviewed each March."], source="board.md", groups=[odd])
+    store = one_connection_each
+    vector = (await candor.embedder.embed(["board pay review"]))[0]
+
+    async def texts(groups: list[str]) -> set[str]:
+        found = await store.hybrid_candidates(vector, "board pay", knowledge_bases=[kb.name], groups=groups, limit=5)
+        return {c.text for c in found}
+
+    assert await texts([odd]) == {"Board pay is reviewed each March."}
+    assert await texts(["o'brien {50%}", "board", "%s", "'); DROP TABLE chunks; --"]) == set()
+    assert await texts([]) == set()
+    assert await texts(["staff", odd]) == {"Board pay is reviewed each March."}
 
 
 async def test_the_search_pool_runs_on_cached_plans_and_the_general_pool_plans_each_run(
@@ -242,8 +270,9 @@ async def test_a_failed_query_embedding_gives_the_searchs_connection_back(candor
 
 
 async def test_a_search_without_a_database_stops_the_query_embedding_it_started() -> None:
-    """The query embedding starts before the connection checkout; when no connection comes, the
-    error is the store's and the embedding is cancelled, not left running unobserved."""
+    """The query embedding starts before the knowledge-base lookup and the connection checkout;
+    when no connection comes, the error is the store's and the embedding is cancelled, not left
+    running unobserved."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
     unreachable = create_async_engine("postgresql+psycopg://x@127.0.0.1:1/none", connect_args={"connect_timeout": 2})
@@ -257,6 +286,12 @@ async def test_a_search_without_a_database_stops_the_query_embedding_it_started(
     try:
         with pytest.raises(StoreError):
             await store.hybrid_candidates(embedding, "annual leave", knowledge_bases=None, groups=[], limit=5)
+        await asyncio.sleep(0)
+        assert embedding.cancelled()
+        # the same when the knowledge-base lookup (before the checkout) is what fails
+        embedding = asyncio.ensure_future(slow_embedding())
+        with pytest.raises(StoreError):
+            await store.hybrid_candidates(embedding, "annual leave", knowledge_bases=["handbook"], groups=[], limit=5)
         await asyncio.sleep(0)
         assert embedding.cancelled()
     finally:

@@ -362,33 +362,57 @@ def test_a_killed_server_is_restarted_by_the_next_command(fresh_home: Path, tmp_
 def test_the_embedded_server_starts_tuned_and_retuned(fresh_home: Path) -> None:
     pgdata = fresh_home / "pgdata"
 
-    def shown() -> tuple[str, str]:
+    def shown(size: int) -> tuple[str, str]:
         with open_db_url(start_embedded(pgdata, shared_buffers_mb=size)) as conn:
             return conn.execute("SHOW shared_buffers").fetchone()[0], conn.execute("SHOW jit").fetchone()[0]
 
-    size = 192
-    assert shown() == ("192MB", "off"), "the very first start (initdb included) is tuned"
+    assert shown(192) == ("192MB", "off"), "the very first start (initdb included) is tuned"
+    with open_db_url(start_embedded(pgdata)) as conn:
+        assert conn.execute("SHOW max_connections").fetchone()[0] == "200"
     release(pgdata)
-    size = 256
-    assert shown() == ("256MB", "off"), "each start rewrites the settings"
-    size = 512
-    assert shown() == ("256MB", "off"), "a running server is joined as it is, never restarted"
+    assert shown(256) == ("256MB", "off"), "each start rewrites the settings"
+    release(pgdata)
+    # another process starts the server (and dies holding it): this one joins it as it is
+    starter = subprocess.run(
+        [sys.executable, "-c", TUNED_STARTER, str(pgdata), "320"],
+        cwd=fresh_home.parent,
+        env=_env(fresh_home, {}),
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+    )
+    assert starter.returncode == -signal.SIGKILL, starter.stderr
+    assert postmaster(pgdata) is not None
+    assert shown(512) == ("320MB", "off"), "a running server is joined as it is, never restarted"
+    assert "shared_buffers = '320MB'" in (pgdata / "candor.conf").read_text(), "nor its settings file rewritten"
     release(pgdata)
     conf = (pgdata / "postgresql.conf").read_text().splitlines()
     assert conf.count("include_if_exists = 'candor.conf'") == 1
     assert (pgdata / "candor.conf").stat().st_uid == pgdata.stat().st_uid, "readable by the server's own user"
 
 
+TUNED_STARTER = """
+import os, signal, sys
+from pathlib import Path
+from rag.store.embedded import start_embedded
+print(start_embedded(Path(sys.argv[1]), shared_buffers_mb=int(sys.argv[2])), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
 def test_the_default_page_cache_follows_the_memory_limit(tmp_path: Path) -> None:
-    limit = tmp_path / "memory.max"
-    limit.write_text("4294967296\n")  # a container given 4 GiB
-    assert default_shared_buffers_mb(limit) == 1024
-    limit.write_text("268435456\n")  # 256 MiB: never below Postgres' own default
-    assert default_shared_buffers_mb(limit) == 128
-    limit.write_text("max\n")  # no limit: the machine's memory, at most 2 GB
-    machine = psutil.virtual_memory().total // 4 // 2**20
-    assert default_shared_buffers_mb(limit) == max(128, min(2048, machine))
-    assert default_shared_buffers_mb(tmp_path / "absent") == max(128, min(2048, machine))
+    v2, v1, unit = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes", tmp_path / "unit.max"
+    v2.write_text("4294967296\n")  # a container given 4 GiB
+    assert default_shared_buffers_mb([v2]) == 1024
+    v2.write_text("268435456\n")  # 256 MiB: never below Postgres' own default
+    assert default_shared_buffers_mb([v2]) == 128
+    v2.write_text("max\n")  # no limit: the machine's memory, at most 2 GB
+    machine = max(128, min(2048, psutil.virtual_memory().total // 4 // 2**20))
+    assert default_shared_buffers_mb([v2]) == machine
+    assert default_shared_buffers_mb([tmp_path / "absent"]) == machine
+    v1.write_text("9223372036854771712\n")  # cgroup v1 without a limit
+    unit.write_text("2147483648\n")  # a systemd unit's MemoryMax of 2 GiB: the lowest limit counts
+    assert default_shared_buffers_mb([v2, v1, unit]) == min(machine, 512)
 
 
 # --- 4. several processes on one home ------------------------------------------------------------

@@ -130,11 +130,15 @@ async def test_the_dimension_is_read_from_the_folder_without_loading_the_model(t
     config.write_text(json.dumps({**older, "word_embedding_dimension": 32}))
     embedder = SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=tmp_path / "cache")
     assert embedder.dimension == 32 and embedder._model is None
+    # two pooling modes are concatenated: the folder's number is not the vector's size
+    config.write_text(json.dumps({**older, "embedding_dimension": 32, "pooling_mode": ["mean", "max"]}))
+    embedder = SentenceTransformerEmbedder(str(folder), backend="torch", cache_dir=tmp_path / "cache")
+    assert embedder.dimension == 64
+    assert (await embedder.embed(["pay"])).shape == (1, 64)
 
 
 async def test_closing_the_embedder_stops_its_threads(tmp_path: Path) -> None:
     import asyncio
-    import threading
 
     folder = build_embedder(tmp_path / "tiny", seed=7)
     embedder = SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=tmp_path / "cache")
@@ -143,14 +147,13 @@ async def test_closing_the_embedder_stops_its_threads(tmp_path: Path) -> None:
     runner.workers, runner.token_budget = 2, 8  # several batches: the worker pool runs
     await embedder.embed(TEXTS)
 
-    def ours() -> list[threading.Thread]:
-        return [t for t in threading.enumerate() if t.name.startswith(("embedder", "onnx"))]
-
-    running = ours()
-    assert running, "the embedder's and the runner's threads run"
+    assert runner._pool is not None
+    # this embedder's own threads (other tests' embedders may be running too)
+    running = [*embedder._executor._threads, *runner._pool._threads]  # type: ignore[attr-defined]
+    assert running and all(t.is_alive() for t in running)
     await embedder.aclose()
     for thread in running:
         await asyncio.to_thread(thread.join, 10)
-    assert ours() == []
+    assert not any(t.is_alive() for t in running)
     with pytest.raises(EmbeddingError):
         await embedder.embed(["pay"])
