@@ -104,7 +104,8 @@ def tune(pgdata: Path, *, shared_buffers_mb: int) -> None:
         with conf.open("a", encoding="utf-8") as out:
             out.write(f"\n# Candor's settings, rewritten at every start of the embedded server\n{_INCLUDE}\n")
     tuning = pgdata / TUNING_FILE
-    tuning.write_text(
+    staged = pgdata / f"{TUNING_FILE}.new"  # swapped in whole: a postmaster starting now reads old or new
+    staged.write_text(
         "# Written by Candor when it starts this server: set CANDOR_DB_SHARED_BUFFERS_MB instead of editing.\n"
         f"shared_buffers = '{shared_buffers_mb}MB'\n"
         f"max_connections = {_MAX_CONNECTIONS}\n"
@@ -113,7 +114,8 @@ def tune(pgdata: Path, *, shared_buffers_mb: int) -> None:
     )
     owner = pgdata.stat()
     if hasattr(os, "geteuid") and os.geteuid() == 0 and owner.st_uid != 0:  # pgserver runs Postgres as its own user
-        os.chown(tuning, owner.st_uid, owner.st_gid)
+        os.chown(staged, owner.st_uid, owner.st_gid)
+    os.replace(staged, tuning)
 
 
 def _postmaster_running(pgdata: Path) -> bool:

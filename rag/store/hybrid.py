@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import psycopg
 
+from rag.errors import StoreError
 from rag.store.queries import search_statements
 from rag.store.rows import Candidate, Vector
 
@@ -48,7 +50,10 @@ async def hybrid_candidates(
     embedding = None if isinstance(vector, np.ndarray) else asyncio.ensure_future(vector)
     try:
         kb_ids = None if knowledge_bases is None else tuple(await store.knowledge_base_ids(knowledge_bases))
-        lexical_sql, dense_sql = search_statements(kb_ids, tuple(sorted(groups)), limit, 4 * store.lexical_budget)
+        try:
+            lexical_sql, dense_sql = search_statements(kb_ids, tuple(sorted(groups)), limit, 4 * store.lexical_budget)
+        except psycopg.Error as exc:  # a group name Postgres cannot hold (a NUL byte)
+            raise StoreError(f"cannot search with these access groups: {exc}") from exc
         lexical_params = {"text": query, "max_df": max_term_frequency, "budget": store.lexical_budget}
         async with store.searching() as driver:  # one checkout for both statements
             lexical = asyncio.create_task(_fetch_one(driver, lexical_sql, lexical_params))

@@ -221,6 +221,8 @@ async def test_access_groups_written_into_the_search_statements_are_quoted(
     assert await texts(["o'brien {50%}", "board", "%s", "'); DROP TABLE chunks; --"]) == set()
     assert await texts([]) == set()
     assert await texts(["staff", odd]) == {"Board pay is reviewed each March."}
+    with pytest.raises(StoreError, match="access groups"):  # Postgres text cannot hold a NUL byte
+        await texts(["hr\x00"])
 
 
 async def test_the_search_pool_runs_on_cached_plans_and_the_general_pool_plans_each_run(

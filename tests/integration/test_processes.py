@@ -402,12 +402,12 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def test_the_default_page_cache_follows_the_memory_limit(tmp_path: Path) -> None:
     v2, v1, unit = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes", tmp_path / "unit.max"
+    machine = max(128, min(2048, psutil.virtual_memory().total // 4 // 2**20))
     v2.write_text("4294967296\n")  # a container given 4 GiB
-    assert default_shared_buffers_mb([v2]) == 1024
+    assert default_shared_buffers_mb([v2]) == min(machine, 1024)
     v2.write_text("268435456\n")  # 256 MiB: never below Postgres' own default
     assert default_shared_buffers_mb([v2]) == 128
     v2.write_text("max\n")  # no limit: the machine's memory, at most 2 GB
-    machine = max(128, min(2048, psutil.virtual_memory().total // 4 // 2**20))
     assert default_shared_buffers_mb([v2]) == machine
     assert default_shared_buffers_mb([tmp_path / "absent"]) == machine
     v1.write_text("9223372036854771712\n")  # cgroup v1 without a limit
