@@ -118,12 +118,18 @@ def tune(pgdata: Path, *, shared_buffers_mb: int) -> None:
     os.replace(staged, tuning)
 
 
-def _postmaster_running(pgdata: Path) -> bool:
+def _postmaster(pgdata: Path) -> tuple[int, str] | None:
+    """The pid in `<pgdata>/postmaster.pid` and its process' status, if that process exists."""
     try:
         pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+        return pid, str(psutil.Process(pid).status())
     except (OSError, ValueError, psutil.Error):
-        return False
+        return None
+
+
+def _postmaster_running(pgdata: Path) -> bool:
+    found = _postmaster(pgdata)
+    return found is not None and found[1] != psutil.STATUS_ZOMBIE
 
 
 def _forget_dead_handles(pgdata: Path) -> None:
@@ -145,15 +151,10 @@ def _forget_dead_handles(pgdata: Path) -> None:
 def _clear_zombie_pidfile(pgdata: Path) -> None:
     """A postmaster killed with SIGKILL stays a zombie where nothing reaps it (a container without
     an init); Postgres then takes its pid for a live server and refuses to start. Drop the file."""
-    pidfile = pgdata / "postmaster.pid"
-    try:
-        pid = int(pidfile.read_text().split("\n", 1)[0])
-        zombie = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except (OSError, ValueError, psutil.Error):
-        return
-    if zombie:
-        log.warning("embedded postgres: removing the pid file of a dead (zombie) server", extra={"pid": pid})
-        pidfile.unlink(missing_ok=True)
+    found = _postmaster(pgdata)
+    if found is not None and found[1] == psutil.STATUS_ZOMBIE:
+        log.warning("embedded postgres: removing the pid file of a dead (zombie) server", extra={"pid": found[0]})
+        (pgdata / "postmaster.pid").unlink(missing_ok=True)
 
 
 def _ensure_database(server: object) -> None:

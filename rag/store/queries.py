@@ -101,9 +101,10 @@ LEFT JOIN lex ON lex.id = c.id
 def search_statements(
     kb_ids: tuple[int, ...] | None, groups: tuple[str, ...], limit: int, scan_cap: int
 ) -> tuple[str, str]:
-    """The full-text and dense statements for these knowledge bases (None: all), access groups and
-    row limits. The groups are quoted by psycopg, and a `%` in them doubled for its placeholders."""
+    """The full-text and dense statements for these knowledge bases (None: all), access groups
+    (sorted, so that one set is one cached statement) and row limits. The groups are quoted by
+    psycopg, and a `%` in them doubled for its placeholders."""
     scope = "TRUE" if kb_ids is None else "kb_id = ANY('{{{}}}'::int[])".format(",".join(str(int(i)) for i in kb_ids))
-    quoted = sql.Literal(sorted(groups)).as_string().replace("%", "%%")
+    quoted = sql.Literal(list(groups)).as_string().replace("%", "%%")
     values = {"scope": scope, "groups": quoted, "n": int(limit), "scan_cap": int(scan_cap)}
     return LEXICAL_SQL.format(**values), DENSE_SQL.format(**values)
