@@ -1,7 +1,7 @@
 """Retrieval quality on the SQuAD 2.0 subset: hit@1 and hit@5 of the gold paragraph.
 
 The 124 paragraphs are the knowledge base; the 508 answerable questions are asked. Modes: dense
-only (cosine), full-text only (ts_rank_cd), reciprocal rank fusion, and weighted fusion. The
+only (cosine), full-text only (ts_rank), reciprocal rank fusion, and weighted fusion. The
 dense weight is chosen on one half of the questions (split by article title) and reported on
 the other half, so the figure is not tuned on the set it reports.
 

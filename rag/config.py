@@ -127,7 +127,9 @@ class Settings(BaseSettings):
     """CANDOR_CANDIDATES: passages each retriever (dense, full-text) contributes before fusion."""
     max_term_frequency: float = Field(0.05, gt=0.0, le=1.0, validation_alias=_env("CANDOR_MAX_TERM_FREQUENCY"))
     """CANDOR_MAX_TERM_FREQUENCY: full-text search ignores words in more than this share of chunks."""
-    hnsw_ef_search: int = Field(64, ge=1, le=1000, validation_alias=_env("CANDOR_HNSW_EF_SEARCH"))
+    hnsw_ef_search: int = Field(48, ge=1, le=1000, validation_alias=_env("CANDOR_HNSW_EF_SEARCH"))
+    """CANDOR_HNSW_EF_SEARCH: HNSW search breadth; 48 is the smallest value with recall@10 >= 0.96 at
+    100k chunks on calibration questions (`benchmarks/ef_search_sweep.py`)."""
 
     # --- answering (gate thresholds default to the calibration in rag/calibration.json) ----
     retrieval_threshold: float = Field(

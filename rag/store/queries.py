@@ -56,7 +56,7 @@ q AS (
     FROM informative
 ),
 lex AS (
-    SELECT id, ts_rank_cd(tsv, (SELECT tsq FROM q), 32) AS rank
+    SELECT id, ts_rank(tsv, (SELECT tsq FROM q), 32) AS rank
     FROM (
         SELECT id, tsv FROM chunks
         WHERE tsv @@ (SELECT gate FROM q)
@@ -86,7 +86,7 @@ ids AS (SELECT id FROM dense UNION SELECT id FROM lex)
 SELECT c.id, c.document_id, d.source, d.title, d.url, c.heading, c.text, d.effective_date,
        d.authority, c.access_groups, kb.name,
        1 - coalesce(dense.distance, c.embedding <=> %(vec)s) AS cosine,
-       coalesce(ts_rank_cd(c.tsv, %(tsq)s::tsquery, 32), 0) AS lexical,
+       coalesce(ts_rank(c.tsv, %(tsq)s::tsquery, 32), 0) AS lexical,
        dense.rnk, lex.rnk
 FROM ids
 JOIN chunks c ON c.id = ids.id
