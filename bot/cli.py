@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import bot.cli_audit_answers  # noqa: F401  (registers `candor audit answers` on audit_app)
 from bot.cli_audit import audit_app
-from bot.cli_common import AccessOption, KbOption, cli_settings, err, out, run
+from bot.cli_common import AccessOption, KbOption, cli_settings, err, out, require_knowledge_base, run
 from bot.cli_feedback import feedback_app
 from bot.cli_gaps import gaps
 from bot.report_html import render_html, write_html
@@ -127,6 +127,7 @@ def search(
     """Show the passages hybrid search ranks highest for QUERY."""
 
     async def work(candor: Candor) -> list[dict[str, object]]:
+        await require_knowledge_base(candor, kb)
         scope = AccessScope(frozenset(access or []), None if kb is None else frozenset([kb]))
         passages = await candor.retriever.run(query, scope, k=k)
         return [p.as_json() for p in passages]
@@ -165,6 +166,7 @@ def ask(
     """Answer QUESTION through the full gated pipeline, with citations, or abstain."""
 
     async def work(candor: Candor) -> Answer:
+        await require_knowledge_base(candor, kb)
         scope = AccessScope(frozenset(access or []), None if kb is None else frozenset([kb]))
         await candor.warm_up()
         return await candor.answer(Question(question, scope=scope, platform="cli"))

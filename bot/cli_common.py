@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rag.config import Settings, load_settings
-from rag.errors import CandorError, ConfigError
+from rag.errors import CandorError, ConfigError, RetrievalError
 from rag.runtime import Candor, open_candor
 
 out = Console(soft_wrap=True)
@@ -49,6 +49,12 @@ def run(work: Callable[[Candor], Awaitable[T]], *, check_embedder: bool = True) 
     except KeyboardInterrupt:
         err.print("interrupted")
         raise typer.Exit(130) from None
+
+
+async def require_knowledge_base(candor: Candor, name: str | None) -> None:
+    """A `--kb` that names no knowledge base is an error, not an empty search."""
+    if name is not None and await candor.knowledge_base(name) is None:
+        raise RetrievalError(f"no knowledge base is called {name!r}")
 
 
 def cli_settings() -> Settings:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
 
-from rag.types import AccessScope
+from rag.types import AccessScope, clean_text
 
 Route = Literal["answered", "low_confidence", "abstained"]
 Platform = Literal["cli", "web", "slack", "teams", "eval"]
@@ -32,6 +32,9 @@ class Turn:
     author: str | None = None
     from_bot: bool = False
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", clean_text(self.text))
+
 
 @dataclass(frozen=True, slots=True)
 class Question:
@@ -50,6 +53,10 @@ class Question:
     audience: Audience | None = None
     """Reported by chat adapters; a public or shared conversation never gets restricted documents,
     whatever the access rules grant (`AccessPolicy`)."""
+
+    def __post_init__(self) -> None:
+        # a NUL or a lone surrogate would fail the trace's write and the tokenizer, not the asker
+        object.__setattr__(self, "text", clean_text(self.text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 from rag.embeddings import Embedder
 from rag.errors import RetrievalError
 from rag.store.postgres import Candidate, Vector
-from rag.types import AccessScope, Passage
+from rag.types import AccessScope, Passage, clean_text
 
 Fusion = Literal["rrf", "weighted"]
 
@@ -114,7 +114,7 @@ class HybridRetriever:
         vector: Vector | None = None,
     ) -> list[Passage]:
         """The k best passages for `query` in `scope`; `vector` skips embedding the query again."""
-        query = " ".join(query.split())
+        query = " ".join(clean_text(query).split())
         if not query:
             raise RetrievalError("the query is empty")
         if len(query) > MAX_QUERY_CHARS:

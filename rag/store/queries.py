@@ -35,17 +35,30 @@ common AS (
     WHERE e.lexeme IS NOT NULL
 ),
 terms AS (
-    -- a word missing from the statistics is rarer than the rarest word they list
+    -- a word missing from the statistics is rarer than the rarest word they list (or in no chunk)
     SELECT t.lexeme,
-           coalesce(c.freq, (SELECT freqs[array_length(elems, 1) + 1] FROM stats), 0) AS freq
+           coalesce(c.freq, (SELECT freqs[array_length(elems, 1) + 1] FROM stats), 0) AS freq,
+           c.freq IS NOT NULL AS listed
     FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS t(lexeme)
     LEFT JOIN common c ON c.lexeme = t.lexeme
 ),
 informative AS (
-    SELECT lexeme, freq FROM terms
+    SELECT lexeme, freq, listed FROM terms
     WHERE freq <= %(max_df)s OR NOT EXISTS (SELECT 1 FROM terms WHERE freq <= %(max_df)s)
 ),
-rarest AS (SELECT lexeme, freq FROM informative ORDER BY freq, lexeme LIMIT 2),
+rarest AS (
+    -- the two rarest words: an unlisted word in no chunk the reader may search (a typo, a name the
+    -- knowledge base lacks) must not take a rare word's place. Rarest first, the index asked only
+    -- until two are found (OFFSET 0 keeps the order ahead of the check)
+    SELECT lexeme, freq FROM (SELECT lexeme, freq, listed FROM informative ORDER BY freq, lexeme OFFSET 0) o
+    WHERE listed OR EXISTS (
+        SELECT 1 FROM chunks
+        WHERE tsv @@ to_tsquery('simple', quote_literal(o.lexeme))
+          AND {scope}
+          AND (access_groups = '{{}}' OR access_groups && {groups}::text[])
+    )
+    LIMIT 2
+),
 q AS (
     SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq,
            (SELECT to_tsquery('simple', string_agg(

@@ -16,7 +16,7 @@ from typing import Any
 
 from rag.answers import Answer, Feedback, Question
 from rag.errors import TrackingError
-from rag.types import AccessScope
+from rag.types import AccessScope, clean_text
 
 FORMAT = 1
 """Version of the spooled record layout; bump it when the layout changes."""
@@ -174,8 +174,11 @@ def _default(value: Any) -> Any:
 
 
 def _finite(value: Any) -> Any:
+    """Non-finite floats as None, and strings as jsonb stores them (`clean_text`: no NUL)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return clean_text(value)
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -82,6 +82,22 @@ async def test_answerable_question_is_answered_with_citations_and_logged(
     assert trace["models"]["verifier"] == "evidence-verifier-v1"
 
 
+async def test_a_nul_byte_or_a_lone_surrogate_in_a_question_is_answered_and_logged(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    """Postgres stores no NUL (nor jsonb a lone surrogate) and the tokenizer takes neither: a chat
+    event's malformed escape must not cost the asker the answer or the team the trace."""
+    for question in (
+        "How much paid parental leave does the primary carer get?\x00",
+        "How much paid parental\ud800 leave does the primary carer get?",
+    ):
+        answer = await candor.answer(ask(handbook, question))
+        assert answer.route == "answered" and "16 weeks" in answer.text, question
+        trace = await candor.tracker.trace(answer.trace_id)
+        assert trace is not None and trace["route"] == "answered", question
+        assert "\x00" not in trace["question"] and "\ud800" not in trace["question"]
+
+
 async def test_unanswerable_question_abstains_with_the_fixed_refusal(candor: Candor, handbook: KnowledgeBase) -> None:
     answer = await candor.answer(ask(handbook, "What is the vesting schedule for employee stock options?"))
     assert answer.route == "abstained"

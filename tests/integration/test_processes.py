@@ -497,6 +497,14 @@ def test_cli_exit_codes_and_json_output(fresh_home: Path, tmp_path: Path) -> Non
     assert finance[0]["title"] == "Payroll calendar"
     assert "25th of each month" in finance[0]["text"]
 
+    # a byte that is not UTF-8 on the command line (Python hands it over as a lone surrogate)
+    undecodable = search_json(fresh_home, "When is payroll processed? \udcff", "--kb", "office")
+    assert {_name(item) for item in undecodable} == {"guide.md"}
+
+    unknown = candor(fresh_home, "search", question, "--kb", "offfice")
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert "no knowledge base is called 'offfice'" in unknown.stderr and "Traceback" not in unknown.stderr
+
     misconfigured = candor(fresh_home, "search", question, env={"CANDOR_CHUNK_TOKENS": "abc"})
     assert misconfigured.returncode == 1
     assert "CANDOR_CHUNK_TOKENS" in misconfigured.stderr

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.answers import Question, Turn
+from rag.answers import Feedback, Question, Turn
 from rag.errors import QuestionError
+from rag.tracking.records import feedback_record
+from rag.types import clean_text
 from rag.understand import (
     MAX_QUESTION_CHARS,
     answer_type,
@@ -307,3 +311,30 @@ def test_answer_type(question: str, kind: str) -> None:
 )
 def test_reads_as_question(text: str, asks: bool) -> None:
     assert reads_as_question(text) is asks
+
+
+@given(st.text())
+def test_clean_text_leaves_only_what_postgres_json_and_the_tokenizer_take(text: str) -> None:
+    cleaned = clean_text(text)
+    cleaned.encode("utf-8")  # no lone surrogate left
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", cleaned)
+    assert clean_text(cleaned) == cleaned
+
+
+def test_clean_text_keeps_tabs_line_breaks_and_every_other_character() -> None:
+    assert clean_text("Pay\tday\r\n\u00e9t\u00e9 \U0001f600 \u4e2d") == "Pay\tday\r\n\u00e9t\u00e9 \U0001f600 \u4e2d"
+    assert clean_text("a\x00b\x07c\x7fd") == "abcd"
+    assert clean_text("x\ud800y\udcffz") == "x\ufffdy\ufffdz"
+
+
+def test_questions_and_turns_hold_clean_text() -> None:
+    question = Question("When\x00 is payday?\udcff", history=(Turn("earlier\x00 one"),))
+    assert question.text == "When is payday?\ufffd"
+    assert question.history[0].text == "earlier one"
+
+
+def test_a_record_for_the_database_holds_clean_strings() -> None:
+    vote = Feedback("t1", "down", comment="wrong\x00 \ud800")
+    record = feedback_record(vote, "t1", now=datetime(2026, 11, 30, tzinfo=UTC))
+    assert record["feedback"]["comment"] == "wrong \ufffd"
+    json.dumps(record).encode("utf-8")

@@ -1,0 +1,74 @@
+"""The full-text side's gate: which query words a chunk must hold to be a full-text candidate.
+
+A chunk must hold one of the query's two rarest words. Words the column statistics do not list
+count as rarest; a word in no chunk the reader may search (a typo, a name the knowledge base
+lacks, a word only restricted documents hold) must not take one of those two places, or the
+full-text side finds nothing for a question whose other words are in the knowledge base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from rag.runtime import Candor
+from rag.store.postgres import KnowledgeBase
+from rag.store.rows import Candidate
+
+
+async def full_text_hits(candor: Candor, query: str, kb: KnowledgeBase, groups: tuple[str, ...] = ()) -> list[str]:
+    vector = (await candor.embedder.embed([query]))[0]
+    found = await candor.store.hybrid_candidates(vector, query, knowledge_bases=[kb.name], groups=groups, limit=40)
+    return [_name(c) for c in sorted(found, key=lambda c: c.lexical_rank or 0) if c.lexical_rank is not None]
+
+
+def _name(candidate: Candidate) -> str:
+    return candidate.source.rsplit("/", 1)[-1]
+
+
+@pytest.fixture
+async def leave_kb(candor: Candor, kb: KnowledgeBase, docs: Path) -> KnowledgeBase:
+    (docs / "leave.md").write_text("# Leave\n\nThe quillory leave allowance is 28 days a year.\n")
+    (docs / "parking.md").write_text("# Parking\n\nVisitors park behind the quillory warehouse.\n")
+    (docs / "board.md").write_text(
+        "---\naccess: [board]\n---\n# Board\n\nThe aabrindle aacorvex minutes of the board.\n"
+    )
+    assert (await candor.ingestor().ingest([docs], kb=kb)).added == 3
+    return kb
+
+
+async def test_words_in_no_chunk_do_not_take_the_gate(candor: Candor, leave_kb: KnowledgeBase) -> None:
+    # "aaazzle" and "aabzort" are in no chunk and sort before every real word: they used to be
+    # the two "rarest" words, and no chunk held either
+    assert await full_text_hits(candor, "aaazzle aabzort quillory allowance", leave_kb) == ["leave.md", "parking.md"]
+    assert await full_text_hits(candor, "quillory allowance", leave_kb) == ["leave.md", "parking.md"]
+
+
+@pytest.fixture
+async def no_statistics(candor: Candor) -> AsyncIterator[None]:
+    """The full-text column without statistics, as a base that was never analysed: every word is unlisted."""
+    async with candor.store.engine.begin() as conn:
+        await conn.execute(text("ALTER TABLE chunks ALTER COLUMN tsv SET STATISTICS 0"))
+        await conn.execute(text("DELETE FROM pg_statistic WHERE starelid = 'chunks'::regclass"))
+    try:
+        yield
+    finally:
+        async with candor.store.engine.begin() as conn:
+            await conn.execute(text("ALTER TABLE chunks ALTER COLUMN tsv SET STATISTICS -1"))
+            await conn.execute(text("ANALYZE chunks"))
+
+
+async def test_without_statistics_words_only_restricted_chunks_hold_do_not_take_the_gate(
+    candor: Candor, leave_kb: KnowledgeBase, no_statistics: None
+) -> None:
+    query = "aabrindle aacorvex quillory"
+    # a public reader: the two restricted words are in no chunk it may search, so the gate is the
+    # third word, which both public documents hold
+    assert sorted(await full_text_hits(candor, query, leave_kb)) == ["leave.md", "parking.md"]
+    # the board: its words are the rarest it can search, and only its document holds them
+    assert await full_text_hits(candor, query, leave_kb, groups=("board",)) == ["board.md"]
+    # a typo among real words, still without statistics
+    assert await full_text_hits(candor, "aaazzle leave allowance", leave_kb) == ["leave.md"]
