@@ -22,14 +22,16 @@ from rag.ingest.sentences import split_sentences
 
 __all__ = ["Chunker", "estimate_tokens"]
 
-_WORDISH = re.compile(r"\w+|[^\w\s]")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+"""Kana, CJK ideographs and Hangul: written without spaces, and about a word piece per character."""
+_WORDISH = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
 _MIN_TOKENS = 8
 _WHOLE_KINDS: frozenset[BlockKind] = frozenset({"list_item", "table_row"})
 _T = TypeVar("_T")
 
 
 def estimate_tokens(text: str) -> int:
-    """A cheap word-piece estimate: words and punctuation marks, times 1.3, rounded up."""
+    """A cheap word-piece estimate: words, CJK characters and punctuation marks, times 1.3, rounded up."""
     return math.ceil(len(_WORDISH.findall(text)) * 1.3)
 
 

@@ -43,23 +43,39 @@ def discover(paths: list[Path]) -> Iterator[Found]:
             yield Found(path, UnsupportedFile(path, f"unknown type {path.suffix or '(no extension)'}"))
         elif path.resolve() not in seen:
             seen.add(path.resolve())
-            yield Found(path)
+            yield _checked(path)
+
+
+def _checked(path: Path) -> Found:
+    """`path` to read, or skipped: a name that is not UTF-8 cannot be stored as the source, and
+    reading a named pipe or a device would never end."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return Found(path, UnreadableFile(path, "the file name is not valid UTF-8"))
+    if not path.is_file():
+        return Found(path, UnsupportedFile(path, "a pipe, socket or device"))
+    return Found(path)
 
 
 def _walk(root: Path, seen: set[Path]) -> Iterator[Found]:
     real_root = root.resolve()
     files: list[Path] = []
     links: list[Path] = []
-    for folder, dirs, names in os.walk(root, followlinks=False):
+    unreadable: list[OSError] = []
+    for folder, dirs, names in os.walk(root, onerror=unreadable.append, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(names):
             path = Path(folder) / name
             if not name.startswith(".") and path.suffix.lower() in SUPPORTED_SUFFIXES:
                 (links if path.is_symlink() else files).append(path)
+    for error in unreadable:  # a folder that cannot be listed: its files are not known to be gone
+        unlisted = Path(error.filename or root)
+        yield Found(unlisted, UnreadableFile(unlisted, f"folder cannot be read ({error.strerror or error})"))
     for path in files:  # real files first, so a link to one of them is the duplicate, not the file
         if path.resolve() not in seen:
             seen.add(path.resolve())
-            yield Found(path)
+            yield _checked(path)
     for path in links:
         try:
             target = path.resolve(strict=True)
@@ -70,4 +86,4 @@ def _walk(root: Path, seen: set[Path]) -> Iterator[Found]:
             yield Found(path, OutsideRoot(path, f"link to {target}"))
         elif target not in seen:
             seen.add(target)
-            yield Found(path)
+            yield _checked(path)

@@ -17,8 +17,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from rag.errors import CorruptFile
 from rag.ingest.blocks import ChunkDraft, ParsedDocument
 from rag.ingest.dates import DateSource, find_effective_date, parse_date_value
+from rag.types import clean_text
+
+MAX_METADATA_VALUES = 2_000
+"""Front-matter values kept per document: YAML aliases can make a few hundred bytes expand to millions."""
+_INT4 = 2**31 - 1
 
 DATE_KEYS = ("effective_date", "effective", "date", "last_updated", "updated")
 
@@ -55,11 +61,11 @@ def document_facts(
     declared_authority = _as_int(meta.get("authority"))
     authority = max(0, min(declared_authority if declared_authority is not None else 0, max_authority))
     own_groups = _groups(meta.get("access"))
-    groups = own_groups or tuple(sorted(set(cli_access)))
+    groups = own_groups or _groups(list(cli_access))
     url = meta.get("url")
     return DocumentFacts(
-        title=(str(meta.get("title") or "").strip() or parsed.title or path.stem),
-        url=str(url).strip() if url else None,
+        title=clean_text(str(meta.get("title") or "").strip() or parsed.title or path.stem),
+        url=clean_text(str(url).strip()) if url else None,
         format=path.suffix.lower().lstrip(".") or "txt",
         effective_date=trusted,
         declared_date=declared,
@@ -68,7 +74,7 @@ def document_facts(
         authority=authority,
         declared_authority=declared_authority,
         access_groups=groups,
-        metadata={k: v for k, v in meta.items() if k not in {"title", "url", "access"}},
+        metadata=_bounded(path, {k: v for k, v in meta.items() if k not in {"title", "url", "access"}}),
         chunks=chunks,
     )
 
@@ -86,16 +92,39 @@ def _declared_date(meta: dict[str, Any], text: str, file_date: date) -> tuple[da
 
 
 def _as_int(value: object) -> int | None:
+    """An integer the database can hold, or None (ignored: the authority is capped anyway)."""
     if isinstance(value, bool) or value is None:
         return None
     try:
-        return int(str(value).strip())
+        number = int(str(value).strip())
     except ValueError:
         return None
+    return number if -_INT4 <= number <= _INT4 else None
+
+
+def _bounded(path: Path, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The free front-matter values with clean strings, or CorruptFile past MAX_METADATA_VALUES
+    (counting a value as often as aliases repeat it, as the stored JSON would)."""
+    budget = MAX_METADATA_VALUES
+
+    def walk(value: Any) -> Any:
+        nonlocal budget
+        budget -= 1
+        if budget < 0:
+            raise CorruptFile(path, f"front matter holds more than {MAX_METADATA_VALUES} values")
+        if isinstance(value, str):
+            return clean_text(value)
+        if isinstance(value, dict):
+            return {clean_text(str(k)): walk(v) for k, v in value.items()}
+        if isinstance(value, list | tuple | set):
+            return [walk(v) for v in value]
+        return value
+
+    return {clean_text(str(k)): walk(v) for k, v in metadata.items()}
 
 
 def _groups(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     items = value if isinstance(value, list | tuple | set) else str(value).split(",")
-    return tuple(sorted({str(item).strip() for item in items if str(item).strip()}))
+    return tuple(sorted({clean_text(str(item)).strip() for item in items if clean_text(str(item)).strip()}))

@@ -140,7 +140,7 @@ def _load_text(path: Path, data: bytes) -> ParsedDocument:
 
 def _load_html(path: Path, data: bytes) -> ParsedDocument:
     _reject_binary(path, data)
-    soup = BeautifulSoup(data, "html.parser")
+    soup = BeautifulSoup(data, "lxml")
     metadata: dict[str, Any] = {}
     for meta in soup.find_all("meta"):
         name, content = meta.get("name") or meta.get("property"), meta.get("content")
@@ -148,13 +148,28 @@ def _load_html(path: Path, data: bytes) -> ParsedDocument:
             metadata[str(name).strip().lower()] = str(content).strip()
     title = _clean(soup.title.get_text()) if soup.title else ""
     for element in soup.find_all(list(_HTML_DROP)):
-        element.decompose()
+        # a page's header goes; an article's or a section's header holds its title and date
+        if element.name != "header" or not element.find_parent(["article", "main", "section"]):
+            element.decompose()
     for br in soup.find_all("br"):
         br.replace_with("\n")
     walker = _HtmlWalker()
     walker.walk(soup)
     walker.flush()
     return ParsedDocument(walker.blocks, title or _first_h1(walker.blocks), metadata)
+
+
+def _text(tag: Tag) -> str:
+    """The text of `tag`, with a space where one of its block elements (a paragraph, a cell) begins,
+    so that `<li><p>Open.</p><p>Then…</p></li>` does not read "Open.Then…"."""
+    parts: list[str] = []
+    for node in tag.descendants:
+        if isinstance(node, Tag):
+            if node.name not in _HTML_INLINE:
+                parts.append(" ")
+        elif type(node) is NavigableString:
+            parts.append(str(node))
+    return "".join(parts)
 
 
 class _HtmlWalker:
@@ -178,13 +193,13 @@ class _HtmlWalker:
     def element(self, tag: Tag, depth: int) -> None:
         name = tag.name
         if name in _HTML_INLINE:
-            self.loose.append(tag.get_text())
+            self.loose.append(_text(tag))
             return
         self.flush()
         if name in _HTML_HEADINGS:
-            _add(self.blocks, "heading", tag.get_text(), _HTML_HEADINGS[name])
+            _add(self.blocks, "heading", _text(tag), _HTML_HEADINGS[name])
         elif name == "p":
-            _add(self.blocks, "paragraph", tag.get_text())
+            _add(self.blocks, "paragraph", _text(tag))
         elif name == "pre":
             _add(self.blocks, "code", tag.get_text())
         elif name == "li":
@@ -199,17 +214,17 @@ class _HtmlWalker:
 
     def item(self, li: Tag, depth: int) -> None:
         nested = [sub.extract() for sub in li.find_all(["ul", "ol"], recursive=False)]
-        _add(self.blocks, "list_item", li.get_text(), depth)
+        _add(self.blocks, "list_item", _text(li), depth)
         for sublist in nested:
             self.walk(sublist, depth + 1)
 
     def table(self, table: Tag) -> None:
         if table.caption:
-            _add(self.blocks, "paragraph", table.caption.get_text())
+            _add(self.blocks, "paragraph", _text(table.caption))
         header: list[str] = []
         for tr in table.find_all("tr"):
             cells = tr.find_all(["th", "td"], recursive=False)
-            texts = [_clean(cell.get_text()) for cell in cells]
+            texts = [_clean(_text(cell)) for cell in cells]
             if not header and cells and all(cell.name == "th" for cell in cells):
                 header = texts
             else:

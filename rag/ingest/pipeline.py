@@ -279,10 +279,21 @@ class Ingestor:
             return [
                 doc.id
                 for source, doc in stored.items()
-                if any(Path(source).is_relative_to(root) for root in roots) and not Path(source).exists()
+                if any(Path(source).is_relative_to(root) for root in roots) and _missing(Path(source))
             ]
 
         return await self.store.delete_documents(await asyncio.to_thread(gone))
+
+
+def _missing(path: Path) -> bool:
+    """Known to be gone; a file in a folder that cannot be read is not known to be gone, and stays."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _read(path: Path) -> tuple[bytes, date]:

@@ -448,6 +448,41 @@ async def test_bad_files_are_skipped_with_reasons_and_the_rest_is_ingested(
     assert "Ärger über Öl" in latin1_text and "Parkplätze" in latin1_text
 
 
+async def test_odd_files_and_front_matter_cost_only_themselves(candor: Candor, kb: KnowledgeBase, docs: Path) -> None:
+    """A pipe would block the run forever, a name that is not UTF-8 cannot be stored (and once
+    failed its whole batch), YAML aliases can expand a few hundred bytes to millions of values,
+    and Postgres stores no NUL and no integer past 2**31."""
+    pipe = docs / "pipe.txt"
+    os.mkfifo(pipe)
+    odd_name = docs / os.fsdecode(b"caf\xe9.md")
+    odd_name.write_text("# Menu\n\nThe canteen menu changes weekly.\n")
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 5)]
+    bomb = docs / "bomb.md"
+    bomb.write_text("---\n" + "\n".join(levels) + "\n---\nThe bomb shelter is in the basement.\n")
+    odd_values = docs / "odd-values.md"
+    odd_values.write_text(
+        '---\ntitle: "Shuttle\\0 bus"\nauthor: "a\\0b"\nauthority: 99999999999\n---\n'
+        "The shuttle bus leaves every twenty minutes.\n"
+    )
+    good = docs / "good.md"
+    good.write_text("# Visitors\n\nVisitors sign in at the reception desk.\n")
+
+    report = await pinned_ingestor(candor).ingest([docs], kb=kb, access=[" staff ", "  "])
+
+    reasons = dict(report.skipped)
+    assert set(reasons) == {str(pipe), str(odd_name), str(bomb)}, reasons
+    assert "a pipe, socket or device" in reasons[str(pipe)]
+    assert "not valid UTF-8" in reasons[str(odd_name)]
+    assert "more than 2000 values" in reasons[str(bomb)]
+    stored = await documents_by_source(candor, kb)
+    assert set(stored) == {str(odd_values), str(good)}
+    shuttle = stored[str(odd_values)]
+    assert shuttle["title"] == "Shuttle bus" and shuttle["metadata"] == {"author": "ab", "authority": 99999999999}
+    assert (shuttle["authority"], shuttle["declared_authority"]) == (0, None)
+    assert stored[str(good)]["access_groups"] == ["staff"]
+
+
 async def test_symlinks_out_of_the_folder_are_not_followed(candor: Candor, kb: KnowledgeBase, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -315,3 +315,10 @@ def test_chunks_keep_items_and_rows_whole_and_respect_the_budget(blocks: list[Bl
 def test_an_injected_token_counter_is_respected(blocks: list[Block], max_tokens: int) -> None:
     chunks = Chunker(max_tokens=max_tokens, count_tokens=words).chunk(ParsedDocument(blocks))
     check_chunks(blocks, chunks, max_tokens, words)
+
+
+def test_cjk_text_is_estimated_per_character_not_per_run() -> None:
+    japanese = "休暇の申請は上司の承認が必要です。年間二十八日まで取得できます。"
+    # MiniLM's tokenizer reads 32 word pieces here: a run of characters is not one word
+    assert 30 <= estimate_tokens(japanese) <= 50
+    assert estimate_tokens("abc漢字def") == estimate_tokens("abc 漢 字 def")

@@ -384,3 +384,36 @@ def test_any_bytes_give_blocks_or_an_ingest_error(data: bytes, suffix: str) -> N
     assert doc.blocks
     assert all(block.text.strip() for block in doc.blocks)
     assert all("  " not in block.text for block in doc.blocks if block.kind != "code")
+
+
+def test_html_end_tags_left_open_close_as_in_a_browser() -> None:
+    page = (
+        b"<ul><li>Dental coverage up to 2000<li>Vision coverage yearly</ul>"
+        b"<ol><li><p>Open the portal.</p><p>Then click claims.</p><li><strong>Up</strong>load <p>the receipt.</p></ol>"
+        b"<table><tr><th>Plan<th>Price<tr><td>Basic<td>10 dollars</table>"
+        b"<p>First paragraph<p>Second paragraph"
+    )
+    assert kinds_and_texts(load_document(Path("a.html"), page).blocks) == [
+        ("list_item", "Dental coverage up to 2000", 1),
+        ("list_item", "Vision coverage yearly", 1),
+        ("list_item", "Open the portal. Then click claims.", 1),
+        ("list_item", "Upload the receipt.", 1),
+        ("table_row", "Plan: Basic; Price: 10 dollars", 0),
+        ("paragraph", "First paragraph", 0),
+        ("paragraph", "Second paragraph", 0),
+    ]
+
+
+def test_html_article_header_keeps_its_title_and_date_but_the_page_header_goes() -> None:
+    page = (
+        b"<header><nav>Home</nav><p>Acme intranet</p></header>"
+        b"<article><header><h1>Refund policy</h1><p>Effective 1 January 2026</p></header>"
+        b"<p>Refunds are paid within 14 days.</p></article>"
+    )
+    doc = load_document(Path("a.html"), page)
+    assert doc.title == "Refund policy"
+    assert kinds_and_texts(doc.blocks) == [
+        ("heading", "Refund policy", 1),
+        ("paragraph", "Effective 1 January 2026", 0),
+        ("paragraph", "Refunds are paid within 14 days.", 0),
+    ]
