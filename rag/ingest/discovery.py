@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -63,12 +64,22 @@ def _walk(root: Path, seen: set[Path]) -> Iterator[Found]:
     files: list[Path] = []
     links: list[Path] = []
     unreadable: list[OSError] = []
+    outside: list[tuple[Path, Path]] = []
     for folder, dirs, names in os.walk(root, onerror=unreadable.append, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        # a linked folder is not walked (its files inside the root are reached anyway): say so
+        # when it leads out, as for a linked file
+        for name in dirs:
+            if (Path(folder) / name).is_symlink():
+                target = (Path(folder) / name).resolve()
+                if not target.is_relative_to(real_root):
+                    outside.append((Path(folder) / name, target))
         for name in sorted(names):
             path = Path(folder) / name
             if not name.startswith(".") and path.suffix.lower() in SUPPORTED_SUFFIXES:
                 (links if path.is_symlink() else files).append(path)
+    for link, target in outside:
+        yield Found(link, OutsideRoot(link, f"link to {target}"))
     for error in unreadable:  # a folder that cannot be listed: its files are not known to be gone
         unlisted = Path(error.filename or root)
         yield Found(unlisted, UnreadableFile(unlisted, f"folder cannot be read ({error.strerror or error})"))
@@ -79,8 +90,12 @@ def _walk(root: Path, seen: set[Path]) -> Iterator[Found]:
     for path in links:
         try:
             target = path.resolve(strict=True)
-        except (OSError, RuntimeError):
-            yield Found(path, UnreadableFile(path, "broken symbolic link"))
+        except RuntimeError:  # Python 3.11 reports a loop this way, later versions as an OSError
+            yield Found(path, UnreadableFile(path, "symbolic link loop"))
+            continue
+        except OSError as exc:
+            loop = exc.errno == errno.ELOOP
+            yield Found(path, UnreadableFile(path, "symbolic link loop" if loop else "broken symbolic link"))
             continue
         if not target.is_relative_to(real_root):
             yield Found(path, OutsideRoot(path, f"link to {target}"))

@@ -321,14 +321,26 @@ def _decode_text(path: Path, data: bytes) -> str:
     """UTF-8 (or UTF-16 with a BOM); else cp1252/latin-1 when the result reads like text."""
     _reject_binary(path, data)
     utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-    for encoding in ("utf-16",) if utf16 else ("utf-8-sig", "cp1252", "latin-1"):
+    for encoding in ("utf-16",) if utf16 else ("utf-8-sig", "utf-8-mostly", "cp1252", "latin-1"):
         try:
-            text = data.decode(encoding)
+            text = _mostly_utf8(data) if encoding == "utf-8-mostly" else data.decode(encoding)
         except UnicodeDecodeError:
             continue
         if encoding.startswith("utf") or _control_ratio(text) <= _MAX_CONTROL_RATIO:
             return text
     raise UnreadableFile(path, "not UTF-8 text")
+
+
+def _mostly_utf8(data: bytes) -> str:
+    """UTF-8 with a few stray bytes, each read as U+FFFD, when far more characters decode as UTF-8
+    multi-byte sequences than fail (cp1252 or Latin-1 text has almost none): read as cp1252, such a
+    file would turn every "é" into "Ã©". Raises UnicodeDecodeError otherwise."""
+    text = data.decode("utf-8-sig", errors="replace")
+    stray = text.count("\ufffd")
+    decoded = sum(1 for char in text if ord(char) > 127) - stray
+    if stray and decoded >= 2 * stray:
+        return text
+    raise UnicodeDecodeError("utf-8", data, 0, len(data), "not mostly UTF-8")
 
 
 def _control_ratio(text: str) -> float:

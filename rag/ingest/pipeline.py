@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.embeddings import Embedder
-from rag.errors import IngestError, StoreError, UnreadableFile
+from rag.errors import EmptyFile, IngestError, OutsideRoot, StoreError, UnreadableFile, UnsupportedFile
 from rag.ingest.chunking import Chunker
 from rag.ingest.discovery import absolute, discover
 from rag.ingest.document_facts import DocumentFacts, document_facts
@@ -103,6 +103,8 @@ class Ingestor:
         options_hash = self._options_hash(kb, access)
         found = list(discover(list(paths)))
         batch: list[_Prepared] = []
+        emptied: list[int] = []
+        """Stored documents whose file now holds nothing to index: their old chunks would answer on."""
         pending_texts = 0
         writer: asyncio.Task[None] | None = None
 
@@ -115,6 +117,8 @@ class Ingestor:
                 report.skipped.append((str(exc.path), _reason(exc)))
                 log.warning("skipped %s", exc)
                 prepared = None
+                if isinstance(exc, _NO_LONGER_A_DOCUMENT) and str(exc.path) in stored:
+                    emptied.append(stored[str(exc.path)].id)
             if on_file is not None:
                 on_file(item.path)
             if prepared is None:
@@ -127,8 +131,9 @@ class Ingestor:
         writer = await self._flush(batch, writer, report)
         if writer is not None:
             await writer
+        report.pruned = await self.store.delete_documents(emptied) if emptied else 0
         if prune:
-            report.pruned = await self._prune(paths, stored)
+            report.pruned += await self._prune(paths, stored)
         if report.added or report.updated or report.pruned:
             await self.store.analyze()
         return report
@@ -294,6 +299,11 @@ def _missing(path: Path) -> bool:
     except OSError:
         return False
     return False
+
+
+_NO_LONGER_A_DOCUMENT = (EmptyFile, OutsideRoot, UnsupportedFile)
+"""Skips that say what the file now is (empty, a link out, a pipe), not that it could not be read
+this time: a document stored from it earlier is removed. A corrupt or unreadable file keeps it."""
 
 
 def _read(path: Path) -> tuple[bytes, date]:

@@ -389,6 +389,32 @@ async def test_prune_removes_documents_whose_files_are_gone(candor: Candor, kb: 
     assert all(p.document != str(drop) for p in passages)
 
 
+async def test_a_file_that_no_longer_holds_a_document_takes_its_old_chunks_with_it(
+    candor: Candor, kb: KnowledgeBase, docs: Path, tmp_path: Path
+) -> None:
+    emptied, linked, corrupt = docs / "emptied.md", docs / "linked.md", docs / "manual.pdf"
+    emptied.write_text("# Bicycles\n\nThe brompel shed closes at nine.\n")
+    linked.write_text("# Plants\n\nThe frondish plants are watered on Tuesdays.\n")
+    corrupt.write_bytes(make_pdf([["The gravlin manual lists the fire exits."]]))
+    ingestor = pinned_ingestor(candor)
+    assert (await ingestor.ingest([docs], kb=kb)).added == 3
+
+    emptied.write_text("---\ntitle: Bicycles\n---\n")
+    linked.unlink()
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Elsewhere\n\nNot for this knowledge base.\n")
+    linked.symlink_to(outside)
+    corrupt.write_bytes(b"%PDF-1.4\n" + random.Random(3).randbytes(500))  # half written: may come back
+    report = await ingestor.ingest([docs], kb=kb)
+
+    assert {source for source, _ in report.skipped} == {str(emptied), str(linked), str(corrupt)}
+    assert report.pruned == 2
+    assert set(await documents_by_source(candor, kb)) == {str(corrupt)}
+    scope = AccessScope(knowledge_bases=frozenset({kb.name}))
+    for word in ("brompel", "frondish"):
+        assert all(word not in p.text for p in await candor.retriever.run(word, scope, k=5)), word
+
+
 async def test_prune_works_when_the_folder_is_given_with_dotdot(
     candor: Candor, kb: KnowledgeBase, tmp_path: Path
 ) -> None:
@@ -498,13 +524,16 @@ async def test_symlinks_out_of_the_folder_are_not_followed(candor: Candor, kb: K
     link_out = folder / "link-out.md"
     link_out.symlink_to(secret)
     (folder / "linked-dir").symlink_to(outside, target_is_directory=True)
+    (folder / "inner-dir").symlink_to(folder, target_is_directory=True)  # inside: passed over quietly
+    loop = folder / "loop.md"
+    loop.symlink_to(loop)
 
     report = await pinned_ingestor(candor).ingest([folder], kb=kb)
 
-    assert len(report.skipped) == 1
-    path, reason = report.skipped[0]
-    assert path == str(link_out)
-    assert "outside" in reason
+    reasons = dict(report.skipped)
+    assert set(reasons) == {str(link_out), str(folder / "linked-dir"), str(loop)}, reasons
+    assert "outside" in reasons[str(link_out)] and "outside" in reasons[str(folder / "linked-dir")]
+    assert "loop" in reasons[str(loop)]
     stored = await documents_by_source(candor, kb)
     assert str(real) in stored
     assert str(alias) not in dict(report.skipped)

@@ -417,3 +417,10 @@ def test_html_article_header_keeps_its_title_and_date_but_the_page_header_goes()
         ("paragraph", "Effective 1 January 2026", 0),
         ("paragraph", "Refunds are paid within 14 days.", 0),
     ]
+
+
+def test_utf8_with_a_stray_byte_stays_utf8() -> None:
+    data = "Café menu\n\nThe café serves crème brûlée and cold drinks.\n".encode() + b"Price \xa3 4.\n"
+    blocks = load_document(Path("menu.txt"), data).blocks
+    assert blocks[0].text == "Café menu"
+    assert "crème brûlée" in blocks[1].text and "Price \ufffd 4." in blocks[-1].text
