@@ -30,7 +30,7 @@ from rag.golden import load_golden
 from rag.ingest.pipeline import IngestReport
 from rag.reporting import By, build_report, report_window
 from rag.runtime import Candor, answer_settings
-from rag.types import AccessScope, Passage
+from rag.types import AccessScope, Passage, clean_text
 
 EXIT_SKIPPED = 3
 
@@ -73,7 +73,7 @@ def ingest(
 
             def advance(path: Path) -> None:
                 if progress is not None and task is not None:
-                    progress.update(task, advance=1, description=path.name[:40])
+                    progress.update(task, advance=1, description=escape(clean_text(path.name)[:40]))
 
             return await candor.ingestor().ingest(
                 paths or [], kb=knowledge_base, access=access or [], prune=prune, on_file=advance

@@ -6,15 +6,17 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+_SEPARATORS = re.compile(r"[\x0b\x0c\x1c-\x1f]")  # whitespace to str.split(): kept as a space
 _UNPAIRED_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def clean_text(text: str) -> str:
-    """`text` as Postgres, JSON and the tokenizer can all take it: control characters other than
-    tab and line breaks dropped (Postgres stores no NUL), and a lone surrogate (a malformed `\\ud800`
-    escape in a chat event's JSON, or undecodable bytes in a command-line argument) replaced by U+FFFD."""
-    return _UNPAIRED_SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
+    """`text` as Postgres, JSON and the tokenizer can all take it: control characters dropped
+    (Postgres stores no NUL), the separators `str.split` counts as whitespace kept as spaces, and a
+    lone surrogate (a malformed `\\ud800` escape in a chat event's JSON, or undecodable bytes in a
+    command-line argument) replaced by U+FFFD."""
+    return _UNPAIRED_SURROGATE.sub("\ufffd", _SEPARATORS.sub(" ", _CONTROL.sub("", text)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,11 @@ def _checked(path: Path) -> Found:
         str(path).encode("utf-8")
     except UnicodeEncodeError:
         return Found(path, UnreadableFile(path, "the file name is not valid UTF-8"))
-    if not path.is_file():
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:  # gone since the walk, or a broken link: not known to be anything else
+        return Found(path, UnreadableFile(path, exc.strerror or str(exc)))
+    if not stat.S_ISREG(mode):
         return Found(path, UnsupportedFile(path, "a pipe, socket or device"))
     return Found(path)
 

@@ -55,17 +55,17 @@ def document_facts(
     file_date: date,
     today: date,
 ) -> DocumentFacts:
-    meta = parsed.metadata
+    meta = _bounded(path, parsed.metadata)  # first: a value made of aliases expands when read
     declared, source = _declared_date(meta, parsed.text, file_date)
     trusted = declared if declared is None or declared <= today else None
     declared_authority = _as_int(meta.get("authority"))
     authority = max(0, min(declared_authority if declared_authority is not None else 0, max_authority))
     own_groups = _groups(meta.get("access"))
-    groups = own_groups or _groups(list(cli_access))
-    url = meta.get("url")
+    groups = own_groups or tuple(sorted(set(cli_access)))
+    url = clean_text(str(meta.get("url") or "")).strip()
     return DocumentFacts(
-        title=clean_text(str(meta.get("title") or "").strip() or parsed.title or path.stem),
-        url=clean_text(str(url).strip()) if url else None,
+        title=clean_text(str(meta.get("title") or "")).strip() or clean_text(parsed.title or "") or path.stem,
+        url=url or None,
         format=path.suffix.lower().lstrip(".") or "txt",
         effective_date=trusted,
         declared_date=declared,
@@ -74,7 +74,7 @@ def document_facts(
         authority=authority,
         declared_authority=declared_authority,
         access_groups=groups,
-        metadata=_bounded(path, {k: v for k, v in meta.items() if k not in {"title", "url", "access"}}),
+        metadata={k: v for k, v in meta.items() if k not in {"title", "url", "access"}},
         chunks=chunks,
     )
 
@@ -103,8 +103,8 @@ def _as_int(value: object) -> int | None:
 
 
 def _bounded(path: Path, metadata: dict[str, Any]) -> dict[str, Any]:
-    """The free front-matter values with clean strings, or CorruptFile past MAX_METADATA_VALUES
-    (counting a value as often as aliases repeat it, as the stored JSON would)."""
+    """The front-matter values with clean strings, or CorruptFile past MAX_METADATA_VALUES
+    (counting a value as often as aliases repeat it, as reading it or storing it as JSON would)."""
     budget = MAX_METADATA_VALUES
 
     def walk(value: Any) -> Any:

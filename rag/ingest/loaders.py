@@ -160,15 +160,15 @@ def _load_html(path: Path, data: bytes) -> ParsedDocument:
 
 
 def _text(tag: Tag) -> str:
-    """The text of `tag`, with a space where one of its block elements (a paragraph, a cell) begins,
-    so that `<li><p>Open.</p><p>Then…</p></li>` does not read "Open.Then…"."""
+    """The text of `tag`, with a space around each of its block elements (a paragraph, a cell), so
+    that `<li><p>Open.</p>Then…</li>` does not read "Open.Then…"."""
     parts: list[str] = []
-    for node in tag.descendants:
-        if isinstance(node, Tag):
-            if node.name not in _HTML_INLINE:
-                parts.append(" ")
-        elif type(node) is NavigableString:
-            parts.append(str(node))
+    for child in tag.children:
+        if isinstance(child, Tag):
+            inner = _text(child)
+            parts.append(inner if child.name in _HTML_INLINE else f" {inner} ")
+        elif type(child) is NavigableString:
+            parts.append(str(child))
     return "".join(parts)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.embeddings import Embedder
-from rag.errors import EmptyFile, IngestError, OutsideRoot, StoreError, UnreadableFile, UnsupportedFile
+from rag.errors import ConfigError, EmptyFile, IngestError, StoreError, UnreadableFile
 from rag.ingest.chunking import Chunker
 from rag.ingest.discovery import absolute, discover
 from rag.ingest.document_facts import DocumentFacts, document_facts
@@ -33,8 +33,9 @@ log = logging.getLogger(__name__)
 
 _NO_VECTOR = np.zeros(0, dtype=np.float32)
 
-PIPELINE_VERSION = 1
-"""Bump when parsing or chunking changes in a way that should re-process unchanged files."""
+PIPELINE_VERSION = 2
+"""Bump when parsing or chunking changes in a way that should re-process unchanged files (2: HTML
+through lxml, UTF-8 with stray bytes, CJK chunk sizes, cleaned front matter)."""
 
 
 @dataclass(slots=True)
@@ -98,6 +99,9 @@ class Ingestor:
         prune: bool = False,
         on_file: Callable[[Path], None] | None = None,
     ) -> IngestReport:
+        access = [group.strip() for group in access]
+        if not all(access):  # a blank group (an unset shell variable) would make the files public
+            raise ConfigError("an access group name is blank: give each --access a name")
         report = IngestReport()
         stored = await self.store.documents(kb)
         options_hash = self._options_hash(kb, access)
@@ -301,9 +305,10 @@ def _missing(path: Path) -> bool:
     return False
 
 
-_NO_LONGER_A_DOCUMENT = (EmptyFile, OutsideRoot, UnsupportedFile)
-"""Skips that say what the file now is (empty, a link out, a pipe), not that it could not be read
-this time: a document stored from it earlier is removed. A corrupt or unreadable file keeps it."""
+_NO_LONGER_A_DOCUMENT = (EmptyFile,)
+"""Skips that say the file now holds nothing to index, not that it could not be read this time (or
+from this folder: a link leads out only relative to the folder given): a document stored from it
+earlier is removed. A corrupt, binary (maybe half-written) or unreadable file keeps it."""
 
 
 def _read(path: Path) -> tuple[bytes, date]:

@@ -40,8 +40,8 @@ async def hybrid_candidates(
 
     The full-text side works like an inverse-document-frequency cut, from Postgres' own column
     statistics: words found in more than `max_term_frequency` of all chunks are left out (unless
-    all are that common), a chunk must contain one of the two rarest remaining words that some
-    chunk in scope holds to be a candidate (both, when even the rarest is in more than
+    all are that common), a chunk must contain one of the two rarest remaining words (passing over
+    an unlisted word no chunk in scope holds) to be a candidate (both, when even the rarest is in more than
     `store.lexical_budget` chunks; at most four times that many are ranked), and candidates are
     ranked by all of them. Without the cut a
     question's common words match a third of the corpus, and ranking those costs more than the

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.errors import ConfigError, StoreError
 from rag.tracking.records import dumps, parse_trace_id, plain_dict
+from rag.types import clean_text
 
 log = logging.getLogger("candor.events")
 
@@ -213,7 +214,7 @@ class EventLedger:
             "conversation": conversation,
             "thread": thread,
             "asker": asker,
-            "question": question,
+            "question": None if question is None else clean_text(question),  # a NUL would lose the event
             "payload": dumps(dict(payload)),
             "owner": self.owner,
             "lease": self.lease_seconds if hold else 0.0,
@@ -300,7 +301,7 @@ class EventLedger:
             "key": key,
             "reply": dumps(dict(reply)),
             "trace_id": _trace_id(trace_id),
-            "question": question,
+            "question": None if question is None else clean_text(question),
         }
         return bool(await self._execute(f"update the reply of {platform} event {key}", UPDATE_REPLY, params))
 

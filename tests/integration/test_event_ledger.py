@@ -97,6 +97,17 @@ async def test_the_first_claim_wins_and_duplicates_are_recorded(engine: AsyncEng
     assert datetime.fromisoformat(row["lease_until"]).tzinfo is not None
 
 
+async def test_a_question_postgres_cannot_store_verbatim_is_claimed_cleaned(engine: AsyncEngine, platform: str) -> None:
+    """A NUL or a lone surrogate (a malformed escape in a chat event) must not lose the event."""
+    ledger, _ = replicas(engine)
+    key = new_key()
+    claim = await ledger.claim(platform, key, {"text": "Leave?\x00 \ud800"}, question="Leave?\x00 \ud800")
+    assert claim is not None and claim.question == "Leave? \ufffd"
+    assert await ledger.update_reply(platform, key, {"ts": "1"}, question="Edited\x00?")
+    row = await ledger.get(platform, key)
+    assert row is not None and row["question"] == "Edited?"
+
+
 async def test_concurrent_claims_from_two_replicas_give_exactly_one_claim(engine: AsyncEngine, platform: str) -> None:
     a, b = replicas(engine)
     for _ in range(20):

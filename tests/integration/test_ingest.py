@@ -12,8 +12,10 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import RowMapping, text
 
+from rag.errors import ConfigError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
 from rag.runtime import Candor
@@ -389,7 +391,7 @@ async def test_prune_removes_documents_whose_files_are_gone(candor: Candor, kb: 
     assert all(p.document != str(drop) for p in passages)
 
 
-async def test_a_file_that_no_longer_holds_a_document_takes_its_old_chunks_with_it(
+async def test_a_file_that_now_holds_nothing_takes_its_old_chunks_with_it(
     candor: Candor, kb: KnowledgeBase, docs: Path, tmp_path: Path
 ) -> None:
     emptied, linked, corrupt = docs / "emptied.md", docs / "linked.md", docs / "manual.pdf"
@@ -408,11 +410,12 @@ async def test_a_file_that_no_longer_holds_a_document_takes_its_old_chunks_with_
     report = await ingestor.ingest([docs], kb=kb)
 
     assert {source for source, _ in report.skipped} == {str(emptied), str(linked), str(corrupt)}
-    assert report.pruned == 2
-    assert set(await documents_by_source(candor, kb)) == {str(corrupt)}
+    # only the emptied file is known to hold nothing now: a link leads out only from this folder
+    # (another run may give the folder it leads into), and a corrupt file may be half written
+    assert report.pruned == 1
+    assert set(await documents_by_source(candor, kb)) == {str(linked), str(corrupt)}
     scope = AccessScope(knowledge_bases=frozenset({kb.name}))
-    for word in ("brompel", "frondish"):
-        assert all(word not in p.text for p in await candor.retriever.run(word, scope, k=5)), word
+    assert all("brompel" not in p.text for p in await candor.retriever.run("brompel", scope, k=5))
 
 
 async def test_prune_works_when_the_folder_is_given_with_dotdot(
@@ -486,6 +489,8 @@ async def test_odd_files_and_front_matter_cost_only_themselves(candor: Candor, k
     levels += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 5)]
     bomb = docs / "bomb.md"
     bomb.write_text("---\n" + "\n".join(levels) + "\n---\nThe bomb shelter is in the basement.\n")
+    title_bomb = docs / "title-bomb.md"  # read as a title, the aliases would expand before any count
+    title_bomb.write_text("---\n" + "\n".join(levels) + "\ntitle: *a4\n---\nThe shelter has water.\n")
     odd_values = docs / "odd-values.md"
     odd_values.write_text(
         '---\ntitle: "Shuttle\\0 bus"\nauthor: "a\\0b"\nauthority: 99999999999\n---\n'
@@ -494,10 +499,13 @@ async def test_odd_files_and_front_matter_cost_only_themselves(candor: Candor, k
     good = docs / "good.md"
     good.write_text("# Visitors\n\nVisitors sign in at the reception desk.\n")
 
-    report = await pinned_ingestor(candor).ingest([docs], kb=kb, access=[" staff ", "  "])
+    with pytest.raises(ConfigError, match="blank"):  # an unset shell variable must not make the files public
+        await pinned_ingestor(candor).ingest([docs], kb=kb, access=["staff", " "])
+    report = await pinned_ingestor(candor).ingest([docs], kb=kb, access=[" staff "])
 
     reasons = dict(report.skipped)
-    assert set(reasons) == {str(pipe), str(odd_name), str(bomb)}, reasons
+    assert set(reasons) == {str(pipe), str(odd_name), str(bomb), str(title_bomb)}, reasons
+    assert "more than 2000 values" in reasons[str(title_bomb)]
     assert "a pipe, socket or device" in reasons[str(pipe)]
     assert "not valid UTF-8" in reasons[str(odd_name)]
     assert "more than 2000 values" in reasons[str(bomb)]

@@ -389,7 +389,8 @@ def test_any_bytes_give_blocks_or_an_ingest_error(data: bytes, suffix: str) -> N
 def test_html_end_tags_left_open_close_as_in_a_browser() -> None:
     page = (
         b"<ul><li>Dental coverage up to 2000<li>Vision coverage yearly</ul>"
-        b"<ol><li><p>Open the portal.</p><p>Then click claims.</p><li><strong>Up</strong>load <p>the receipt.</p></ol>"
+        b"<ol><li><p>Open the portal.</p><p>Then click claims.</p><li><strong>Up</strong>load <p>the receipt.</p>"
+        b"<li><p>Sign.</p>Then send.</ol>"
         b"<table><tr><th>Plan<th>Price<tr><td>Basic<td>10 dollars</table>"
         b"<p>First paragraph<p>Second paragraph"
     )
@@ -398,6 +399,7 @@ def test_html_end_tags_left_open_close_as_in_a_browser() -> None:
         ("list_item", "Vision coverage yearly", 1),
         ("list_item", "Open the portal. Then click claims.", 1),
         ("list_item", "Upload the receipt.", 1),
+        ("list_item", "Sign. Then send.", 1),
         ("table_row", "Plan: Basic; Price: 10 dollars", 0),
         ("paragraph", "First paragraph", 0),
         ("paragraph", "Second paragraph", 0),
