@@ -74,11 +74,9 @@ def _walk(root: Path, seen: set[Path]) -> Iterator[Found]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         # a linked folder is not walked (its files inside the root are reached anyway): say so
         # when it leads out, as for a linked file
-        for name in dirs:
-            if (Path(folder) / name).is_symlink():
-                target = (Path(folder) / name).resolve()
-                if not target.is_relative_to(real_root):
-                    outside.append((Path(folder) / name, target))
+        for link in (Path(folder) / name for name in dirs):
+            if link.is_symlink() and not link.resolve().is_relative_to(real_root):
+                outside.append((link, link.resolve()))
         for name in sorted(names):
             path = Path(folder) / name
             if not name.startswith(".") and path.suffix.lower() in SUPPORTED_SUFFIXES:

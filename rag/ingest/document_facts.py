@@ -127,4 +127,4 @@ def _groups(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     items = value if isinstance(value, list | tuple | set) else str(value).split(",")
-    return tuple(sorted({clean_text(str(item)).strip() for item in items if clean_text(str(item)).strip()}))
+    return tuple(sorted({str(item).strip() for item in items if str(item).strip()}))

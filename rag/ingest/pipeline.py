@@ -28,6 +28,7 @@ from rag.ingest.document_facts import DocumentFacts, document_facts
 from rag.ingest.embedding_inputs import chunk_input, input_hash
 from rag.ingest.loaders import load_document
 from rag.store.postgres import ChunkRow, DocumentRow, KnowledgeBase, PostgresStore, SentenceRow, StoredDocument
+from rag.types import clean_text
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class Ingestor:
         prune: bool = False,
         on_file: Callable[[Path], None] | None = None,
     ) -> IngestReport:
-        access = [group.strip() for group in access]
+        access = [clean_text(group).strip() for group in access]
         if not all(access):  # a blank group (an unset shell variable) would make the files public
             raise ConfigError("an access group name is blank: give each --access a name")
         report = IngestReport()
@@ -121,7 +122,10 @@ class Ingestor:
                 report.skipped.append((str(exc.path), _reason(exc)))
                 log.warning("skipped %s", exc)
                 prepared = None
-                if isinstance(exc, _NO_LONGER_A_DOCUMENT) and str(exc.path) in stored:
+                # the file now holds nothing to index: its stored document goes too. Not for a link
+                # out (it leads out only from this folder) nor a corrupt, binary (maybe half-written)
+                # or unreadable file: those may come back as they were
+                if isinstance(exc, EmptyFile) and str(exc.path) in stored:
                     emptied.append(stored[str(exc.path)].id)
             if on_file is not None:
                 on_file(item.path)
@@ -303,12 +307,6 @@ def _missing(path: Path) -> bool:
     except OSError:
         return False
     return False
-
-
-_NO_LONGER_A_DOCUMENT = (EmptyFile,)
-"""Skips that say the file now holds nothing to index, not that it could not be read this time (or
-from this folder: a link leads out only relative to the folder given): a document stored from it
-earlier is removed. A corrupt, binary (maybe half-written) or unreadable file keeps it."""
 
 
 def _read(path: Path) -> tuple[bytes, date]:
