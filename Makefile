@@ -1,20 +1,30 @@
 # The two commands of the README: `make demo` and `make test`. Both create .venv and install
-# what they need first. On machines without a local CPU wheel of torch, pass the PyTorch CPU
-# index, e.g. `make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
+# what they need first, with the versions CI tested (constraints.txt; `make lock` refreshes it).
+# On machines without a local CPU wheel of torch, pass the PyTorch CPU index, e.g.
+# `make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
 
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX ?=
+CONSTRAINTS ?= constraints.txt
 BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip install --quiet --constraint $(CONSTRAINTS)
+TORCH := torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint lock clean
 
-$(BIN)/candor: pyproject.toml
+# Candor and what it runs on; the demo needs no more.
+$(BIN)/candor: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --constraint $(CONSTRAINTS) pip
+	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(PIP) -e .
+	touch $@
+
+# The test extras on top (pytest, ruff, mypy, ...).
+$(VENV)/.test-extras: $(BIN)/candor
+	$(PIP) -e '.[test]'
 	touch $@
 
 install: $(BIN)/candor
@@ -22,15 +32,29 @@ install: $(BIN)/candor
 demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/demo.py
 
-test: install
+test: $(VENV)/.test-extras
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 	$(BIN)/ruff check rag bot migrations tests benchmarks scripts
 	$(BIN)/mypy
 
-lint: install
+lint: $(VENV)/.test-extras
 	$(BIN)/ruff check rag bot migrations tests benchmarks scripts
 	$(BIN)/ruff format --check rag bot migrations
 	$(BIN)/mypy
 
+# Re-resolve every dependency to its newest allowed version in a scratch venv and write the
+# versions to constraints.txt (torch is pinned by TORCH_VERSION, not here). Run the tests after.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet --upgrade pip
+	.lock-venv/bin/python -m pip install --quiet $(TORCH)
+	.lock-venv/bin/python -m pip install --quiet -e '.[test]'
+	{ echo "# The versions CI tested: make demo, make test and .ci/run install with these."; \
+	  echo "# Refresh with 'make lock' (then run 'make test'); pyproject.toml keeps the ranges."; \
+	  .lock-venv/bin/python -m pip --version | sed 's/^pip \([^ ]*\).*/pip==\1/'; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v -i '^torch=='; } > $(CONSTRAINTS)
+	rm -rf .lock-venv
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .lock-venv build *.egg-info

@@ -7,6 +7,7 @@ some files were skipped (each named with its reason).
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +25,7 @@ from bot.report_html import render_html, write_html
 from bot.report_text import render_report
 from bot.text import render_summary, render_text
 from rag.answers import Answer, Question
+from rag.embeddings import backend_in_use
 from rag.errors import FileWriteError
 from rag.evaluate import run_eval, summarise
 from rag.golden import load_golden
@@ -31,6 +33,8 @@ from rag.ingest.pipeline import IngestReport
 from rag.reporting import By, build_report, report_window
 from rag.runtime import Candor, answer_settings
 from rag.types import AccessScope, Passage, clean_text
+
+log = logging.getLogger("candor.cli")
 
 EXIT_SKIPPED = 3
 
@@ -188,7 +192,7 @@ def evaluate(
 ) -> None:
     """Ask every question of GOLDEN and score the answers; the run is stored for later reports."""
 
-    async def work(candor: Candor) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    async def work(candor: Candor) -> tuple[dict[str, Any], list[dict[str, Any]], int, dict[str, str]]:
         items = load_golden(golden)
         await candor.warm_up()
 
@@ -204,18 +208,24 @@ def evaluate(
         run_id = await candor.tracker.record_eval_run(
             golden=str(golden),
             knowledge_base=kb,
-            config={**answer_settings(candor.settings), **candor.answerer.models},
+            config={
+                **answer_settings(candor.settings),
+                **candor.answerer.models,
+                "embedder_backend": backend_in_use(candor.embedder),
+            },
             summary=summary,
             per_question=per_question,
         )
-        return summary, per_question, run_id
+        embedder = {"name": candor.embedder.name, "backend": backend_in_use(candor.embedder)}
+        return summary, per_question, run_id, embedder
 
-    summary, per_question, run_id = run(work)
+    summary, per_question, run_id, embedder = run(work)
     if as_json:
-        payload = {"run_id": run_id, "summary": summary, "questions": per_question}
+        payload = {"run_id": run_id, "embedder": embedder, "summary": summary, "questions": per_question}
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
         return
     out.print(render_summary(summary, per_question), markup=False, highlight=False)
+    out.print(f"embedder: {embedder['name']} on {embedder['backend']}", markup=False, highlight=False)
     out.print(f"stored as eval run {run_id}", style="dim", highlight=False)
 
 
@@ -279,6 +289,9 @@ def serve(
         await candor.warm_up()
         await candor.open_connections()
         settings = candor.settings
+        backend = backend_in_use(candor.embedder)
+        log.info("embedder %s on %s", candor.embedder.name, backend, extra={"embedder_backend": backend})
+        err.print(f"Embedder: {candor.embedder.name} on {backend}", markup=False, highlight=False)
         slack = settings.slack_bot_token is not None
         teams = bool(settings.microsoft_app_id) or settings.teams
         token = settings.admin_token.get_secret_value() if settings.admin_token else None

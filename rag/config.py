@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     # --- storage -------------------------------------------------------------------------
     home: Path = Field(default_factory=_default_home, validation_alias=_env("CANDOR_HOME"))
     """CANDOR_HOME: data directory; the embedded Postgres lives in `<home>/pgdata`."""
+    models_dir: Path | None = Field(None, validation_alias=_env("CANDOR_MODELS_DIR"))
+    """CANDOR_MODELS_DIR: where the embedder's ONNX exports are kept (default `<home>/models`); a
+    container image or several homes can share one, made once."""
     database_url: SecretStr | None = Field(None, validation_alias=_env("CANDOR_DATABASE_URL"))
     """CANDOR_DATABASE_URL: an existing Postgres (with pgvector) to use instead of the embedded one."""
     db_pool_size: int = Field(20, ge=1, le=100, validation_alias=_env("CANDOR_DB_POOL_SIZE"))
@@ -104,7 +107,15 @@ class Settings(BaseSettings):
     embedder_backend: Literal["torch", "onnx", "onnx-int8"] = Field(
         "onnx-int8", validation_alias=_env("CANDOR_EMBEDDER_BACKEND")
     )
-    """CANDOR_EMBEDDER_BACKEND: how sentence-transformers runs the model on the CPU."""
+    """CANDOR_EMBEDDER_BACKEND: how the model runs on the CPU: `onnx-int8` (exported and quantised
+    locally on first use), `onnx` (float) or `torch`. A backend that cannot load falls back to the
+    next in that order, with one warning line; the one in use is logged by `candor serve`, shown in
+    `/healthz` and stored with every eval run."""
+    onnx_target: Literal["auto", "arm64", "avx2", "avx512", "avx512_vnni"] = Field(
+        "auto", validation_alias=_env("CANDOR_ONNX_TARGET")
+    )
+    """CANDOR_ONNX_TARGET: the CPU the int8 export is quantised for; `auto` reads this CPU's. ONNX
+    Runtime runs any target's file on any CPU, so this only trades speed and vectors slightly."""
     embed_batch_size: int = Field(32, ge=1, le=1024, validation_alias=_env("CANDOR_EMBED_BATCH_SIZE"))
     embedding_dimensions: int | None = Field(None, ge=1, le=16000, validation_alias=_env("CANDOR_EMBEDDING_DIMENSIONS"))
     """CANDOR_EMBEDDING_DIMENSIONS: requested size for OpenAI embeddings (their `dimensions`)."""
@@ -342,6 +353,10 @@ class Settings(BaseSettings):
     @cached_property
     def pgdata(self) -> Path:
         return self.home / "pgdata"
+
+    @property
+    def model_cache(self) -> Path:
+        return (self.models_dir or self.home / "models").expanduser().resolve()
 
     @property
     def search_pool_size(self) -> int:

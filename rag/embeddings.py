@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import platform
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +21,13 @@ import numpy as np
 
 from rag.config import PACKAGED_MINILM, Settings, offline_model_environment
 from rag.errors import ConfigError, EmbeddingError
+from rag.onnx_export import TARGETS, detect_target, load_onnx_model
+from rag.types import Matrix
 
 log = logging.getLogger(__name__)
 
-Matrix = np.ndarray[Any, np.dtype[np.float32]]
+_FALLBACKS = {"onnx-int8": ("onnx-int8", "onnx", "torch"), "onnx": ("onnx", "torch"), "torch": ("torch",)}
+"""What each backend setting tries, in order, until one loads."""
 
 _OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
@@ -43,6 +47,19 @@ class Embedder(Protocol):
         ...
 
 
+def backend_in_use(embedder: Embedder) -> str:
+    """What computes `embedder`'s vectors (`onnx-int8 (avx2)`, `onnx`, `torch`, `openai`), or
+    `not loaded yet`; for start-up logs, `/healthz` and eval runs."""
+    if isinstance(embedder, OpenAIEmbedder):
+        return "openai"
+    return getattr(embedder, "backend_in_use", None) or "not loaded yet"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
 def _normalise(matrix: Matrix) -> Matrix:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
@@ -60,15 +77,21 @@ class SentenceTransformerEmbedder:
         backend: str = "torch",
         batch_size: int = 32,
         cache_dir: Path | None = None,
+        onnx_target: str | None = None,
     ) -> None:
+        """`onnx_target` is the int8 export's CPU target (default: this CPU's); one the exporter
+        does not know fails like any other int8 export, and the next backend takes over."""
         if batch_size < 1:
             raise ConfigError("embedding batch size must be at least 1")
-        if backend not in ("torch", "onnx", "onnx-int8"):
+        if backend not in _FALLBACKS:
             raise ConfigError(f"unknown embedder backend {backend!r}")
         self.model_ref = model
         self.backend = backend
         self.batch_size = batch_size
         self.cache_dir = cache_dir
+        self.onnx_target = onnx_target
+        self.backend_in_use: str | None = None
+        """The backend that loaded (`onnx-int8 (avx2)`, `onnx`, `torch`), once one has."""
         self.name = model if model == PACKAGED_MINILM else f"sentence-transformers:{model}"
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
         self._model: Any = None
@@ -118,23 +141,42 @@ class SentenceTransformerEmbedder:
             return self._model
 
     def _build(self) -> Any:
+        """The first backend of the fall-back chain that loads: int8 ONNX, float ONNX, torch.
+        Each failure is kept, and said in one warning line when a later backend takes over."""
         offline_model_environment()  # never reach a model hub from the default path
-        from sentence_transformers import SentenceTransformer
-
         path = self._model_path()
-        try:
-            if self.backend == "torch":
-                return SentenceTransformer(path, device="cpu")
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise EmbeddingError(f"cannot load embedding model {path!r}: {exc}") from exc
-        from rag.onnx_export import load_onnx_model
-        from rag.onnx_runner import ort_errors
+        failures: list[str] = []
+        for backend in _FALLBACKS[self.backend]:
+            label = backend
+            try:
+                if backend == "onnx-int8":
+                    target = self.onnx_target or detect_target()
+                    label = f"onnx-int8 ({target or 'no target'})"
+                    if target is None:
+                        raise EmbeddingError(f"no int8 target is known for this CPU ({platform.machine()})")
+                    model = load_onnx_model(path, target=target, cache_dir=self.cache_dir)
+                elif backend == "onnx":
+                    model = load_onnx_model(path, target=None, cache_dir=self.cache_dir)
+                else:
+                    from sentence_transformers import SentenceTransformer
 
-        errors: tuple[type[Exception], ...] = (OSError, *ort_errors())  # ONNX Runtime's are not RuntimeErrors
-        try:
-            return load_onnx_model(path, quantized=self.backend == "onnx-int8", cache_dir=self.cache_dir)
-        except errors as exc:
-            raise EmbeddingError(f"cannot load embedding model {path!r}: {exc}") from exc
+                    model = SentenceTransformer(path, device="cpu")
+            except Exception as exc:  # any failure (a changed exporter included): the next backend, said below
+                log.debug("embedder backend %s failed", label, exc_info=True)
+                failures.append(f"{label} failed: {_one_line(exc)}")
+                continue
+            if failures:
+                log.warning(
+                    "embedder %s: %s; using %s instead. Choose a backend with CANDOR_EMBEDDER_BACKEND "
+                    "(onnx-int8, onnx, torch) and an int8 target with CANDOR_ONNX_TARGET (%s).",
+                    self.name,
+                    "; ".join(failures),
+                    label,
+                    ", ".join(TARGETS),
+                )
+            self.backend_in_use = label
+            return model
+        raise EmbeddingError(f"cannot load embedding model {path!r}: {'; '.join(failures)}")
 
     def _encode(self, texts: list[str]) -> Matrix:
         vectors = self._load().encode(
@@ -240,5 +282,6 @@ def build_embedder(settings: Settings) -> Embedder:
         settings.embedder,
         backend=settings.embedder_backend,
         batch_size=settings.embed_batch_size,
-        cache_dir=settings.home / "models",
+        cache_dir=settings.model_cache,
+        onnx_target=None if settings.onnx_target == "auto" else settings.onnx_target,
     )

@@ -21,13 +21,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rag.embeddings import Matrix
 from rag.errors import ConfigError, EmbeddingError
+from rag.types import Matrix
 
 _POOLING = ("mean", "cls", "max")
 _INPUTS = ({"input_ids", "attention_mask"}, {"input_ids", "attention_mask", "token_type_ids"})
@@ -49,6 +50,56 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class RunnerLayout:
+    """What the runner needs of a sentence-transformers model besides its ONNX file and tokenizer."""
+
+    max_length: int
+    pooling: str
+    dimension: int
+
+    @classmethod
+    def of(cls, model: Any) -> tuple[RunnerLayout, str] | None:
+        """The layout and the tokenizer (as `tokenizers` JSON) of a loaded model, or None if its
+        layout is not the plain Transformer → Pooling → Normalize one the runner runs."""
+        modules = list(model)
+        names = [type(m).__name__ for m in modules]
+        if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+            return None
+        transformer, pooling = modules[0], modules[1]
+        mode = getattr(pooling, "pooling_mode", None)
+        tokenizer = getattr(transformer, "tokenizer", None)
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if mode not in _POOLING or backend is None or not model.max_seq_length or model.max_seq_length > _LONGEST:
+            return None
+        if getattr(tokenizer, "truncation_side", "right") != "right":
+            return None
+        # prompts, chat templates, extra tokenizer arguments: sentence-transformers' preprocessing
+        if getattr(model, "prompts", None) and any(model.prompts.values()):
+            return None
+        if getattr(transformer, "processing_kwargs", None) or "message" in getattr(transformer, "modality_config", {}):
+            return None
+        size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        # the tokenizer as loaded (normaliser and lowercasing included), not the file on disk
+        layout = cls(max_length=int(model.max_seq_length), pooling=str(mode), dimension=int(size() or 0))
+        return layout, str(backend.to_str())
+
+    def as_json(self) -> dict[str, Any]:
+        return {"max_length": self.max_length, "pooling": self.pooling, "dimension": self.dimension}
+
+    @classmethod
+    def from_json(cls, data: Any) -> RunnerLayout:
+        """Raises ValueError for anything but what `as_json` wrote."""
+        if not isinstance(data, dict) or set(data) != {"max_length", "pooling", "dimension"}:
+            raise ValueError(f"not a runner layout: {data!r}")
+        max_length, pooling, dimension = data["max_length"], data["pooling"], data["dimension"]
+        if not (isinstance(max_length, int) and isinstance(dimension, int) and max_length > 0 and dimension > 0):
+            raise ValueError(f"not a runner layout: {data!r}")
+        if pooling not in _POOLING:
+            raise ValueError(f"unsupported pooling {pooling!r}")
+        return cls(max_length=max_length, pooling=pooling, dimension=dimension)
 
 
 class OnnxRunner:
@@ -98,33 +149,32 @@ class OnnxRunner:
     ) -> OnnxRunner | None:
         """A runner for a loaded sentence-transformers model, or None if its layout is not the
         plain Transformer → Pooling → Normalize one this runs."""
+        found = RunnerLayout.of(model)
+        if found is None:
+            return None
+        layout, tokenizer_json = found
+        return cls.from_layout(onnx_file, tokenizer_json, layout, workers=workers, token_budget=token_budget)
+
+    @classmethod
+    def from_layout(
+        cls,
+        onnx_file: Path,
+        tokenizer_json: str,
+        layout: RunnerLayout,
+        *,
+        workers: int | None = None,
+        token_budget: int = 512,
+    ) -> OnnxRunner | None:
+        """A runner from what `RunnerLayout.of` read off a model (no sentence-transformers import:
+        a cached export starts this way), or None if the graph is fed differently."""
         from tokenizers import Tokenizer
 
-        modules = list(model)
-        names = [type(m).__name__ for m in modules]
-        if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-            return None
-        transformer, pooling = modules[0], modules[1]
-        mode = getattr(pooling, "pooling_mode", None)
-        tokenizer = getattr(transformer, "tokenizer", None)
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        if mode not in _POOLING or backend is None or not model.max_seq_length or model.max_seq_length > _LONGEST:
-            return None
-        if getattr(tokenizer, "truncation_side", "right") != "right":
-            return None
-        # prompts, chat templates, extra tokenizer arguments: sentence-transformers' preprocessing
-        if getattr(model, "prompts", None) and any(model.prompts.values()):
-            return None
-        if getattr(transformer, "processing_kwargs", None) or "message" in getattr(transformer, "modality_config", {}):
-            return None
-        size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         runner = cls(
             onnx_file,
-            # a copy (padding and truncation are set on it) that keeps the normaliser, lowercasing included
-            Tokenizer.from_str(backend.to_str()),
-            max_length=int(model.max_seq_length),
-            pooling=mode,
-            dimension=int(size() or 0),
+            Tokenizer.from_str(tokenizer_json),
+            max_length=layout.max_length,
+            pooling=layout.pooling,
+            dimension=layout.dimension,
             workers=workers,
             token_budget=token_budget,
         )

@@ -14,7 +14,7 @@ from rag.answers import Answer, Feedback, Question
 from rag.config import Settings
 from rag.conflicts import ContradictionDetector, ValueConflicts
 from rag.critic import EvidenceVerifier, Verifier
-from rag.embeddings import Embedder, build_embedder
+from rag.embeddings import Embedder, backend_in_use, build_embedder
 from rag.errors import TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
@@ -86,7 +86,12 @@ class Candor:
     async def health(self) -> dict[str, object]:
         """Database reachable and counts readable; raises `StoreError` when it is not."""
         counts = await self.store.counts()
-        return {"database": "ok", "embedder": self.embedder.name, **counts}
+        return {
+            "database": "ok",
+            "embedder": self.embedder.name,
+            "embedder_backend": backend_in_use(self.embedder),
+            **counts,
+        }
 
     def ingestor(self) -> Ingestor:
         return Ingestor(

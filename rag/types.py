@@ -5,6 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
+
+import numpy as np
+
+Matrix = np.ndarray[Any, np.dtype[np.float32]]
+"""Rows of float32 vectors, one per text."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
 _SEPARATORS = re.compile(r"[\x0b\x0c\x1c-\x1f]")  # whitespace to str.split(): kept as a space

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from rag.embeddings import Embedder, Matrix
+from rag.embeddings import Embedder
 from rag.store.postgres import Vector
+from rag.types import Matrix
 
 
 class CachedEmbedder:

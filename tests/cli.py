@@ -9,16 +9,25 @@ from pathlib import Path
 
 from rag.runtime import Candor
 
+SHARED = ("CANDOR_MODELS_DIR",)
+"""The one CANDOR_ variable a test process keeps: the run's models folder (tests/conftest.py)."""
+
+
+def process_env(**env: str) -> dict[str, str]:
+    """The caller's environment without CANDOR_/OPENAI_ variables (but `SHARED`), with `env` on top."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_")) or k in SHARED}
+    base.update(env)
+    return base
+
 
 def run_cli(
     candor: Candor, home: Path, *args: str, timeout: float = 300, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """`candor ARGS` with `CANDOR_HOME=home`, the session's database (CANDOR_DATABASE_URL), no other
-    CANDOR_/OPENAI_ variable of the caller's, and `env` on top. Output is decoded as is: not in text
-    mode, which would turn a CSV's quoted "\\r\\n" into "\\n"."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
+    CANDOR_/OPENAI_ variable of the caller's (but the models folder), and `env` on top. Output is
+    decoded as is: not in text mode, which would turn a CSV's quoted "\\r\\n" into "\\n"."""
     url = candor.store.engine.url.render_as_string(hide_password=False)
-    base.update(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1", **env)
+    base = process_env(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1", **env)
     done = subprocess.run(
         [sys.executable, "-m", "bot.cli", *args], cwd=home, env=base, capture_output=True, timeout=timeout
     )

@@ -1,5 +1,10 @@
 """Shared fixtures: one real embedded Postgres and one real MiniLM embedder per test session.
 
+The embedder is the one a new user gets (the default backend, int8 ONNX for this CPU), exported
+once per run into a models folder every test shares, the `candor` processes the tests start
+included (`CANDOR_MODELS_DIR`, kept by `tests.cli.process_env`). The torch backend has a contract
+suite of its own (tests/contract/test_embedder_contract.py).
+
 Tests isolate themselves by knowledge base (`kb` fixture: a fresh, uniquely named one), not by
 database, because starting Postgres costs seconds. Tests that need a database of their own (the
 migration and process tests) start one under their own `tmp_path`.
@@ -25,14 +30,24 @@ SAMPLE = REPO / "sample" / "handbook"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The run's one models folder, also for the `candor` processes tests start."""
+    folder = tmp_path_factory.mktemp("models")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CANDOR_MODELS_DIR", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("candor-home")
 
 
 @pytest.fixture(scope="session")
-def settings(home: Path) -> Settings:
-    return load_settings(home=home, database_url=None, embedder="minilm", embedder_backend="torch")
+def settings(home: Path, models_dir: Path) -> Settings:
+    """The defaults a new user gets, on the session's home and models folder."""
+    return load_settings(home=home, models_dir=models_dir, database_url=None)
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ import pytest
 from rag.config import PACKAGED_MINILM
 from rag.embeddings import Embedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from rag.errors import EmbeddingError
+from rag.onnx_export import TARGETS, Export, detect_target
 from rag.onnx_runner import OnnxRunner
 from tests.contract.conftest import FAKE_DIMENSION
 from tests.fakes.openai_server import FakeOpenAI, Malformation, bag_of_words_vector
@@ -122,13 +123,21 @@ class TestSentenceTransformerEmbedder(EmbedderContract):
 
 
 @pytest.fixture(scope="module")
-def minilm_int8(tmp_path_factory: pytest.TempPathFactory) -> SentenceTransformerEmbedder:
-    """The default backend: exported to ONNX and quantised to int8 locally, on first use."""
+def exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One models folder for the module's ONNX exports (each variant is exported once)."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def minilm_int8(request: pytest.FixtureRequest, exports: Path) -> SentenceTransformerEmbedder:
+    """The default backend: exported to ONNX and quantised to int8 locally, on first use, for each
+    CPU target the exporter knows (a file quantised for another CPU runs on this one)."""
     return SentenceTransformerEmbedder(
         PACKAGED_MINILM,
         backend="onnx-int8",
         batch_size=EmbedderContract.batch_size,
-        cache_dir=tmp_path_factory.mktemp("models"),
+        cache_dir=exports,
+        onnx_target=request.param,
     )
 
 
@@ -145,61 +154,93 @@ class TestQuantizedOnnxEmbedder(EmbedderContract):
         self, minilm_int8: SentenceTransformerEmbedder, minilm: SentenceTransformerEmbedder
     ) -> None:
         texts = [LEAVE, NITROGEN, WIFI, *TEN_TEXTS[:3]]
-        assert isinstance(minilm_int8._load(), OnnxRunner)  # the packaged model runs on the direct runner
         quantized = await minilm_int8.embed(texts)
+        runner = minilm_int8._load()
+        assert isinstance(runner, OnnxRunner)  # the packaged model runs on the direct runner
+        assert minilm_int8.backend_in_use == f"onnx-int8 ({minilm_int8.onnx_target})"  # no fall-back
         exact = await minilm.embed(texts)
         agreement = np.sum(quantized * exact, axis=1)
         assert agreement.min() > 0.95, agreement
-        export = next(minilm_int8.cache_dir.glob("*-onnx/onnx/model_qint8_*.onnx"))  # type: ignore[union-attr]
-        assert export.stat().st_size < 40_000_000  # int8: about a quarter of the 90 MB float model
+        assert runner.onnx_file.stat().st_size < 40_000_000  # int8: about a quarter of the 90 MB float model
 
-    async def test_the_export_keeps_only_what_loading_needs(
-        self, minilm_int8: SentenceTransformerEmbedder, minilm: SentenceTransformerEmbedder, tmp_path: Path
+    async def test_the_file_loaded_is_the_one_the_exporter_wrote_for_the_target(
+        self, minilm_int8: SentenceTransformerEmbedder
     ) -> None:
-        """An int8 export keeps its file and the tokenizer, not the copied torch weights or the
-        float export (each test home was ~200 MB). A float export afterwards copies the weights
-        again and leaves the int8 file, which a fresh embedder then loads without exporting."""
-        before = await SentenceTransformerEmbedder(PACKAGED_MINILM, backend="onnx-int8", cache_dir=tmp_path).embed(
-            [LEAVE]
-        )
-        assert np.allclose(before, await minilm_int8.embed([LEAVE]), atol=1e-5)
-        exported = _export_state(tmp_path)
-        assert exported.total_bytes < exported.int8_bytes + 5_000_000, exported
-        assert exported.onnx_files == [exported.int8_name] and not exported.has_weights
+        """Read back, not guessed: AVX2's weights are unsigned (`model_quint8_avx2.onnx`), the
+        others' signed; the one new ONNX file of the export is the one loaded."""
+        await minilm_int8.embed([LEAVE])
+        runner = minilm_int8._load()
+        assert isinstance(runner, OnnxRunner)
+        folder = runner.onnx_file.parent.parent
+        target = minilm_int8.onnx_target
+        assert folder.name.endswith(f"-onnx-int8-{target}")
+        assert [path.name for path in (folder / "onnx").glob("*.onnx")] == [runner.onnx_file.name]
+        weights = "quint8" if target == "avx2" else "qint8"
+        assert runner.onnx_file.name == f"model_{weights}_{target}.onnx"
+        made = Export.read(folder)
+        assert made is not None and made.path == runner.onnx_file and made.target == target
 
-        float_vector = await SentenceTransformerEmbedder(PACKAGED_MINILM, backend="onnx", cache_dir=tmp_path).embed(
-            [LEAVE]
+
+class TestFloatOnnxEmbedder(EmbedderContract):
+    expected_name = PACKAGED_MINILM
+    expected_dimension = 384
+
+    @pytest.fixture
+    def embedder(self, exports: Path) -> Embedder:
+        return SentenceTransformerEmbedder(
+            PACKAGED_MINILM, backend="onnx", batch_size=EmbedderContract.batch_size, cache_dir=exports
         )
-        again = await SentenceTransformerEmbedder(PACKAGED_MINILM, backend="onnx-int8", cache_dir=tmp_path).embed(
-            [LEAVE]
-        )
-        assert np.allclose(float_vector, await minilm.embed([LEAVE]), atol=1e-5)  # the float model, not int8
-        assert np.allclose(again, before, atol=1e-5)
-        after = _export_state(tmp_path)
-        assert after.onnx_files == ["model.onnx", exported.int8_name] and not after.has_weights
-        assert after.int8_mtime == exported.int8_mtime  # loaded, not exported again
+
+    async def test_float_vectors_are_the_torch_models(
+        self, embedder: SentenceTransformerEmbedder, minilm: SentenceTransformerEmbedder
+    ) -> None:
+        texts = [LEAVE, NITROGEN, *TEN_TEXTS[:4]]
+        np.testing.assert_allclose(await embedder.embed(texts), await minilm.embed(texts), atol=1e-5)
+        assert embedder.backend_in_use == "onnx"
+
+
+async def test_an_export_keeps_only_what_loading_needs(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    """An int8 export keeps its file and the tokenizer, not the copied torch weights or the float
+    export (each test home was ~200 MB). The float variant is a folder of its own; a fresh embedder
+    afterwards loads the int8 file without exporting it again."""
+    target = detect_target() or "avx2"
+    before = await SentenceTransformerEmbedder(
+        PACKAGED_MINILM, backend="onnx-int8", cache_dir=tmp_path, onnx_target=target
+    ).embed([LEAVE])
+    int8 = _export_state(tmp_path, f"int8-{target}")
+    assert int8.total_bytes < int8.onnx_bytes + 5_000_000, int8
+    assert len(int8.onnx_files) == 1 and not int8.has_weights and not int8.staging
+
+    float_vector = await SentenceTransformerEmbedder(PACKAGED_MINILM, backend="onnx", cache_dir=tmp_path).embed([LEAVE])
+    again = await SentenceTransformerEmbedder(
+        PACKAGED_MINILM, backend="onnx-int8", cache_dir=tmp_path, onnx_target=target
+    ).embed([LEAVE])
+    assert np.allclose(float_vector, await minilm.embed([LEAVE]), atol=1e-5)  # the float model, not int8
+    assert np.allclose(again, before, atol=1e-5)
+    assert _export_state(tmp_path, "float").onnx_files == ["model.onnx"]
+    assert _export_state(tmp_path, f"int8-{target}") == int8  # loaded, not exported again
 
 
 @dataclass(frozen=True)
 class _ExportState:
-    int8_name: str
-    int8_bytes: int
-    int8_mtime: int
     onnx_files: list[str]
+    onnx_bytes: int
+    onnx_mtime: int
     total_bytes: int
     has_weights: bool
+    staging: list[str]
 
 
-def _export_state(cache: Path) -> _ExportState:
-    int8 = next(cache.glob("*-onnx/onnx/model_qint8_*.onnx"))
-    folder = int8.parent.parent
+def _export_state(cache: Path, variant: str) -> _ExportState:
+    (folder,) = cache.glob(f"*-onnx-{variant}")
+    files = sorted((folder / "onnx").glob("*.onnx"))
     return _ExportState(
-        int8_name=int8.name,
-        int8_bytes=int8.stat().st_size,
-        int8_mtime=int8.stat().st_mtime_ns,
-        onnx_files=sorted(path.name for path in int8.parent.glob("*.onnx")),
+        onnx_files=[path.name for path in files],
+        onnx_bytes=sum(path.stat().st_size for path in files),
+        onnx_mtime=max(path.stat().st_mtime_ns for path in files),
         total_bytes=sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()),
         has_weights=(folder / "model.safetensors").exists(),
+        staging=[path.name for path in cache.glob(".*") if path.is_dir()],
     )
 
 

