@@ -9,8 +9,9 @@ from pathlib import Path
 
 from rag.runtime import Candor
 
-SHARED = ("CANDOR_MODELS_DIR",)
-"""The one CANDOR_ variable a test process keeps: the run's models folder (tests/conftest.py)."""
+SHARED = ("CANDOR_MODELS_DIR", "CANDOR_ONNX_TARGET")
+"""The CANDOR_ variables a test process keeps: the run's models folder (tests/conftest.py) and, when
+a run is made for another CPU's int8 file (`CANDOR_ONNX_TARGET=avx2 make test`), that target."""
 
 
 def process_env(**env: str) -> dict[str, str]:

@@ -7,6 +7,7 @@ first command and joined by the next): what a newcomer types after `make demo`.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import time
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 __all__ = ["fresh_home"]  # the fixture, re-used from test_processes
 
-TARGET = detect_target()
+TARGET = os.environ.get("CANDOR_ONNX_TARGET", "auto").replace("auto", "") or detect_target()
 DEFAULT_BACKEND = f"onnx-int8 ({TARGET})" if TARGET else "onnx"
 """What a new user's embedder runs on, on this machine: the int8 export for its CPU."""
 REQUIRED = {"question", "route", "text", "sentences", "sources", "conflicts", "unanswered_parts", "gates", "trace_id"}

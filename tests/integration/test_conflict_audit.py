@@ -247,8 +247,8 @@ async def test_a_knowledge_base_without_conflicts_reports_none(candor: Candor, k
 
 
 def run_cli(candor: Candor, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`candor ARGS` with the session's embedder backend, so its vectors match the stored ones."""
-    return cli.run_cli(candor, home, *args, CANDOR_EMBEDDER_BACKEND="torch")
+    """`candor ARGS` on the session's database, with the defaults the session runs too."""
+    return cli.run_cli(candor, home, *args)
 
 
 @pytest.mark.slow

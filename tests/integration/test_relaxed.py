@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from rag.answers import Question
 from rag.config import CALIBRATION, calibrated
 from rag.golden import load_golden
 from rag.relaxed import Recheck, recheck, relaxed_threshold
@@ -20,8 +19,9 @@ from rag.types import AccessScope
 from tests.conftest import REPO, SAMPLE
 
 WRONGLY_ABSTAINED = "What's the cap on hotel spending per night?"
-"""hr-expenses-policy says "Hotel costs are reimbursed up to $200 per night"; the strict pipeline
-abstains on this wording (no "reimbursed", no "limit"), the relaxed re-check finds it."""
+"""hr-expenses-policy says "Hotel costs are reimbursed up to $200 per night"; the pipeline is at its
+edge on this wording (no "reimbursed", no "limit": it abstains with the float model and most int8
+targets, answers with AVX2's), the relaxed re-check finds it."""
 PAY_RISE = "When do annual pay increases take effect?"
 """Answered only by hr-compensation-severance, which is restricted to hr-confidential."""
 
@@ -50,8 +50,6 @@ def test_the_threshold_is_calibrated_and_below_the_answer_threshold() -> None:
 async def test_a_wrong_abstention_is_possibly_answerable_with_evidence_from_the_right_document(
     candor: Candor, handbook: KnowledgeBase
 ) -> None:
-    answer = await candor.answer(Question(WRONGLY_ABSTAINED, scope=public(handbook), platform="cli"))
-    assert answer.route == "abstained", answer.text  # the premise of this test: the pipeline says no
     found = await recheck(candor, WRONGLY_ABSTAINED, public(handbook))
     assert found.label == "possibly_answerable", found.as_json()
     assert found.score >= found.threshold == relaxed_threshold()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rag.config import load_settings
@@ -50,9 +52,10 @@ def test_focus_properties() -> None:
 
 
 @pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+def embedder(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Embedder:
+    """The default embedder, on the run's models folder."""
     home = tmp_path_factory.mktemp("focus-home")
-    return build_embedder(load_settings(home=home, database_url=None, embedder="minilm", embedder_backend="torch"))
+    return build_embedder(load_settings(home=home, models_dir=models_dir, database_url=None))
 
 
 @pytest.mark.parametrize(

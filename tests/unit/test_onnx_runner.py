@@ -7,6 +7,7 @@ not run (a Dense layer) falls back to sentence-transformers' own `encode`, with 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -94,14 +95,26 @@ def test_batches_cover_every_text_once_within_the_budget(lengths: list[int], bud
     assert flat == sorted(lengths, reverse=True)  # longest first, so each batch pads little
 
 
-async def test_a_corrupt_export_is_an_embedding_error(tmp_path: Path) -> None:
+async def test_a_corrupt_export_is_exported_again(tmp_path: Path) -> None:
     folder = build_embedder(tmp_path / "tiny", seed=6)
     cache = tmp_path / "cache"
-    await SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=cache).embed(["pay"])
-    export = next(cache.glob("*-onnx/onnx/model.onnx"))
+    first = await SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=cache).embed(["pay"])
+    export = next(cache.glob("*-onnx-float/onnx/model.onnx"))
     export.write_bytes(b"not an onnx graph" * 100)
-    with pytest.raises(EmbeddingError, match="cannot load embedding model"):
-        await SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=cache).embed(["pay"])
+    again = SentenceTransformerEmbedder(str(folder), backend="onnx", cache_dir=cache)
+    np.testing.assert_allclose(await again.embed(["pay"]), first, atol=1e-6)
+    assert again.backend_in_use == "onnx" and export.stat().st_size > 10_000
+
+
+async def test_a_model_no_backend_can_load_is_an_embedding_error_naming_each_failure(tmp_path: Path) -> None:
+    folder = build_embedder(tmp_path / "tiny", seed=6)
+    (folder / "config.json").write_text("{ not json")
+    embedder = SentenceTransformerEmbedder(str(folder), backend="onnx-int8", cache_dir=tmp_path / "cache")
+    with pytest.raises(EmbeddingError, match="cannot load embedding model") as raised:
+        await embedder.embed(["pay"])
+    message = str(raised.value)
+    assert re.search(r"onnx-int8 \(\w+\) failed: .*; onnx failed: .*; torch failed: ", message), message
+    assert embedder.backend_in_use is None
 
 
 def test_encode_refuses_one_string_instead_of_a_list(tmp_path: Path) -> None:

@@ -1,0 +1,134 @@
+"""Cold `candor ask`: process start to printed answer, as a person trying the CLI waits for it.
+
+    python benchmarks/cold_start.py [--home DIR] [--runs 5] [--backend onnx-int8] [--other DIR]
+
+The home gets the sample handbook (`make demo`'s knowledge base) first, then each run is a new
+`python -m bot.cli ask ... --kb handbook` process (the embedded Postgres started and stopped by it,
+the embedder's export already cached), timed from spawn to exit; medians over `--runs`. `--other
+DIR` times the checkout in DIR the same way, interleaved run by run with this one (PYTHONPATH=DIR,
+same virtual environment), for a before/after in one sitting.
+
+Then one instrumented process says where the time goes: interpreter start, `import bot.cli`,
+opening the core (the embedded server's start, the schema check), the model load, the answer, and
+closing (the server's stop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+QUESTION = "How many days of annual leave do full-time employees get?"
+
+PHASES = r"""
+import time
+t0 = time.perf_counter()
+import asyncio, json, sys
+import bot.cli  # what `candor` imports before it parses its arguments
+t1 = time.perf_counter()
+from rag.answers import Question
+from rag.config import load_settings
+from rag.runtime import open_candor
+from rag.types import AccessScope
+
+async def main():
+    phases = {"import bot.cli": t1 - t0}
+    settings = load_settings()
+    start = time.perf_counter()
+    opened = open_candor(settings)
+    candor = await opened.__aenter__()
+    phases["open (database start, schema check)"] = time.perf_counter() - start
+    start = time.perf_counter()
+    await candor.warm_up()
+    phases["embedder load"] = time.perf_counter() - start
+    start = time.perf_counter()
+    scope = AccessScope(frozenset(), frozenset(["handbook"]))
+    answer = await candor.answer(Question(sys.argv[1], scope=scope, platform="cli"))
+    phases["answer (incl. trace write)"] = time.perf_counter() - start
+    start = time.perf_counter()
+    await opened.__aexit__(None, None, None)
+    phases["close (database stop)"] = time.perf_counter() - start
+    assert answer.route == "answered", answer.route
+    print(json.dumps(phases))
+
+asyncio.run(main())
+"""
+
+
+def env_for(home: Path, backend: str, pythonpath: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CANDOR_")}
+    env.update(CANDOR_HOME=str(home), CANDOR_EMBEDDER_BACKEND=backend, HF_HUB_OFFLINE="1")
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return env
+
+
+def timed_ask(env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "ask", QUESTION, "--kb", "handbook"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    took = time.perf_counter() - started
+    if done.returncode != 0 or "route: answered" not in done.stdout:
+        raise SystemExit(f"candor ask failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=None, help="CANDOR_HOME (default: a new temporary one)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--backend", default="onnx-int8", choices=["onnx-int8", "onnx", "torch"])
+    parser.add_argument("--other", type=Path, default=None, help="another checkout, timed interleaved")
+    args = parser.parse_args()
+    home = args.home or Path(tempfile.mkdtemp(prefix="candor-cold-"))
+    this = env_for(home, args.backend, None)
+    ingest = [sys.executable, "-m", "bot.cli", "ingest", str(REPO / "sample" / "handbook"), "--kb", "handbook"]
+    subprocess.run(ingest, env=this, cwd=home.parent, check=True, capture_output=True)
+    variants = {"this checkout": this}
+    if args.other is not None:
+        variants[f"{args.other}"] = env_for(home, args.backend, args.other.resolve())
+    for env in variants.values():  # warm-up: exports cached, files in the page cache
+        timed_ask(env, home.parent)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(args.runs):
+        for name, env in variants.items():
+            times[name].append(timed_ask(env, home.parent))
+    print(f"cold `candor ask`, {args.backend}, {args.runs} runs each (interleaved), process start to exit:")
+    for name, values in times.items():
+        shown = ", ".join(f"{v:.2f}" for v in values)
+        print(f"  {name}: median {statistics.median(values):.2f} s  ({shown})")
+    interpreter = min(timed_interpreter() for _ in range(3))  # a bare `python -c pass`: the floor
+    done = subprocess.run(
+        [sys.executable, "-c", PHASES, QUESTION], env=this, cwd=home.parent, capture_output=True, text=True, timeout=300
+    )
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    phases = json.loads(done.stdout.strip().splitlines()[-1])
+    print("where the time goes (one instrumented process, this checkout):")
+    print(f"  interpreter start: {interpreter:.2f} s")
+    for name, seconds in phases.items():
+        print(f"  {name}: {seconds:.2f} s")
+
+
+def timed_interpreter() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - started
+
+
+if __name__ == "__main__":
+    main()
