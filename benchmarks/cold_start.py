@@ -112,16 +112,20 @@ def main() -> None:
         shown = ", ".join(f"{v:.2f}" for v in values)
         print(f"  {name}: median {statistics.median(values):.2f} s  ({shown})")
     interpreter = min(timed_interpreter() for _ in range(3))  # a bare `python -c pass`: the floor
+    started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", PHASES, QUESTION], env=this, cwd=home.parent, capture_output=True, text=True, timeout=300
     )
+    total = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(done.stderr)
     phases = json.loads(done.stdout.strip().splitlines()[-1])
-    print("where the time goes (one instrumented process, this checkout):")
+    print(f"where the time goes (one instrumented process, this checkout, {total:.2f} s in all):")
     print(f"  interpreter start: {interpreter:.2f} s")
     for name, seconds in phases.items():
         print(f"  {name}: {seconds:.2f} s")
+    rest = total - interpreter - sum(phases.values())
+    print(f"  exit (the embedded server stopped at exit, interpreter teardown): {rest:.2f} s")
 
 
 def timed_interpreter() -> float:
