@@ -42,6 +42,8 @@ def test_overrides_by_field_name_win_over_the_environment(monkeypatch: pytest.Mo
         ("CANDOR_AUDIT_VERIFIER", "openai:"),
         ("CANDOR_AUDIT_VERIFIER", "cross-encoder"),
         ("CANDOR_AUDIT_VERIFIER", "llm:gpt-4o"),
+        ("CANDOR_EMBEDDER_BACKEND", "onnx-int4"),
+        ("CANDOR_ONNX_TARGET", "avx3"),
     ],
 )
 def test_a_bad_value_names_its_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
@@ -94,3 +96,23 @@ def test_an_unknown_judge_prefilter_is_refused(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("CANDOR_JUDGE_PREFILTER", "sometimes")
     with pytest.raises(ConfigError, match="CANDOR_JUDGE_PREFILTER"):
         load_settings()
+
+
+def test_the_models_folder_is_the_homes_unless_one_is_shared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CANDOR_MODELS_DIR", raising=False)
+    monkeypatch.setenv("CANDOR_HOME", str(tmp_path / "candor"))
+    assert load_settings().model_cache == (tmp_path / "candor" / "models").resolve()
+    monkeypatch.setenv("CANDOR_MODELS_DIR", str(tmp_path / "shared"))
+    assert load_settings().model_cache == (tmp_path / "shared").resolve()
+
+
+def test_the_int8_target_setting_reaches_the_embedder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from rag.embeddings import SentenceTransformerEmbedder, build_embedder
+
+    monkeypatch.setenv("CANDOR_ONNX_TARGET", "avx2")
+    chosen = build_embedder(load_settings(home=tmp_path))
+    assert isinstance(chosen, SentenceTransformerEmbedder) and chosen.onnx_target == "avx2"
+    assert chosen.backend == "onnx-int8" and chosen._model is None  # the default backend, not loaded yet
+    monkeypatch.setenv("CANDOR_ONNX_TARGET", "auto")
+    detected = build_embedder(load_settings(home=tmp_path))
+    assert isinstance(detected, SentenceTransformerEmbedder) and detected.onnx_target is None  # this CPU's
