@@ -36,11 +36,13 @@ test: $(VENV)/.test-extras
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 	$(BIN)/ruff check rag bot migrations tests benchmarks scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 lint: $(VENV)/.test-extras
 	$(BIN)/ruff check rag bot migrations tests benchmarks scripts
 	$(BIN)/ruff format --check rag bot migrations
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Re-resolve every dependency to its newest allowed version in a scratch venv and write the
 # versions to constraints.txt (torch is pinned by TORCH_VERSION, not here). Run the tests after.

@@ -36,13 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import CACHE, load_squad, median, percentile
 from benchmarks.search_latency import build, pool
-from rag.answers import Question
+from rag.backends.embeddings import SentenceTransformerEmbedder
 from rag.config import load_settings
-from rag.embeddings import SentenceTransformerEmbedder
 from rag.ingest.sentences import split_sentences
+from rag.model.answers import Question
+from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
 from rag.store.postgres import as_vector
-from rag.types import AccessScope
 
 BATCH = 2000
 

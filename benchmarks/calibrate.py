@@ -16,7 +16,7 @@ sample/golden.yaml asked through the same handbook home.
 Each question runs once with every threshold open and no retry, so no threshold gates anything,
 and the gate log gives, per question: the best dense cosine (what the retrieval threshold gates),
 the best sentence's rerank score over the question's parts (what the answer threshold gates), the
-focus check's least word shift (what the focus threshold gates, rag/focus.py), and whether the
+focus check's least word shift (what the focus threshold gates, rag/pipeline/focus.py), and whether the
 premise gate passed. A question is "answered" at thresholds (r, a, f) when it was delivered with
 the gates open (so the premise gate and the critic count as abstentions), its cosine reaches r, its
 sentence score reaches a and its focus shift reaches -f.
@@ -67,7 +67,7 @@ from benchmarks.squad_kb import (
     save_records,
 )
 from rag.config import CALIBRATION, load_settings
-from rag.golden import load_golden
+from rag.insights.evaluation.golden import load_golden
 from rag.runtime import open_candor
 
 RECORDS = CACHE / "calibration-records.json"

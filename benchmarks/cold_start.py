@@ -34,10 +34,10 @@ t0 = time.perf_counter()
 import asyncio, json, sys
 import bot.cli  # what `candor` imports before it parses its arguments
 t1 = time.perf_counter()
-from rag.answers import Question
+from rag.model.answers import Question
 from rag.config import load_settings
 from rag.runtime import open_candor
-from rag.types import AccessScope
+from rag.model.types import AccessScope
 
 async def main():
     phases = {"import bot.cli": t1 - t0}

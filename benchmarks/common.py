@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from rag.golden import load_golden
+from rag.insights.evaluation.golden import load_golden
 
 T = TypeVar("T")
 

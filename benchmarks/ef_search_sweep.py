@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import CACHE, load_squad, median
 from rag.config import load_settings
+from rag.model.types import AccessScope
 from rag.runtime import open_candor
-from rag.types import AccessScope
 
 CALIBRATION = slice(200, 1000)
 TOP = "SELECT id FROM chunks WHERE kb_id = %s ORDER BY embedding <=> %s LIMIT {}"

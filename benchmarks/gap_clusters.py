@@ -3,7 +3,7 @@
 sample/gap_paraphrases.yaml holds two sets of dev-style questions, five wordings per topic, with
 near-neighbour topics (sick vs annual leave, Starter vs Business price). Questions are embedded with
 the configured embedder (`CANDOR_EMBEDDER`, MiniLM by default) and clustered by average linkage on
-cosine distance (rag/clustering.py), as `candor gaps` does.
+cosine distance (rag/insights/gaps/clustering.py), as `candor gaps` does.
 
 Measures at a threshold, against the topics:
 - purity: the share of questions whose cluster's majority topic is their own (1.0 for singletons,
@@ -43,9 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import REPO
 from benchmarks.relaxed_recheck import with_keys
-from rag.clustering import cosine_distances, cut, merges
+from rag.backends.embeddings import build_embedder
 from rag.config import CALIBRATION, load_settings
-from rag.embeddings import build_embedder
+from rag.insights.gaps.clustering import cosine_distances, cut, merges
 
 PARAPHRASES = REPO / "sample" / "gap_paraphrases.yaml"
 STEP = 0.01
@@ -167,7 +167,9 @@ async def main(dry_run: bool) -> None:
             "command": "python benchmarks/gap_clusters.py",
             "date": date.today().isoformat(),
             "embedder": embedder.name,
-            "clustering": "average linkage on cosine distance, cut at gap_cluster_distance (rag/clustering.py)",
+            "clustering": (
+                "average linkage on cosine distance, cut at gap_cluster_distance (rag/insights/gaps/clustering.py)"
+            ),
             "rule": "on the calibration set, the distance (0.01 grid) maximising pairwise F0.5 (precision weighted "
             "twice recall) against the topics; the lowest within 0.01 of the best",
             "calibrated_on": f"sample/gap_paraphrases.yaml calibration ({len(calibration.texts)} questions)",

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from benchmarks.common import CACHE, REPO, SquadQuestion, cached_home, percentile
 from benchmarks.squad_kb import Record, record_of
-from rag.answers import Question
-from rag.golden import GoldenItem
+from rag.insights.evaluation.golden import GoldenItem
+from rag.model.answers import Question
+from rag.model.types import AccessScope
 from rag.runtime import Candor
-from rag.types import AccessScope
 
 HOME = CACHE / "handbook-home"
 HANDBOOK = REPO / "sample" / "handbook"

@@ -29,8 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import CACHE, corpus, load_squad, median
+from rag.backends.embeddings import SentenceTransformerEmbedder
 from rag.config import load_settings
-from rag.embeddings import SentenceTransformerEmbedder
 from rag.runtime import open_candor
 
 REFERENCE = 40.0

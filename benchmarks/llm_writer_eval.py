@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import handbook_kb
 from rag.config import load_settings
-from rag.golden import load_golden
+from rag.insights.evaluation.golden import load_golden
 from rag.runtime import Candor, open_candor
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.writers import KINDS, HallucinatingWriter, Kind, Models

@@ -26,7 +26,7 @@ Measured per subset (questions with at least one `misinfo` document, the rest, a
 - surfaces the disagreement: `answer.conflicts` non-empty; for misinfo questions also whether one
   conflict's values include both a gold and a wrong answer;
 - misinfo questions by what the planted wrong answer is: a value the offline contradiction
-  detector compares (an amount, a duration, a count with a unit: `rag.facts.values`), a date or a
+  detector compares (an amount, a duration, a count with a unit: `rag.text.facts.values`), a date or a
   bare number, or a name (a person, a place, a title: anything else);
 - p50/p95 of `timings_ms["total"]`.
 
@@ -59,11 +59,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import CACHE, RAMDOCS, cached_home, percentile
 from benchmarks.squad_kb import code_version
-from rag.answers import Answer, Question
 from rag.config import load_settings
-from rag.facts import values
+from rag.model.answers import Answer, Question
+from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
-from rag.types import AccessScope
+from rag.text.facts import values
 
 HOME = CACHE / "ramdocs-home"
 """Cached Candor home (embedded Postgres) and corpus; delete it, or pass --rebuild, to start over."""

@@ -1,4 +1,4 @@
-"""Calibrate and measure the relaxed re-check (rag/relaxed.py) that `candor gaps` labels clusters with.
+"""Calibrate and measure the relaxed re-check (rag/insights/relaxed.py) that `candor gaps` labels clusters with.
 
 Every question is re-checked once with the threshold open (`recheck(..., threshold=-inf)`), which
 records its relaxed score (the best readable sentence's rerank score over the question and its
@@ -51,10 +51,10 @@ from benchmarks import handbook_kb, squad_kb
 from benchmarks.calibrate import dump
 from benchmarks.common import CACHE, REPO, load_squad, split_by_title
 from rag.config import CALIBRATION, calibrated, load_settings
-from rag.golden import load_golden
-from rag.relaxed import recheck
+from rag.insights.evaluation.golden import load_golden
+from rag.insights.relaxed import recheck
+from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
-from rag.types import AccessScope
 
 RECORDS = CACHE / "relaxed-recheck-records.json"
 DEV = REPO / "sample" / "dev.yaml"
@@ -259,7 +259,7 @@ def main() -> None:
             "command": "python benchmarks/relaxed_recheck.py",
             "date": date.today().isoformat(),
             "score": "best readable sentence rerank score over the question and retry_query(question), "
-            "shortlist 3 x CANDOR_SHORTLIST (rag/relaxed.py); a question naming something no passage of that "
+            "shortlist 3 x CANDOR_SHORTLIST (rag/insights/relaxed.py); a question naming something no passage of that "
             "shortlist mentions is a true gap whatever its score",
             "rule": f"largest tau (0.01 grid) strictly below answer_threshold ({answer_threshold}) at which at most "
             f"{MAX_MISSED:.0%} of the answerable questions of each calibration set are labelled true_gap",

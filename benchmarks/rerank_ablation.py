@@ -22,10 +22,10 @@ from benchmarks import handbook_kb
 from benchmarks.common import REPO, load_squad
 from benchmarks.squad_kb import ensure_knowledge_bases, kb_name, prepare_home
 from rag.config import load_settings
-from rag.evaluate import stem
-from rag.golden import load_golden
+from rag.insights.evaluation.golden import load_golden
+from rag.insights.evaluation.run import stem
+from rag.model.types import AccessScope, Passage
 from rag.runtime import Candor, open_candor
-from rag.types import AccessScope, Passage
 
 COMMAND = "HF_HUB_OFFLINE=1 python benchmarks/rerank_ablation.py"
 

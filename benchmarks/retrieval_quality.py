@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import CACHE, SquadQuestion, load_squad, split_by_title, write_squad_corpus
 from rag.config import load_settings
-from rag.retrieve import fuse_rrf, fuse_weighted
+from rag.pipeline.retrieve import fuse_rrf, fuse_weighted
 from rag.runtime import open_candor
 from rag.store.postgres import Candidate
 

@@ -28,12 +28,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import CACHE, REPO, load_squad, median, percentile
+from rag.backends.embeddings import SentenceTransformerEmbedder
 from rag.config import load_settings
-from rag.embeddings import SentenceTransformerEmbedder
+from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
 from rag.store.postgres import ChunkRow, DocumentRow
 from rag.store.queries import HNSW_INDEX_SQL
-from rag.types import AccessScope
 
 RAMDOCS = REPO.parent / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"
 PER_DOCUMENT = 100

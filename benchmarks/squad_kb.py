@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import CACHE, REPO, SquadParagraph, SquadQuestion, cached_home, percentile
-from rag.answers import Answer, Question
-from rag.facts import MONTH_NAMES
+from rag.model.answers import Answer, Question
+from rag.model.types import AccessScope
 from rag.runtime import Candor
-from rag.types import AccessScope
+from rag.text.facts import MONTH_NAMES
 
 HOME = CACHE / "squad-per-paragraph"
 """Cached Candor home (embedded Postgres) and corpus; delete it, or pass --rebuild, to start over."""
@@ -133,7 +133,7 @@ class Record:
     total_ms: float
     text: str
     focus_shift: float = 1.0
-    """The focus check's least word shift (rag/focus.py), the highest over the answered parts: the
+    """The focus check's least word shift (rag/pipeline/focus.py), the highest over the answered parts: the
     question loses its answer to the focus threshold when every answered part does."""
 
     @property

@@ -36,13 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import handbook_kb
 from benchmarks.common import RAMDOCS
+from rag.backends.vector_cache import CachedEmbedder
 from rag.config import load_settings
-from rag.critic import EvidenceVerifier, Verifier
-from rag.facts import clean_sentence, readable, values
 from rag.ingest.sentences import split_sentences
-from rag.names import names
+from rag.pipeline.critic import EvidenceVerifier, Verifier
 from rag.runtime import open_candor
-from rag.vector_cache import CachedEmbedder
+from rag.text.facts import clean_sentence, readable, values
+from rag.text.names import names
 
 SIBLINGS = [
     ("Beacon Pro", "Beacon"),
@@ -174,7 +174,7 @@ def perturb_scope(s: str) -> str | None:
 def perturb_qualifier(s: str) -> str | None:
     """A promise widened by one added word, every value kept: "always" after the first auxiliary
     ("are reimbursed" -> "are always reimbursed"), else "guaranteed" before the first number.
-    "always" is not in the critic's list of strong qualifiers (rag/claims.py); "guaranteed" is."""
+    "always" is not in the critic's list of strong qualifiers (rag/text/claims.py); "guaranteed" is."""
     m = AUXILIARIES.search(s)
     if m and not re.match(r"\s+(not|never|always)\b", s[m.end() :]):
         return s[: m.end()] + " always" + s[m.end() :]

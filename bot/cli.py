@@ -24,15 +24,15 @@ from bot.cli_gaps import gaps
 from bot.report_html import render_html, write_html
 from bot.report_text import render_report
 from bot.text import render_summary, render_text
-from rag.answers import Answer, Question
-from rag.embeddings import backend_in_use
+from rag.backends.embeddings import backend_in_use
 from rag.errors import FileWriteError
-from rag.evaluate import run_eval, summarise
-from rag.golden import load_golden
 from rag.ingest.pipeline import IngestReport
-from rag.reporting import By, build_report, report_window
+from rag.insights.evaluation.golden import load_golden
+from rag.insights.evaluation.run import run_eval, summarise
+from rag.insights.report.build import By, build_report, report_window
+from rag.model.answers import Answer, Question
+from rag.model.types import AccessScope, Passage, clean_text
 from rag.runtime import Candor, answer_settings
-from rag.types import AccessScope, Passage, clean_text
 
 log = logging.getLogger("candor.cli")
 

@@ -13,7 +13,7 @@ import typer
 
 from bot.audit_text import render_conflict_audit
 from bot.cli_common import KbOption, err, out, run
-from rag.conflict_audit import ConflictAudit, audit_conflicts
+from rag.insights.conflicts.audit import ConflictAudit, audit_conflicts
 from rag.runtime import Candor
 
 audit_app = typer.Typer(

@@ -1,5 +1,5 @@
 """`candor audit answers`: sampled re-verification of delivered answers, and human labels. Thin: parse,
-call the core (`rag.audit`, `rag.labels`), print.
+call the core (`rag.insights.audit.answers`, `rag.insights.audit.labels`), print.
 
 Exit status: 0 done; 1 an error, an audit whose verifier went away mid-run or whose abstention
 re-checks failed (what it judged is stored, the run marked incomplete) or a label file with invalid
@@ -20,10 +20,10 @@ from rich.markup import escape
 from bot.cli_audit import audit_app
 from bot.cli_common import err, out, run
 from bot.report_text import relaxed_estimate
-from rag.audit import DEFAULT_SAMPLE, AuditRequest, AuditResult, relaxed_rechecker, run_audit
-from rag.audit_verifier import build_audit_verifier
-from rag.labels import Imported, export_labels, import_labels
-from rag.reporting import relaxed_false_alarms, report_window
+from rag.insights.audit.answers import DEFAULT_SAMPLE, AuditRequest, AuditResult, relaxed_rechecker, run_audit
+from rag.insights.audit.labels import Imported, export_labels, import_labels
+from rag.insights.audit.verifier import build_audit_verifier
+from rag.insights.report.build import relaxed_false_alarms, report_window
 from rag.runtime import Candor
 
 

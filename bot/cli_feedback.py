@@ -14,9 +14,9 @@ import typer
 
 from bot.cli_common import err, run
 from rag.errors import FileWriteError
-from rag.feedback_csv import export_csv
-from rag.files import write_private
-from rag.reporting import parse_moment
+from rag.insights.feedback.export import export_csv
+from rag.insights.files import write_private
+from rag.insights.report.build import parse_moment
 from rag.runtime import Candor
 
 feedback_app = typer.Typer(help="Feedback: the 👍/👎 votes on answers, with the answers.", no_args_is_help=True)

@@ -14,8 +14,8 @@ from rich.markup import escape
 
 from bot.cli_common import err, out, run
 from bot.gaps_text import render_gaps
-from rag.gaps import find_gaps
-from rag.reporting import report_window
+from rag.insights.gaps.find import find_gaps
+from rag.insights.report.build import report_window
 from rag.runtime import Candor
 
 

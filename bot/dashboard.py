@@ -38,7 +38,7 @@ from aiohttp import web
 from bot.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
 from bot.report_html import CSP, render_html
 from rag.errors import CandorError
-from rag.reporting import Window, report_window
+from rag.insights.report.build import Window, report_window
 
 log = logging.getLogger("candor.dashboard")
 
@@ -74,7 +74,7 @@ class ReportService(Protocol):
     """What the dashboard needs from the core (`rag.runtime.Candor` has it)."""
 
     async def report(self, window: Window) -> dict[str, Any]:
-        """The report object of `window` (`rag.reporting.build_report`); raises `StoreError`."""
+        """The report object of `window` (`rag.insights.report.build.build_report`); raises `StoreError`."""
         ...
 
 

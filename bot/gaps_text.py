@@ -1,4 +1,4 @@
-"""`candor gaps` as text: the JSON of `rag.gaps.find_gaps` in, lines out. Pure: no I/O, no core calls."""
+"""`candor gaps` as text: the JSON of `rag.insights.gaps.find.find_gaps` in, lines out. Pure: no I/O, no core calls."""
 
 from __future__ import annotations
 

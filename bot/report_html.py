@@ -1,6 +1,6 @@
 """`candor report --html` and `/dashboard`: the report object as one self-contained HTML page.
 
-`render_html` is a pure function of the object `candor report --json` prints (`rag.reporting`), like
+`render_html` is a pure function of the object `candor report --json` prints (`rag.insights.report.build`), like
 `bot.report_text`, so the page, the text and the JSON cannot disagree. The page makes no request of
 its own: inline CSS, charts as inline SVG (`bot.svg_charts`), no script, no font, no image file; its
 own Content-Security-Policy says so to the browser. Every string from the data (titles, documents,
@@ -22,7 +22,7 @@ from typing import Any
 
 from bot.report_cards import SAMPLED, rate_text, sampled_cards, sampled_chart
 from bot.svg_charts import Series, bar_chart, format_value, line_chart, stacked_bars
-from rag.files import write_private
+from rag.insights.files import write_private
 
 ROUTES = {"answered": "answered", "low_confidence": "low confidence", "abstained": "abstained"}
 EVAL_METRICS = {
@@ -69,7 +69,7 @@ def render_html(report: Mapping[str, Any]) -> str:
 
 
 def write_html(path: Path, page: str) -> Path:
-    """Write `page` to `path` atomically (`rag.files.write_private`), so a reader never sees half a
+    """Write `page` to `path` atomically (`rag.insights.files.write_private`), so a reader never sees half a
     page; the file gets the usual permissions (0666 less the umask): it holds counts and document
     names, no question or passage, and is made to be shared. `FileWriteError` when it cannot."""
     return write_private(path, page, mode=None)

@@ -1,4 +1,4 @@
-"""`candor report` as text: readable tables from the report object (`rag.reporting`), nothing else.
+"""`candor report` as text: readable tables from the report object (`rag.insights.report.build`), nothing else.
 
 A pure function of the object `candor report --json` prints, so what a person reads and what a
 script reads cannot disagree. Per-period rows for the headline measures; latency by stage and the

@@ -29,8 +29,8 @@ from aiohttp.typedefs import Handler
 from bot.dashboard import ReportService
 from bot.dashboard import add_routes as add_dashboard_routes
 from bot.web.routes import add_routes as add_web_routes
-from rag.answers import Answer, Feedback, Question
 from rag.errors import CandorError
+from rag.model.answers import Answer, Feedback, Question
 
 log = logging.getLogger("candor.server")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag.answers import Answer
+from rag.model.answers import Answer
 
 _ROUTE_LABEL = {"answered": "answered", "low_confidence": "LOW CONFIDENCE", "abstained": "abstained"}
 

@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rag.answers import Answer, Question
+    from rag.model.answers import Answer, Question
     from rag.runtime import Candor
 
 _stack: AsyncExitStack | None = None

@@ -25,8 +25,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rag.answers import DEFAULT_REFUSAL
 from rag.errors import ConfigError
+from rag.model.answers import DEFAULT_REFUSAL
 
 CALIBRATION = Path(__file__).with_name("calibration.json")
 """Gate thresholds chosen by `benchmarks/calibrate.py` (on data other than what we report on)."""
@@ -164,7 +164,7 @@ class Settings(BaseSettings):
         validation_alias=_env("CANDOR_FOCUS_THRESHOLD"),
     )
     """CANDOR_FOCUS_THRESHOLD: a part is unanswered when its answer ignores one of its words by more
-    than this (rag/focus.py; 2 switches the check off)."""
+    than this (rag/pipeline/focus.py; 2 switches the check off)."""
     min_support: float = Field(0.6, gt=0.0, le=1.0, validation_alias=_env("CANDOR_MIN_SUPPORT"))
     """CANDOR_MIN_SUPPORT: the critic's support score a sentence needs (and the faithfulness gate's mean)."""
     shortlist: int = Field(20, ge=1, le=200, validation_alias=_env("CANDOR_SHORTLIST"))
@@ -172,7 +172,7 @@ class Settings(BaseSettings):
     retry: bool = Field(True, validation_alias=_env("CANDOR_RETRY"))
     rescue: bool = Field(True, validation_alias=_env("CANDOR_RESCUE"))
     """CANDOR_RESCUE: a sentence the critic rejects gets one re-retrieval of its own before it is
-    dropped (rag/rescue.py); logged in the `rescue` gate."""
+    dropped (rag/pipeline/rescue.py); logged in the `rescue` gate."""
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
     """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
     access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))

@@ -143,7 +143,7 @@ class EvalError(CandorError):
 
 class FileWriteError(CandorError):
     """An export, a label sheet or a report page could not be written: its folder is missing, it may
-    not be written there, or the disk is full (`rag.files`). Nothing partial is left at the path."""
+    not be written there, or the disk is full (`rag.insights.files`). Nothing partial is left at the path."""
 
 
 class AuditError(CandorError):

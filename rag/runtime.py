@@ -8,30 +8,30 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rag.access import AccessPolicy
-from rag.answering import Answerer, TraceRecorder
-from rag.answers import Answer, Feedback, Question
+from rag.backends.embeddings import Embedder, backend_in_use, build_embedder
+from rag.backends.from_settings import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
+from rag.backends.llm_judge import LLMFactComparer
+from rag.backends.vector_cache import CachedEmbedder
 from rag.config import Settings
-from rag.conflicts import ContradictionDetector, ValueConflicts
-from rag.critic import EvidenceVerifier, Verifier
-from rag.embeddings import Embedder, backend_in_use, build_embedder
 from rag.errors import TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
-from rag.llm_judge import LLMFactComparer
-from rag.pipeline import GatedAttempt, PipelineConfig
-from rag.reporting import Window, build_report
-from rag.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
-from rag.retrieve import HybridRetriever
-from rag.stages import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
+from rag.insights.report.build import Window, build_report
+from rag.model.answers import Answer, Feedback, Question
+from rag.model.types import AccessScope
+from rag.pipeline.access import AccessPolicy
+from rag.pipeline.answerer import Answerer, TraceRecorder
+from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
+from rag.pipeline.critic import EvidenceVerifier, Verifier
+from rag.pipeline.gated_attempt import GatedAttempt, PipelineConfig
+from rag.pipeline.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
+from rag.pipeline.retrieve import HybridRetriever
+from rag.pipeline.synthesis import ExtractiveSynthesizer, Synthesizer
 from rag.store.database import fill_pool
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
-from rag.synthesis import ExtractiveSynthesizer, Synthesizer
 from rag.tracking import TraceStore
 from rag.tracking.events import EventLedger
-from rag.types import AccessScope
-from rag.vector_cache import CachedEmbedder
 
 log = logging.getLogger("candor.runtime")
 

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 from bot.text import render_text
-from rag.answers import Question
 from rag.config import load_settings
 from rag.errors import CandorError
+from rag.model.answers import Question
+from rag.model.types import AccessScope
 from rag.runtime import open_candor
-from rag.types import AccessScope
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample" / "handbook"
 KB = "handbook"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date
 
-from rag.answers import Answer, AnswerSentence, Conflict, Source
+from rag.model.answers import Answer, AnswerSentence, Conflict, Source
 
 TRACE = "3f2a9c1e-7d4b-4b8e-9a51-0c6d2e8f1a77"
 

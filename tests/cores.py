@@ -7,10 +7,10 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from rag.answers import Answer, Question
 from rag.errors import DatabaseUnavailable
+from rag.model.answers import Answer, Question
+from rag.pipeline.synthesis import Draft, SynthesisRequest, Synthesizer
 from rag.runtime import Candor
-from rag.synthesis import Draft, SynthesisRequest, Synthesizer
 
 
 class Broken:

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rag.answers import Answer, Question
-from rag.evaluate import Scored, run_eval, summarise
-from rag.golden import GoldenItem
+from rag.insights.evaluation.golden import GoldenItem
+from rag.insights.evaluation.run import Scored, run_eval, summarise
+from rag.model.answers import Answer, Question
+from rag.model.types import AccessScope, Passage
 from rag.runtime import Candor, build_answerer
-from rag.types import AccessScope, Passage
 from tests.fakes.writers import KINDS, HallucinatingWriter, Planted, mentions, plain
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,7 +141,7 @@ def fate(planted: Planted, answer: Answer) -> Outcome:
 
 
 def rescues(answer: Answer) -> list[dict[str, Any]]:
-    """The claim rescue's rows (rag/rescue.py): every sentence the critic rejected, rescued or not."""
+    """The claim rescue's rows (rag/pipeline/rescue.py): every sentence the critic rejected, rescued or not."""
     return [r for g in answer.gates if g.gate == "rescue" for r in g.details.get("sentences", ())]
 
 

@@ -1,4 +1,4 @@
-"""Tiny cross-encoders built at test time, for the plumbing of `rag/cross_encoders.py`.
+"""Tiny cross-encoders built at test time, for the plumbing of `rag/backends/cross_encoders.py`.
 
 Each is a BERT with hidden size 32, 2 layers and 2 heads, a WordPiece vocabulary written from the
 short word list below, and a sequence-classification head, saved with its tokenizer the way a team

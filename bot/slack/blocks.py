@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from bot.slack.mrkdwn import escape, link, pack, split_text, to_mrkdwn
 from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
-from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
+from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
 __all__ = [
     "FEEDBACK_DOWN",

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
-from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
+from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
 __all__ = [
     "MAX_ACTIVITY_BYTES",

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rag.answers import Rating
+from rag.model.answers import Rating
 
 _RATINGS: dict[str, Rating] = {"like": "up", "dislike": "down"}
 

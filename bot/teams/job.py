@@ -10,7 +10,7 @@ from typing import Any
 from botbuilder.core import TurnContext
 from botbuilder.schema import Activity
 
-from rag.answers import Audience
+from rag.model.answers import Audience
 
 _COMMAND_WORD = re.compile(r"^\s*(?:ask|help)\b[\s:,-]*", re.IGNORECASE)
 

@@ -24,8 +24,8 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from bot.web.render import answer_html
-from rag.answers import Feedback, Question, Rating, Turn
 from rag.errors import CandorError, QuestionError, StoreError, UnknownTrace
+from rag.model.answers import Feedback, Question, Rating, Turn
 
 if TYPE_CHECKING:
     from bot.server import AnswerService

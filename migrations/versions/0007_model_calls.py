@@ -1,6 +1,6 @@
 """What an answer cost: every language-model request made for it, and the answer's totals on its trace.
 
-`model_calls` holds one row per request (`rag.answers.ModelCall`), numbered by `position` in the
+`model_calls` holds one row per request (`rag.model.answers.ModelCall`), numbered by `position` in the
 order they were made: what asked (`purpose`: writer, judge, ...), the model, tokens in and out,
 the time taken, the outcome (ok, malformed, failed, skipped) with the structured-output `mode` and
 the `error`, and the `cost` in the currency of CANDOR_LLM_COSTS, NULL when that setting does not

@@ -20,7 +20,7 @@ from typing import Any
 from rag.errors import CorruptFile
 from rag.ingest.blocks import ChunkDraft, ParsedDocument
 from rag.ingest.dates import DateSource, find_effective_date, parse_date_value
-from rag.types import clean_text
+from rag.model.types import clean_text
 
 MAX_METADATA_VALUES = 2_000
 """Front-matter values kept per document: YAML aliases can make a few hundred bytes expand to millions."""

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.embeddings import Embedder
+from rag.backends.embeddings import Embedder
 from rag.errors import ConfigError, EmptyFile, IngestError, StoreError, UnreadableFile
 from rag.ingest.chunking import Chunker
 from rag.ingest.discovery import absolute, discover
 from rag.ingest.document_facts import DocumentFacts, document_facts
 from rag.ingest.embedding_inputs import chunk_input, input_hash
 from rag.ingest.loaders import load_document
+from rag.model.types import clean_text
 from rag.store.postgres import ChunkRow, DocumentRow, KnowledgeBase, PostgresStore, SentenceRow, StoredDocument
-from rag.types import clean_text
 
 log = logging.getLogger(__name__)
 

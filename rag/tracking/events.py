@@ -23,8 +23,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.errors import ConfigError, StoreError
+from rag.model.types import clean_text
 from rag.tracking.records import dumps, parse_trace_id, plain_dict
-from rag.types import clean_text
 
 log = logging.getLogger("candor.events")
 

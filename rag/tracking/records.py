@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from rag.answers import Answer, Feedback, Question
 from rag.errors import TrackingError
-from rag.types import AccessScope, clean_text
+from rag.model.answers import Answer, Feedback, Question
+from rag.model.types import AccessScope, clean_text
 
 FORMAT = 1
 """Version of the spooled record layout; bump it when the layout changes."""

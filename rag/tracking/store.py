@@ -21,8 +21,8 @@ from sqlalchemy import Row
 from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from rag.answers import Answer, Feedback, Question
 from rag.errors import StoreError, TrackingError, UnknownTrace
+from rag.model.answers import Answer, Feedback, Question
 from rag.tracking import queries
 from rag.tracking.records import dumps, feedback_record, load_record, parse_trace_id, plain_dict, trace_record
 from rag.tracking.spool import Spool

@@ -15,12 +15,12 @@ from typing import ClassVar
 
 import pytest
 
-from rag.cross_encoders import CrossEncoderModel, CrossEncoderReranker, load_cross_encoder
-from rag.rerank import EvidenceReranker, Query, Ranked, Reranker
+from rag.backends.cross_encoders import CrossEncoderModel, CrossEncoderReranker, load_cross_encoder
+from rag.model.types import Passage
+from rag.pipeline.rerank import EvidenceReranker, Query, Ranked, Reranker
 from rag.runtime import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence
 from rag.store.postgres import KnowledgeBase
-from rag.types import Passage
 from tests.contract.corpus import (
     ANNUAL_LEAVE,
     BEACON_PRO_INTERVAL,

@@ -15,12 +15,12 @@ from typing import ClassVar
 
 import pytest
 
-from rag.rerank import EvidenceReranker, Reranker
+from rag.model.types import Passage
+from rag.pipeline.rerank import EvidenceReranker, Reranker
+from rag.pipeline.synthesis import Draft, ExtractiveSynthesizer, PartEvidence, SynthesisRequest, Synthesizer
 from rag.runtime import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence
 from rag.store.postgres import KnowledgeBase
-from rag.synthesis import Draft, ExtractiveSynthesizer, PartEvidence, SynthesisRequest, Synthesizer
-from rag.types import Passage
 from tests.contract.corpus import (
     ANNUAL_LEAVE,
     BEACON_PRO_INTERVAL,
@@ -85,7 +85,7 @@ class Evidence:
 
     async def request(self, question: str, *parts: PartEvidence) -> SynthesisRequest:
         """`parts` default to the question as one retrieved part; the context is every part's
-        ranked passages in order, each once (as `rag.pipeline.context_of` builds it)."""
+        ranked passages in order, each once (as `rag.pipeline.gated_attempt.context_of` builds it)."""
         parts = parts or (await self.part(question),)
         context: dict[int, Passage] = {}
         for part in parts:

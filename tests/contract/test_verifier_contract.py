@@ -15,10 +15,10 @@ from typing import ClassVar
 
 import pytest
 
+from rag.backends.cross_encoders import CrossEncoderVerifier, load_cross_encoder
+from rag.backends.embeddings import SentenceTransformerEmbedder
 from rag.config import PACKAGED_MINILM
-from rag.critic import EvidenceVerifier, Verifier
-from rag.cross_encoders import CrossEncoderVerifier, load_cross_encoder
-from rag.embeddings import SentenceTransformerEmbedder
+from rag.pipeline.critic import EvidenceVerifier, Verifier
 from tests.contract.known_failures import KnownFailures
 from tests.tiny_cross_encoders import TinyCrossEncoders
 

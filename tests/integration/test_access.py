@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from rag.errors import RetrievalError
+from rag.model.types import AccessScope, Passage
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope, Passage
 
 SECRET_WORD = "zorblaxian"
 

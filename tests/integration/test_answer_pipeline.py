@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from rag.answering import Answerer
-from rag.answers import Answer, Question, Turn
+from rag.model.answers import Answer, Question, Turn
+from rag.model.types import AccessScope
+from rag.pipeline.answerer import Answerer
+from rag.pipeline.synthesis import Draft, ExtractiveSynthesizer, SynthesisRequest
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
-from rag.synthesis import Draft, ExtractiveSynthesizer, SynthesisRequest
 from rag.tracking import TraceStore
-from rag.types import AccessScope
 from tests.conftest import SAMPLE
 
 RESTRICTED = "hr-compensation-severance"

@@ -25,18 +25,18 @@ from typing import Any
 import pytest
 
 from bot.report_text import render_report
-from rag.answers import Question
-from rag.audit import AuditRequest, relaxed_rechecker, run_audit, stored_scope
-from rag.audit_measures import wilson_interval
-from rag.audit_verifier import AuditVerifier, audit_spec, build_audit_verifier, independent
 from rag.errors import ConfigError, StoreError
-from rag.labels import export_labels, import_labels
-from rag.relaxed import recheck
-from rag.reporting import build_report, report_window
-from rag.rerank import Ranked
+from rag.insights.audit.answers import AuditRequest, relaxed_rechecker, run_audit, stored_scope
+from rag.insights.audit.labels import export_labels, import_labels
+from rag.insights.audit.measures import wilson_interval
+from rag.insights.audit.verifier import AuditVerifier, audit_spec, build_audit_verifier, independent
+from rag.insights.relaxed import recheck
+from rag.insights.report.build import build_report, report_window
+from rag.model.answers import Question
+from rag.model.types import AccessScope
+from rag.pipeline.rerank import Ranked
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope
 from tests.cli import run_cli
 from tests.conftest import REPO
 from tests.fakes.openai_server import ChatRequest, FakeOpenAI, ThreadedFakeOpenAI
@@ -170,7 +170,7 @@ def false_alarms() -> dict[str, Any]:
 
 
 def wilson(n: int, of: int) -> dict[str, Any]:
-    """The Wilson interval as the roots of its quadratic (another form than rag.audit_measures')."""
+    """The Wilson interval as the roots of its quadratic (another form than rag.insights.audit.measures')."""
     z = 1.959963984540054
     root = z * math.sqrt(n * (of - n) / of + z * z / 4)
     low, high = ((n + z * z / 2 - root) / (of + z * z), (n + z * z / 2 + root) / (of + z * z))
@@ -640,7 +640,7 @@ async def test_abstentions_and_unanswered_parts_are_rechecked_by_relaxed_retriev
 
 
 class Unreachable:
-    """A `rag.relaxed.Ranking` whose database has gone away: every relaxed re-check fails."""
+    """A `rag.insights.relaxed.Ranking` whose database has gone away: every relaxed re-check fails."""
 
     def __init__(self) -> None:
         self.asked: list[str] = []

@@ -25,8 +25,8 @@ from aiohttp import ClientSession, CookieJar
 from aiohttp.test_utils import TestServer, unused_port
 
 from bot.server import AnswerService, build_app, serve
-from rag.answers import Answer, AnswerSentence, Conflict, Feedback, Question, Source
 from rag.errors import QuestionError, StoreError, UnknownTrace
+from rag.model.answers import Answer, AnswerSentence, Conflict, Feedback, Question, Source
 
 QUESTION = "How many days of annual leave do I get?"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rag.onnx_export import detect_target
+from rag.backends.onnx_export import detect_target
 from tests.conftest import REPO, SAMPLE
 from tests.integration.test_processes import candor, fresh_home, start_candor
 

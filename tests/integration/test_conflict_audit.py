@@ -18,12 +18,12 @@ import pytest
 from sqlalchemy import text
 
 from bot.audit_text import render_conflict_audit
-from rag.conflict_audit import ConflictAudit, audit_conflicts
-from rag.conflict_findings import ConflictPair
-from rag.facts import values, variant_qualifiers
-from rag.golden import GoldenConflict, load_golden
+from rag.insights.conflicts.audit import ConflictAudit, audit_conflicts
+from rag.insights.conflicts.findings import ConflictPair
+from rag.insights.evaluation.golden import GoldenConflict, load_golden
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
+from rag.text.facts import values, variant_qualifiers
 from tests import cli
 from tests.conftest import REPO, SAMPLE
 

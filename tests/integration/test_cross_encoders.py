@@ -1,4 +1,4 @@
-"""Cross-encoders (`rag/cross_encoders.py`): the plumbing, with tiny models built at test time.
+"""Cross-encoders (`rag/backends/cross_encoders.py`): the plumbing, with tiny models built at test time.
 
 The models are random (`tests/tiny_cross_encoders.py`), so nothing here measures quality: the
 quality figures Candor reports are for the offline default (`EvidenceReranker`,
@@ -22,18 +22,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rag.cross_encoders import (
+from rag.backends.cross_encoders import (
     CrossEncoderModel,
     CrossEncoderReranker,
     CrossEncoderVerifier,
     load_cross_encoder,
 )
 from rag.errors import CandorError, ConfigError, CrossEncoderError
-from rag.rerank import EvidenceReranker, Query, Ranked, ScoredSentence
+from rag.model.types import Passage
+from rag.pipeline.rerank import EvidenceReranker, Query, Ranked, ScoredSentence
 from rag.runtime import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence
 from rag.store.postgres import KnowledgeBase
-from rag.types import Passage
 from tests.contract.corpus import ANNUAL_LEAVE, BEACON_PRO_INTERVAL, PRIMARY_CARER_LEAVE, ingest_corpus, retrieve
 from tests.tiny_cross_encoders import TinyCrossEncoders
 

@@ -34,7 +34,7 @@ from bot.report_html import render_html
 from bot.server import app_runner, build_app
 from rag.config import load_settings
 from rag.errors import ConfigError
-from rag.reporting import Window, build_report, report_window
+from rag.insights.report.build import Window, build_report, report_window
 from rag.runtime import Candor
 from tests.integration.test_processes import serve as serve_candor
 from tests.integration.test_processes import stop

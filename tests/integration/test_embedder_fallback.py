@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.answers import Question
+from rag.backends.embeddings import SentenceTransformerEmbedder, backend_in_use
+from rag.backends.onnx_export import MANIFEST, Export, detect_target
+from rag.backends.onnx_runner import OnnxRunner
 from rag.config import PACKAGED_MINILM, load_settings
-from rag.embeddings import SentenceTransformerEmbedder, backend_in_use
-from rag.onnx_export import MANIFEST, Export, detect_target
-from rag.onnx_runner import OnnxRunner
+from rag.model.answers import Question
+from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
-from rag.types import AccessScope
 from tests.cli import process_env
 
 LEAVE = "How many days of annual leave do employees get?"
@@ -116,7 +116,7 @@ async def test_a_file_that_matches_its_manifest_but_does_not_load_is_exported_ag
     manifest = json.loads((made.folder / MANIFEST).read_text())
     manifest.update(size=len(garbage), sha256=hashlib.sha256(garbage).hexdigest())
     (made.folder / MANIFEST).write_text(json.dumps(manifest))
-    with caplog.at_level(logging.WARNING, logger="rag.onnx_export"):
+    with caplog.at_level(logging.WARNING, logger="rag.backends.onnx_export"):
         embedder, vector = await _reload(cache)
     assert "does not load" in caplog.text and "exporting it again" in caplog.text
     assert embedder.backend_in_use == f"onnx-int8 ({TARGET})" and vector.shape == (1, 384)
@@ -147,12 +147,12 @@ async def test_an_int8_export_that_fails_falls_back_to_float_onnx(
     embedder = SentenceTransformerEmbedder(
         PACKAGED_MINILM, backend="onnx-int8", cache_dir=tmp_path / "models", onnx_target="riscv_v"
     )
-    with caplog.at_level(logging.WARNING, logger="rag.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="rag.backends.embeddings"):
         vector = await embedder.embed([LEAVE])
     assert embedder.backend_in_use == "onnx" and backend_in_use(embedder) == "onnx"
     torch_vector = await SentenceTransformerEmbedder(PACKAGED_MINILM, backend="torch").embed([LEAVE])
     np.testing.assert_allclose(vector, torch_vector, atol=1e-5)  # float ONNX gives the model's own vectors
-    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "rag.embeddings"]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "rag.backends.embeddings"]
     assert len(warnings) == 1
     line = warnings[0].getMessage()
     assert "\n" not in line
@@ -171,13 +171,15 @@ async def test_no_writable_models_folder_falls_back_to_torch_and_still_answers(
     docs.mkdir()
     (docs / "leave.md").write_text("# Leave\n\nEmployees receive 25 days of paid annual leave per year.\n")
     settings = load_settings(home=tmp_path / "home", models_dir=blocker / "models", database_url=None)
-    with caplog.at_level(logging.WARNING, logger="rag.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="rag.backends.embeddings"):
         async with open_candor(settings) as candor:
             answer = await _ingest_and_ask(candor, docs)
             health = await candor.health()
     assert answer.route == "answered" and "25 days" in answer.text
     assert health["embedder_backend"] == "torch"
-    (warning,) = [r.getMessage() for r in caplog.records if r.name == "rag.embeddings" and r.levelno >= logging.WARNING]
+    (warning,) = [
+        r.getMessage() for r in caplog.records if r.name == "rag.backends.embeddings" and r.levelno >= logging.WARNING
+    ]
     assert "onnx-int8 (" in warning and "onnx failed" in warning and "using torch instead" in warning
 
 

@@ -26,12 +26,12 @@ import pytest
 from pydantic import SecretStr
 from sqlalchemy import text
 
-from rag.answers import Feedback, Platform, Question
 from rag.config import Settings, load_settings
 from rag.errors import ConfigError
-from rag.feedback_csv import COLUMNS, export_csv, key_file
+from rag.insights.feedback.export import COLUMNS, export_csv, key_file
+from rag.model.answers import Feedback, Platform, Question
+from rag.model.types import AccessScope
 from rag.runtime import Candor
-from rag.types import AccessScope
 from tests.cli import run_cli
 from tests.conftest import SAMPLE
 

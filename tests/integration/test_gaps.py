@@ -23,14 +23,14 @@ import pytest
 from sqlalchemy import text
 
 from bot.gaps_text import render_gaps
-from rag.answering import Answerer
-from rag.answers import Question
-from rag.gaps import find_gaps
-from rag.relaxed import relaxed_threshold
-from rag.reporting import report_window
+from rag.insights.gaps.find import find_gaps
+from rag.insights.relaxed import relaxed_threshold
+from rag.insights.report.build import report_window
+from rag.model.answers import Question
+from rag.model.types import AccessScope
+from rag.pipeline.answerer import Answerer
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope
 from tests import cli
 from tests.conftest import SAMPLE
 

@@ -18,9 +18,9 @@ from sqlalchemy import RowMapping, text
 from rag.errors import ConfigError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
+from rag.model.types import AccessScope
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope
 from tests.unit.test_loaders import make_pdf
 
 TODAY = date(2026, 11, 29)

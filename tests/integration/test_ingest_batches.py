@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from rag.embeddings import OpenAIEmbedder
+from rag.backends.embeddings import OpenAIEmbedder
 from rag.errors import EmbeddingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from bot.report_text import render_report
-from rag.audit import AuditRequest, relaxed_rechecker
 from rag.errors import FileWriteError, LabelFileError
-from rag.labels import COLUMNS, export_labels, import_labels
-from rag.reporting import build_report, report_window
+from rag.insights.audit.answers import AuditRequest, relaxed_rechecker
+from rag.insights.audit.labels import COLUMNS, export_labels, import_labels
+from rag.insights.report.build import build_report, report_window
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from tests.fakes.teams_server import ingest_handbook

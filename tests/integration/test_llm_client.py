@@ -1,4 +1,4 @@
-"""`rag.llm.ChatModel` against a fake OpenAI-compatible server on 127.0.0.1, through the real `openai` client:
+"""`rag.backends.llm.ChatModel` against a fake OpenAI-compatible server on 127.0.0.1, through the real `openai` client:
 structured output and its fallbacks, retries, the answer's time budget, the circuit breaker, usage and cost."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
-from rag.circuit import CircuitBreaker
+from rag.backends.circuit import CircuitBreaker
+from rag.backends.llm import ChatModel, ChatSettings, metering
 from rag.errors import LLMOutputError, LLMUnavailable
-from rag.llm import ChatModel, ChatSettings, metering
 from tests.fakes.openai_server import FakeOpenAI
 
 MESSAGES = [{"role": "system", "content": "You answer in JSON."}, {"role": "user", "content": "How many days?"}]

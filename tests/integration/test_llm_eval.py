@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from rag.golden import load_golden
+from rag.insights.evaluation.golden import load_golden
 from rag.runtime import Candor
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.teams_server import ingest_handbook

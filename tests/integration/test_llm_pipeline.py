@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from rag.answers import Answer, Question
+from rag.model.answers import Answer, Question
+from rag.model.types import AccessScope
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.teams_server import ingest_handbook
 from tests.fakes.writers import Models, altered, compares, copy, disagreement, judges, stated, writes

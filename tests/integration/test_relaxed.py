@@ -1,4 +1,4 @@
-"""The relaxed re-check (rag/relaxed.py) on the sample handbook, with the calibrated threshold.
+"""The relaxed re-check (rag/insights/relaxed.py) on the sample handbook, with the calibrated threshold.
 
 Real parts throughout: the session's embedded Postgres, the MiniLM embedder, the offline reranker.
 """
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from rag.config import CALIBRATION, calibrated
-from rag.golden import load_golden
-from rag.relaxed import Recheck, recheck, relaxed_threshold
+from rag.insights.evaluation.golden import load_golden
+from rag.insights.relaxed import Recheck, recheck, relaxed_threshold
+from rag.model.types import AccessScope
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope
 from tests.conftest import REPO, SAMPLE
 
 WRONGLY_ABSTAINED = "What's the cap on hotel spending per night?"

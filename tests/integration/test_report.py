@@ -28,13 +28,13 @@ import pytest
 from sqlalchemy import text
 
 from bot.report_text import NO_ANSWERS, render_report
-from rag.answers import Answer, Feedback, Question
-from rag.evaluate import run_eval, summarise
-from rag.golden import load_golden
-from rag.reporting import build_report, report_window
+from rag.insights.evaluation.golden import load_golden
+from rag.insights.evaluation.run import run_eval, summarise
+from rag.insights.report.build import build_report, report_window
+from rag.model.answers import Answer, Feedback, Question
+from rag.model.types import AccessScope, Passage
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope, Passage
 from tests.cli import run_cli
 from tests.conftest import REPO, SAMPLE
 from tests.fakes.openai_server import FakeOpenAI

@@ -24,13 +24,13 @@ import pytest
 from PIL import Image
 
 from bot.report_html import render_html
-from rag.answers import Feedback
-from rag.evaluate import run_eval, summarise
-from rag.golden import load_golden
-from rag.reporting import build_report, report_window
+from rag.insights.evaluation.golden import load_golden
+from rag.insights.evaluation.run import run_eval, summarise
+from rag.insights.report.build import build_report, report_window
+from rag.model.answers import Feedback
+from rag.model.types import AccessScope, Passage
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope, Passage
 from tests.conftest import REPO, SAMPLE
 from tests.integration.test_answer_pipeline import CarelessWriter, careless
 from tests.integration.test_report import GOLDEN_IDS, execute, run_cli, scoped

@@ -9,8 +9,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from rag.answers import Question
-from rag.reporting import build_report, report_window
+from rag.insights.report.build import build_report, report_window
+from rag.model.answers import Question
 from rag.runtime import Candor, build_answerer
 from tests.conftest import SAMPLE
 

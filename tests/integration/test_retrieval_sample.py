@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from rag.model.types import AccessScope
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from rag.types import AccessScope
 from tests.conftest import SAMPLE
 
 QUESTIONS = [

@@ -25,9 +25,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from bot.server import ChatCore
 from bot.teams.app import PLATFORM, TeamsAdapter, TeamsConfig
 from bot.teams.job import TeamsJob
+from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
-from rag.synthesis import ExtractiveSynthesizer
 from rag.tracking.events import EventLedger
 from tests.cores import Broken, Defective, SlowWriter, Verbose
 from tests.fakes.bot_connector import Call, FakeConnector

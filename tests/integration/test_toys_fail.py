@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from rag.answering import Answerer
-from rag.answers import Question, Verdict
-from rag.conflicts import FoundConflict
-from rag.critic import quoted
-from rag.evaluate import run_eval, summarise
-from rag.golden import load_golden
-from rag.rerank import ScoredSentence
+from rag.insights.evaluation.golden import load_golden
+from rag.insights.evaluation.run import run_eval, summarise
+from rag.model.answers import Question, Verdict
+from rag.model.types import AccessScope, Passage
+from rag.pipeline.answerer import Answerer
+from rag.pipeline.contradictions import FoundConflict
+from rag.pipeline.critic import quoted
+from rag.pipeline.rerank import ScoredSentence
+from rag.pipeline.synthesis import Draft, ExtractiveSynthesizer, SynthesisRequest
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
-from rag.synthesis import Draft, ExtractiveSynthesizer, SynthesisRequest
-from rag.types import AccessScope, Passage
 from tests.conftest import REPO, SAMPLE
 
 GOLDEN = load_golden(REPO / "sample" / "golden.yaml")

@@ -22,7 +22,8 @@ from alembic.config import Config
 from sqlalchemy import create_engine, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from rag.answers import (
+from rag.errors import TrackingError, UnknownTrace
+from rag.model.answers import (
     Answer,
     AnswerSentence,
     Conflict,
@@ -32,11 +33,10 @@ from rag.answers import (
     Question,
     Source,
 )
-from rag.errors import TrackingError, UnknownTrace
+from rag.model.types import AccessScope
 from rag.runtime import Candor
 from rag.store.migrate import MIGRATIONS_DIR, upgrade_to_head
 from rag.tracking import TraceStore
-from rag.types import AccessScope
 
 CONFIG = {"retrieval_threshold": 0.35, "faithfulness_threshold": 0.7, "top_k": 8}
 MODELS = {"embedder": "minilm", "reranker": "lexical-embedding", "synthesizer": "extractive", "critic": "lexical"}

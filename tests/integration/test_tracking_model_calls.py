@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from rag.answers import ModelCall
+from rag.model.answers import ModelCall
 from rag.runtime import Candor
 from rag.store.migrate import upgrade_to_head
 from rag.tracking import TraceStore

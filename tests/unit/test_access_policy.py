@@ -1,4 +1,4 @@
-"""`rag.access.AccessPolicy`: rules from a YAML file → the scope a question reads with."""
+"""`rag.pipeline.access.AccessPolicy`: rules from a YAML file → the scope a question reads with."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from rag.access import AccessPolicy, AccessRule
-from rag.answers import Question
 from rag.errors import ConfigError
-from rag.types import AccessScope
+from rag.model.answers import Question
+from rag.model.types import AccessScope
+from rag.pipeline.access import AccessPolicy, AccessRule
 
 POLICY = """\
 - platform: slack

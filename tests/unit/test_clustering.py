@@ -1,4 +1,4 @@
-"""rag/clustering.py against scipy's average linkage (a reference implementation; scipy comes with
+"""rag/insights/gaps/clustering.py against scipy's average linkage (a reference implementation; scipy comes with
 sentence-transformers), and its edge cases."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import pdist
 
-from rag.clustering import average_linkage, cosine_distances, cut, medoid, merges
+from rag.insights.gaps.clustering import average_linkage, cosine_distances, cut, medoid, merges
 
 
 def blobs(seed: int, n: int, dim: int = 12) -> np.ndarray:

@@ -107,7 +107,7 @@ def test_the_models_folder_is_the_homes_unless_one_is_shared(monkeypatch: pytest
 
 
 def test_the_int8_target_setting_reaches_the_embedder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from rag.embeddings import SentenceTransformerEmbedder, build_embedder
+    from rag.backends.embeddings import SentenceTransformerEmbedder, build_embedder
 
     monkeypatch.setenv("CANDOR_ONNX_TARGET", "avx2")
     chosen = build_embedder(load_settings(home=tmp_path))

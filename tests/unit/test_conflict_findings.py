@@ -8,10 +8,10 @@ from datetime import date
 import numpy as np
 
 from bot.audit_text import render_conflict_audit
-from rag.conflict_audit import Found, compare_pairs, facts_by_chunk, group_by_documents
-from rag.conflict_findings import ConflictAudit, attribute_of, newer_of, subject_of
-from rag.store.audit_queries import ChunkPair, unordered_pairs
-from rag.types import Passage
+from rag.insights.conflicts.audit import Found, compare_pairs, facts_by_chunk, group_by_documents
+from rag.insights.conflicts.findings import ConflictAudit, attribute_of, newer_of, subject_of
+from rag.insights.conflicts.queries import ChunkPair, unordered_pairs
+from rag.model.types import Passage
 
 
 def passage(chunk: int, document: int, source: str, when: date | None, authority: int = 1) -> Passage:

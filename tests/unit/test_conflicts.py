@@ -1,4 +1,4 @@
-"""`rag.conflicts`: which sentence pairs from different documents disagree, and which one is preferred."""
+"""`rag.pipeline.contradictions`: which sentence pairs from different documents disagree, and which one is preferred."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from datetime import date
 import numpy as np
 import pytest
 
-from rag.conflicts import find_conflicts, prefer
-from rag.facts import qualifiers, variant_qualifiers
-from rag.rerank import ScoredSentence, coverage, term_weights
-from rag.types import Passage
+from rag.model.types import Passage
+from rag.pipeline.contradictions import find_conflicts, prefer
+from rag.pipeline.rerank import ScoredSentence, coverage, term_weights
+from rag.text.facts import qualifiers, variant_qualifiers
 
 TEAM_2026 = "The Team plan costs $15 per user per month on monthly billing."
 TEAM_2025 = "The Team plan costs $12 per user per month when billed monthly."

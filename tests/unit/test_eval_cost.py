@@ -1,12 +1,12 @@
-"""`candor eval`'s tokens and cost per answer: `rag.evaluate.Usage` in the summary and per question, and
+"""`candor eval`'s tokens and cost per answer: `rag.insights.evaluation.run.Usage` in the summary and per question, and
 its lines in `bot.text.render_summary`, on hand-built answers (no database, no model)."""
 
 from __future__ import annotations
 
 from bot.text import render_summary
-from rag.answers import Answer, ModelCall, Question
-from rag.evaluate import Scored, run_eval, score_question, summarise
-from rag.types import AccessScope, Passage
+from rag.insights.evaluation.run import Scored, run_eval, score_question, summarise
+from rag.model.answers import Answer, ModelCall, Question
+from rag.model.types import AccessScope, Passage
 from tests.unit.test_golden_and_eval import LEAVE, abstained, answered, item, passage, source
 
 WRITER = ModelCall("writer", "gpt-4o-mini", 1000, 100, 500.0, "ok", "json_schema", cost=0.0003)

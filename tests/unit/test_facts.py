@@ -1,11 +1,11 @@
-"""`rag.facts`: values, codes, names and acronyms read off a sentence; cleaning and readability."""
+"""`rag.text.facts`: values, codes, names and acronyms read off a sentence; cleaning and readability."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag.facts import clean_sentence, readable, values
-from rag.names import acronyms, codes, fold, mentions, names, new_names
+from rag.text.facts import clean_sentence, readable, values
+from rag.text.names import acronyms, codes, fold, mentions, names, new_names
 
 
 def keys(text: str) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""`rag.files.write_private`: whole or not at all, private unless told otherwise, on the real file system."""
+"""`rag.insights.files.write_private`: whole or not at all, private unless told otherwise, on the real file system."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rag.errors import FileWriteError
-from rag.files import write_private
+from rag.insights.files import write_private
 
 
 def mode(path: Path) -> int:

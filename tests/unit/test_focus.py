@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from rag.backends.embeddings import Embedder, build_embedder
 from rag.config import load_settings
-from rag.embeddings import Embedder, build_embedder
-from rag.focus import Focus, FocusCheck, FocusWord, asked, candidates, without
+from rag.pipeline.focus import Focus, FocusCheck, FocusWord, asked, candidates, without
 
 
 def test_only_the_asking_sentences_count() -> None:

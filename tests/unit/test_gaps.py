@@ -7,10 +7,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.gaps_text import NO_GAPS, render_gaps
-from rag.gaps import RECHECK_CAP, GapItem, examples, items_of, label_of, normalise, recheck_scope, to_recheck
-from rag.relaxed import Recheck
-from rag.tracking.gap_queries import GapRow
-from rag.types import AccessScope
+from rag.insights.gaps.find import (
+    RECHECK_CAP,
+    GapItem,
+    examples,
+    items_of,
+    label_of,
+    normalise,
+    recheck_scope,
+    to_recheck,
+)
+from rag.insights.gaps.queries import GapRow
+from rag.insights.relaxed import Recheck
+from rag.model.types import AccessScope
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

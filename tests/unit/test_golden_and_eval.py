@@ -1,4 +1,5 @@
-"""`rag.golden.load_golden` on the sample and on broken files; `rag.evaluate` scoring on hand-built answers."""
+"""`rag.insights.evaluation.golden.load_golden` on the sample and on broken files;
+`rag.insights.evaluation.run` scoring on hand-built answers."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from rag.answers import Answer, AnswerSentence, Conflict, DroppedSentence, Source
 from rag.errors import EvalError
-from rag.evaluate import Scored, score_question, summarise
-from rag.golden import GoldenConflict, GoldenItem, GoldenPart, load_golden
-from rag.types import Passage
+from rag.insights.evaluation.golden import GoldenConflict, GoldenItem, GoldenPart, load_golden
+from rag.insights.evaluation.run import Scored, score_question, summarise
+from rag.model.answers import Answer, AnswerSentence, Conflict, DroppedSentence, Source
+from rag.model.types import Passage
 
 GOLDEN = Path(__file__).resolve().parents[2] / "sample" / "golden.yaml"
 REFUSAL = "I don't know - the knowledge base does not cover this."

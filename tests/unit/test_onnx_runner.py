@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.embeddings import SentenceTransformerEmbedder
+from rag.backends.embeddings import SentenceTransformerEmbedder
+from rag.backends.onnx_runner import OnnxRunner
 from rag.errors import EmbeddingError
-from rag.onnx_runner import OnnxRunner
 from tests.tiny_cross_encoders import WORDS
 from tests.tiny_embedders import build_embedder
 

@@ -1,4 +1,4 @@
-"""`candor report` without a database: the window's parsing, `rag.reporting.assemble` on hand-written
+"""`candor report` without a database: the window's parsing, `rag.insights.report.build.assemble` on hand-written
 measure rows (as the queries return them), and `bot.report_text.render_report` on the result."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from bot.report_text import NO_ANSWERS, render_report
-from rag import audit_measures
-from rag.audit_measures import Stratum, coverage, stratified, stratified_interval
-from rag.reporting import TOP_DOCUMENTS, Window, assemble, parse_moment, report_window
+from rag.insights.audit import measures as audit_measures
+from rag.insights.audit.measures import Stratum, coverage, stratified, stratified_interval
+from rag.insights.report.build import TOP_DOCUMENTS, Window, assemble, parse_moment, report_window
 from tests.conftest import REPO
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

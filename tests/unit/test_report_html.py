@@ -1,6 +1,6 @@
 """`bot.report_html.render_html` and `bot.svg_charts` on report objects built without a database.
 
-The report objects come from `rag.reporting.assemble` on the hand-written measure rows of
+The report objects come from `rag.insights.report.build.assemble` on the hand-written measure rows of
 tests/unit/test_report.py (so they have the real shape), then are edited by hand where a case needs
 it: a hostile title, a measured hallucination rate with its interval, a verifier that is the gate's own.
 """
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from bot.report_html import NO_ANSWERS, NOT_ENOUGH, render_html, write_html
 from bot.svg_charts import NO_DATA, Series, bar_chart, format_value, line_chart, stacked_bars
-from rag import audit_measures
-from rag.reporting import Window, assemble
+from rag.insights.audit import measures as audit_measures
+from rag.insights.report.build import Window, assemble
 from tests.unit.test_report import MONDAY, WEEK, measured, row
 
 HOSTILE = '<script>alert("title")</script>'
@@ -33,7 +33,7 @@ def report() -> dict[str, Any]:
 
 
 def measured_rate(n: int, of: int, verifier: str = "openai:judge-model") -> dict[str, Any]:
-    """A hallucination rate as `rag.audit_measures` reports a measured one (Wilson interval included)."""
+    """A hallucination rate as `rag.insights.audit.measures` reports a measured one (Wilson interval included)."""
     row = {"independent": True, "judged": of, "unsupported": n, "answers": 10, "not_judged": 0, "verifiers": [verifier]}
     return audit_measures.hallucination_rate([row])
 

@@ -28,7 +28,7 @@ from bot.slack.blocks import (
 )
 from bot.slack.mrkdwn import pack, split_text
 from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
-from rag.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
+from rag.model.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
 from tests.answers import CONFLICT, TRACE, answer, source
 
 EVIL = "<!channel> & <script>alert(1)</script>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.spreadsheet import defuse, restore
+from rag.insights.spreadsheet import defuse, restore
 
 
 def test_cells_a_spreadsheet_would_run_start_with_a_quote() -> None:

@@ -22,7 +22,7 @@ from bot.teams.cards import (
 )
 from bot.teams.feedback import feedback_from_invoke
 from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
-from rag.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
+from rag.model.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
 from tests.answers import CONFLICT, answer, source
 
 MARKER = re.compile(r"(?<!\\)\[(\d+)\]")

@@ -6,9 +6,9 @@ from dataclasses import replace
 from datetime import date
 
 from bot.text import render_summary, render_text
-from rag.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Source
-from rag.evaluate import score_question, summarise
-from rag.golden import GoldenItem
+from rag.insights.evaluation.golden import GoldenItem
+from rag.insights.evaluation.run import score_question, summarise
+from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Source
 
 TRACE = "3f2a9c1e-7d4b-4b8e-9a51-0c6d2e8f1a77"
 TEXT = "Full-time employees receive 24 days of paid annual leave [1]. Up to 5 days carry over [2]."

@@ -1,4 +1,4 @@
-"""`rag.understand`: markup stripping, follow-up rewriting, multi-part splitting, answer types."""
+"""`rag.pipeline.understand`: markup stripping, follow-up rewriting, multi-part splitting, answer types."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.answers import Feedback, Question, Turn
 from rag.errors import QuestionError
-from rag.tracking.records import feedback_record
-from rag.types import clean_text
-from rag.understand import (
+from rag.model.answers import Feedback, Question, Turn
+from rag.model.types import clean_text
+from rag.pipeline.understand import (
     MAX_QUESTION_CHARS,
     answer_type,
     is_follow_up,
@@ -24,6 +23,7 @@ from rag.understand import (
     strip_markup,
     understand,
 )
+from rag.tracking.records import feedback_record
 
 TEAM_PRICE = "How much does the Team plan cost per month?"
 SLACK_TOKEN = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>|<#[A-Z0-9]+(?:\|[^>]*)?>|<!(?:here|channel|everyone)[^>]*>")

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from rag.types import Matrix
-from rag.vector_cache import CachedEmbedder
+from rag.backends.vector_cache import CachedEmbedder
+from rag.model.types import Matrix
 
 
 class CountingEmbedder:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bot.web.render import answer_html, linkable_url, source_anchor
 from bot.wording import LOW_CONFIDENCE_NOTE, UNANSWERED_NOTE
-from rag.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
+from rag.model.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
 from tests.answers import CONFLICT, TRACE, answer, source
 
 ALLOWED_TAGS = {

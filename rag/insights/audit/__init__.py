@@ -1,0 +1,1 @@
+"""`candor audit answers`: sampled re-verification, human labels, and their SQL."""

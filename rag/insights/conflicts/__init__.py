@@ -1,0 +1,1 @@
+"""`candor audit conflicts`: documents that disagree, and their SQL."""

@@ -1,0 +1,1 @@
+"""`candor eval`: golden files and their scoring."""

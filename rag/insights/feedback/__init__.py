@@ -1,0 +1,1 @@
+"""`candor feedback export`: votes with their answers."""

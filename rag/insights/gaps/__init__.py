@@ -1,0 +1,1 @@
+"""`candor gaps`: unanswered questions clustered and re-checked, and their SQL."""

@@ -1,0 +1,1 @@
+"""`candor report`: the measures of the gate log, and their SQL."""

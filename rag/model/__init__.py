@@ -1,0 +1,1 @@
+"""Plain data and the Protocols every part of Candor is written against."""

@@ -1,0 +1,110 @@
+"""`AccessPolicy`: where a question came from → the knowledge bases and access groups it may read.
+
+Adapters only report the platform, the conversation ("T123/C456" for a Slack channel, a Teams
+conversation id, ...) and the asker; the policy decides. Rules come from a YAML file
+(`CANDOR_ACCESS_POLICY`), each matching on any of `platform`, `conversation` and `asker`
+(shell-style wildcards) and granting `groups` and, optionally, limiting `knowledge_bases`:
+
+    - platform: slack
+      conversation: "T0001/C0HR*"
+      groups: [hr-confidential]
+    - asker: "U0ADMIN"
+      groups: [hr-confidential, finance]
+
+Every matching rule adds its groups; knowledge bases are limited only when every matching rule
+limits them (to the union of their lists). Without a file, or when no rule matches, a question
+reads public documents only, in every knowledge base. A question from a public or shared
+conversation (`Question.audience`: a public Slack channel, a Slack Connect channel) gets no groups
+whatever the rules say: everyone there, guests of other organisations included, would read the
+answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+import yaml
+
+from rag.errors import ConfigError
+from rag.model.answers import Question
+from rag.model.types import AccessScope
+
+
+@dataclass(frozen=True, slots=True)
+class AccessRule:
+    groups: frozenset[str]
+    knowledge_bases: frozenset[str] | None = None
+    platform: str | None = None
+    conversation: str | None = None
+    asker: str | None = None
+
+    def matches(self, question: Question) -> bool:
+        return (
+            _match(self.platform, question.platform)
+            and _match(self.conversation, question.conversation)
+            and _match(self.asker, question.asker)
+        )
+
+
+def _match(pattern: str | None, value: str | None) -> bool:
+    return pattern is None or (value is not None and fnmatchcase(value, pattern))
+
+
+OPEN_AUDIENCES = frozenset({"public", "shared"})
+
+
+class AccessPolicy:
+    def __init__(self, rules: Sequence[AccessRule] = ()) -> None:
+        self.rules = tuple(rules)
+
+    @classmethod
+    def from_file(cls, path: Path) -> AccessPolicy:
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"CANDOR_ACCESS_POLICY: cannot read {path}: {exc}") from exc
+        if loaded is None:
+            return cls()
+        if not isinstance(loaded, list):
+            raise ConfigError(f"CANDOR_ACCESS_POLICY: {path} must hold a list of rules")
+        return cls([_rule(entry, path, i) for i, entry in enumerate(loaded, 1)])
+
+    def scope_for(self, question: Question) -> AccessScope:
+        """The scope a question gets; a scope the caller set explicitly wins."""
+        if question.scope is not None:
+            return question.scope
+        matching = [rule for rule in self.rules if rule.matches(question)]
+        groups = frozenset().union(*(rule.groups for rule in matching))
+        if question.audience in OPEN_AUDIENCES:
+            groups = frozenset()
+        if not matching or any(rule.knowledge_bases is None for rule in matching):
+            return AccessScope(groups, None)  # a rule without a limit grants every knowledge base
+        return AccessScope(groups, frozenset().union(*(rule.knowledge_bases or () for rule in matching)))
+
+
+def _rule(entry: object, path: Path, number: int) -> AccessRule:
+    where = f"CANDOR_ACCESS_POLICY: {path}, rule {number}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: each rule is a mapping")
+    unknown = set(entry) - {"platform", "conversation", "asker", "groups", "knowledge_bases"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+    groups = entry.get("groups", [])
+    bases = entry.get("knowledge_bases")
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise ConfigError(f"{where}: groups must be a list of names")
+    if bases is not None and (not isinstance(bases, list) or not all(isinstance(b, str) for b in bases)):
+        raise ConfigError(f"{where}: knowledge_bases must be a list of names")
+    for key in ("platform", "conversation", "asker"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            raise ConfigError(f"{where}: {key} must be a string")
+    return AccessRule(
+        groups=frozenset(groups),
+        knowledge_bases=None if bases is None else frozenset(bases),
+        platform=entry.get("platform"),
+        conversation=entry.get("conversation"),
+        asker=entry.get("asker"),
+    )

@@ -1,0 +1,126 @@
+"""`Answerer.answer(question)`: the whole gated pipeline plus the gate log, for every adapter.
+
+One attempt; when its faithfulness gate fails (too many unsupported sentences, too little
+support, or nothing supported at all) and retrieval found something, one more attempt with
+rewritten queries and twice the shortlist; the better of the two is delivered. A failed
+retrieval gate abstains at once: nothing is generated from passages that are not about the
+question. The trace is written after the answer is composed; a logging failure is reported and
+spooled by the tracker, and never costs the user their answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from rag.backends.llm import metering
+from rag.errors import CandorError
+from rag.model.answers import Answer, Question
+from rag.pipeline.access import AccessPolicy
+from rag.pipeline.attempt import Attempt, dropped
+from rag.pipeline.compose import compose
+from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
+from rag.pipeline.gated_attempt import AttemptRunner, PipelineConfig
+from rag.pipeline.understand import understand
+
+log = logging.getLogger("candor.answer")
+
+
+class TraceRecorder(Protocol):
+    async def record(
+        self, question: Question, answer: Answer, *, config: Mapping[str, Any], models: Mapping[str, str]
+    ) -> bool: ...
+
+
+class Answerer:
+    def __init__(
+        self,
+        attempt: AttemptRunner,
+        policy: AccessPolicy,
+        config: PipelineConfig,
+        *,
+        tracker: TraceRecorder | None = None,
+        models: Mapping[str, str] | None = None,
+        settings: Mapping[str, Any] | None = None,
+        conflicts: ContradictionDetector | None = None,
+    ) -> None:
+        self.attempt = attempt
+        self.policy = policy
+        self.config = config
+        self.tracker = tracker
+        self.models = dict(models or {})
+        self.settings = dict(settings or {})
+        self.conflicts = conflicts or ValueConflicts()
+
+    async def answer(self, question: Question) -> Answer:
+        started = time.perf_counter()
+        created = datetime.now(UTC)
+        scope = self.policy.scope_for(question)
+        understood = understand(question)
+        with metering(self.config.answer_budget) as meter:
+            attempts = [await self.attempt(understood, scope, 1)]
+            if self.config.retry and _should_retry(attempts[0]):
+                attempts.append(await self.attempt(understood, scope, 2))
+        final = attempts[-1] if attempts[-1].rank() >= attempts[0].rank() else attempts[0]
+        composed = compose(final, refusal=self.config.refusal, detector=self.conflicts)
+        gates = [g for a in attempts for g in a.gates]
+        if composed.gate is not None:
+            gates.append(composed.gate)
+        timings: dict[str, float] = {}
+        for a in attempts:
+            for stage, ms in a.timings.items():
+                timings[stage] = timings.get(stage, 0.0) + ms
+        timings["total"] = (time.perf_counter() - started) * 1000
+        answer = Answer(
+            question=question.text,
+            route=composed.route,
+            text=composed.text,
+            sentences=composed.sentences,
+            sources=composed.sources,
+            conflicts=composed.conflicts,
+            unanswered_parts=composed.unanswered_parts,
+            gates=tuple(gates),
+            timings_ms=timings,
+            rewritten_question=understood.text if understood.rewritten else None,
+            parts=understood.parts,
+            dropped=dropped(attempts),
+            caveats=composed.caveats,
+            created_at=created,
+            model_calls=tuple(meter.calls),
+        )
+        # the scope the answer was made in (the access policy's, unless the caller set one), so that a
+        # report by knowledge base and an audit's re-check see what the asker could read
+        await self._record(replace(question, scope=scope), answer, scope_groups=sorted(scope.groups))
+        return answer
+
+    async def _record(self, question: Question, answer: Answer, *, scope_groups: list[str]) -> None:
+        if self.tracker is None:
+            return
+        logged = time.perf_counter()
+        config = {**self.settings, "scope_groups": scope_groups}
+        try:
+            written = await self.tracker.record(question, answer, config=config, models=self.models)
+        except CandorError as exc:
+            log.error(
+                "trace %s could not be stored or spooled: %s", answer.trace_id, exc, extra={"trace_id": answer.trace_id}
+            )
+            written = False
+        if not written:
+            log.warning(
+                "trace %s was not written to the database", answer.trace_id, extra={"trace_id": answer.trace_id}
+            )
+        answer.timings_ms["log"] = (time.perf_counter() - logged) * 1000
+
+
+def _should_retry(attempt: Attempt) -> bool:
+    """Retry a failed faithfulness gate, unless every part named something no document mentions
+    (the full-text side would have found a rare name that exists: more passages will not)."""
+    retrieval = attempt.gate("retrieval_score")
+    faithful = attempt.gate("faithfulness")
+    if retrieval is None or not retrieval.passed or faithful is None or faithful.passed:
+        return False
+    return len(attempt.unknown_names) < len(attempt.parts)

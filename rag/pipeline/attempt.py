@@ -1,0 +1,122 @@
+"""What one retrieval-synthesis-critic attempt found, and the timings of its stages.
+
+`GatedAttempt` (rag/pipeline/gated_attempt.py) fills an `Attempt`; `compose` and the `Answerer` read it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rag.model.answers import DroppedSentence, GateOutcome
+from rag.model.types import Passage
+from rag.pipeline.contradictions import FoundConflict
+from rag.pipeline.focus import Focus
+from rag.pipeline.synthesis import Draft, PartEvidence
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A draft sentence after the critic."""
+
+    text: str
+    passages: tuple[Passage, ...]
+    part: int
+    supported: bool
+    score: float
+    reasons: tuple[str, ...]
+    origin_index: int
+    decided_by: str = ""
+    """Which verifier decided (a composite critic's prefilter, judge or fallback)."""
+
+
+@dataclass(slots=True)
+class Attempt:
+    number: int
+    parts: tuple[str, ...]
+    evidence: tuple[PartEvidence, ...] = ()
+    draft: Draft | None = None
+    checked: tuple[Checked, ...] = ()
+    gates: list[GateOutcome] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    unknown_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Per part: names and codes of the question that no retrieved passage mentions."""
+    known_instead: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Per such part: what the passages name of the same kind ("Starter plan", "NW-200X")."""
+    writer_conflicts: tuple[FoundConflict, ...] = ()
+    """The writer's conflict notes the cited passages confirmed."""
+    focus: dict[int, Focus] = field(default_factory=dict)
+    """Per part with supported sentences: does that answer address every word of the part?"""
+
+    @property
+    def supported(self) -> tuple[Checked, ...]:
+        """Sentences the critic passed, of parts whose answer addresses what the part asks."""
+        return tuple(c for c in self.checked if c.supported and c.part not in self.off_topic_parts)
+
+    @property
+    def off_topic_parts(self) -> frozenset[int]:
+        return frozenset(i for i, f in self.focus.items() if not f.addressed)
+
+    @property
+    def off_topic(self) -> tuple[Checked, ...]:
+        """Faithful sentences withheld because their part's answer ignores what it asks."""
+        return tuple(c for c in self.checked if c.supported and c.part in self.off_topic_parts)
+
+    @property
+    def unsupported(self) -> tuple[Checked, ...]:
+        return tuple(c for c in self.checked if not c.supported)
+
+    def gate(self, name: str) -> GateOutcome | None:
+        return next((g for g in self.gates if g.gate == name), None)
+
+    @property
+    def support_score(self) -> float:
+        return sum(c.score for c in self.checked) / len(self.checked) if self.checked else 0.0
+
+    def rank(self) -> tuple[int, float]:
+        return (len(self.supported) - len(self.unsupported), self.support_score)
+
+
+class Clock:
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+
+    def stage(self, name: str) -> _Timer:
+        return _Timer(self.timings, name)
+
+
+class _Timer:
+    def __init__(self, timings: dict[str, float], name: str) -> None:
+        self.timings, self.name, self.start = timings, name, 0.0
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = (time.perf_counter() - self.start) * 1000
+        self.timings[self.name] = self.timings.get(self.name, 0.0) + elapsed
+
+
+def context_of(evidence: Sequence[PartEvidence]) -> tuple[Passage, ...]:
+    seen: dict[int, Passage] = {}
+    for part in evidence:
+        for r in part.ranked:
+            seen.setdefault(r.passage.chunk_id, r.passage)
+    return tuple(seen.values())
+
+
+def dropped(attempts: Sequence[Attempt]) -> tuple[DroppedSentence, ...]:
+    out = []
+    for attempt in attempts:
+        context = context_of(attempt.evidence)
+        numbers = {p.chunk_id: n for n, p in enumerate(context, 1)}
+        for c in attempt.unsupported:
+            cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
+            out.append(DroppedSentence(c.text, cites, attempt.number, c.score, c.reasons))
+        for c in attempt.off_topic:
+            cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
+            missed = ", ".join(f'"{w.word}"' for w in attempt.focus[c.part].unaddressed)
+            reason = f"supported, but does not address {missed} of: {attempt.parts[c.part]}"
+            out.append(DroppedSentence(c.text, cites, attempt.number, c.score, (reason,), stage="focus"))
+    return tuple(out)

@@ -1,0 +1,410 @@
+"""`AnswerPipeline`: question → gated answer (DESIGN.md, "The flow").
+
+understand → per part: retrieve, gate `retrieval_score`, rerank → synthesise → critic
+(faithfulness per sentence, focus per answered part, contradiction over the shortlist) → gate
+`faithfulness` → one retry
+with rewritten queries and twice the shortlist → answered, low_confidence or abstained.
+Every gate's outcome goes into the `Answer`, and from there into the gate log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from rag.backends.embeddings import Embedder
+from rag.errors import LLMError
+from rag.model.answers import GateOutcome
+from rag.model.types import AccessScope, Passage
+from rag.pipeline.attempt import Attempt, Checked, Clock, context_of
+from rag.pipeline.bridge import Bridge, describes, find_bridge
+from rag.pipeline.consistency import (
+    SAMPLE_TEMPERATURE,
+    FactComparer,
+    SamplingSynthesizer,
+    consistency_gate,
+    judged_gate,
+)
+from rag.pipeline.critic import Verifier, contradicts_evidence
+from rag.pipeline.focus import Focus, FocusCheck
+from rag.pipeline.premise import alternatives, premise_gate, unknown_names
+from rag.pipeline.rerank import Query, Ranked, Reranker
+from rag.pipeline.rescue import ClaimRescuer, rescue_gate
+from rag.pipeline.retrieve import HybridRetriever
+from rag.pipeline.synthesis import (
+    PASSAGES_CONSIDERED,
+    Draft,
+    DraftSentence,
+    PartEvidence,
+    SynthesisRequest,
+    Synthesizer,
+)
+from rag.pipeline.understand import Understood
+from rag.pipeline.writer_conflicts import confirm, writer_conflicts_gate
+from rag.text.facts import STOP_WORDS, clean_sentence, readable
+
+TermFrequencies = Callable[[str], Awaitable[Mapping[str, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    retrieval_threshold: float
+    shortlist: int = 20
+    max_unsupported: int = 1
+    min_support: float = 0.6
+    retry: bool = True
+    refusal: str = "I don't know - the knowledge base does not cover this."
+    focus_threshold: float = 0.09
+    """A part is unanswered when its answer ignores a question word (rag/pipeline/focus.py) by more than this."""
+    answer_budget: float | None = None
+    """Seconds all language-model calls of one answer share (None: no limit)."""
+    rescue: bool = True
+    """One targeted re-retrieval for each sentence the critic rejects, before it is dropped."""
+    self_consistency_kbs: frozenset[str] = frozenset()
+    """Knowledge bases whose answers the writer must give again, consistently ("*": all)."""
+    self_consistency_samples: int = 3
+
+
+class AttemptRunner(Protocol):
+    async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt: ...
+
+
+class GatedAttempt:
+    """One retrieval-synthesis-critic cycle; the retry is the same cycle with other queries."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        embedder: Embedder,
+        retriever: HybridRetriever,
+        term_frequencies: TermFrequencies,
+        reranker: Reranker,
+        synthesizer: Synthesizer,
+        verifier: Verifier,
+        *,
+        fact_comparer: FactComparer | None = None,
+    ) -> None:
+        self.config = config
+        self.embedder = embedder
+        self.retriever = retriever
+        self.term_frequencies = term_frequencies
+        self.reranker = reranker
+        self.synthesizer = synthesizer
+        self.verifier = verifier
+        self.focus = FocusCheck(embedder, threshold=config.focus_threshold)
+        self.rescuer = ClaimRescuer(retriever, verifier)
+        self.fact_comparer = fact_comparer
+
+    async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt:
+        queries = understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts)
+        k = self.config.shortlist * (1 if number == 1 else 2)
+        attempt = Attempt(number, understood.parts)
+        clock = Clock(attempt.timings)
+        with clock.stage("retrieve"):
+            probes = await asyncio.gather(*(self._probe(q) for q in queries))
+            found = await asyncio.gather(*(self.retriever.run(q.text, scope, k=k, vector=q.vector) for q in probes))
+        attempt.gates.append(self._retrieval_gate(found, understood.parts, number))
+        if not attempt.gates[-1].passed:
+            return attempt
+        with clock.stage("rerank"):
+            ranked = await asyncio.gather(
+                *(self.reranker.rerank(q, passages) for q, passages in zip(probes, found, strict=True))
+            )
+        attempt.unknown_names = {
+            i: missing for i, passages in enumerate(found) if (missing := unknown_names(understood.parts[i], passages))
+        }
+        attempt.known_instead = {
+            i: alternatives(understood.parts[i], names_, found[i]) for i, names_ in attempt.unknown_names.items()
+        }
+        attempt.gates.append(premise_gate(understood.parts, attempt.unknown_names, number))
+        attempt.evidence = tuple(
+            PartEvidence(
+                part,
+                tuple(r),
+                _best_meaning(passages, r) >= self.config.retrieval_threshold and i not in attempt.unknown_names,
+            )
+            for i, (part, r, passages) in enumerate(zip(understood.parts, ranked, found, strict=True))
+        )
+        context = context_of(attempt.evidence)
+        with clock.stage("synthesise"):
+            attempt.draft = await self.synthesizer.synthesise(
+                SynthesisRequest(understood.text, attempt.evidence, context, number)
+            )
+        if attempt.draft.writer:
+            attempt.gates.append(_writer_gate(attempt.draft, number))
+        bridges = await self._bridges(attempt, scope, k, clock)
+        if bridges:
+            attempt.evidence = tuple(
+                bridges[i].evidence if i in bridges else part for i, part in enumerate(attempt.evidence)
+            )
+            context = context_of(attempt.evidence)
+            with clock.stage("synthesise"):
+                draft = await self.synthesizer.synthesise(
+                    SynthesisRequest(understood.text, attempt.evidence, context, number)
+                )
+            attempt.draft = with_bridges(draft, bridges, context)
+            attempt.gates.append(_bridge_gate(understood.parts, bridges, attempt.draft, number))
+        with clock.stage("critic"):
+            checked = await self._check(attempt.draft, context)
+            if self.config.rescue and any(not c.supported for c in checked):
+                checked = await self._rescue(checked, scope, attempt)
+            checked = tuple(_about_the_unknown(c, attempt.unknown_names) for c in checked)
+            attempt.checked = without_lone_bridges(checked, attempt.draft, bridges)
+        with clock.stage("focus"):
+            attempt.focus = await self._focus(attempt)
+        if attempt.draft.conflicts:
+            notes = [confirm(note, context) for note in attempt.draft.conflicts]
+            attempt.writer_conflicts = tuple(n.found for n in notes if n.found is not None)
+            attempt.gates.append(writer_conflicts_gate(notes, number))
+        if self._high_stakes(attempt) and isinstance(self.synthesizer, SamplingSynthesizer):
+            with clock.stage("consistency"):
+                attempt.gates.append(await self._consistency(understood.text, attempt, context, number))
+        attempt.gates.append(self._faithfulness_gate(attempt, number))
+        attempt.gates.append(_completeness_gate(attempt, number))
+        return attempt
+
+    async def _bridges(self, attempt: Attempt, scope: AccessScope, k: int, clock: Clock) -> dict[int, Bridged]:
+        """Second hops where the evidence names a bridge: for the parts the first hop left
+        unanswered, and for parts that describe a thing instead of naming it ("the plan that
+        includes single sign-on"), whose first-hop answer is about whichever plan ranked first."""
+        assert attempt.draft is not None
+        found: dict[int, Bridge] = {}
+        described = {i for i, part in enumerate(attempt.evidence) if describes(part.text)}
+        for index in sorted(set(attempt.draft.unanswered_parts) | described):
+            part = attempt.evidence[index]
+            if index in attempt.unknown_names or not part.ranked:
+                continue
+            bridge = find_bridge(part.text, part.ranked)
+            if bridge is not None:
+                found[index] = bridge
+        out: dict[int, Bridged] = {}
+        for index, bridge in found.items():
+            with clock.stage("retrieve"):
+                probe = await self._probe(bridge.question)
+                passages = await self.retriever.run(bridge.question, scope, k=k, vector=probe.vector)
+            with clock.stage("rerank"):
+                ranked = await self.reranker.rerank(probe, passages)
+            usable = _best_meaning(passages, ranked) >= self.config.retrieval_threshold
+            hop = (*ranked, Ranked(bridge.sentence.passage, bridge.sentence.score, (bridge.sentence,)))
+            out[index] = Bridged(bridge, PartEvidence(bridge.question, hop, usable))
+        return out
+
+    async def _rescue(self, checked: Sequence[Checked], scope: AccessScope, attempt: Attempt) -> tuple[Checked, ...]:
+        """Each rejected sentence gets one re-retrieval of its own; a supported one is kept with the
+        passage that supports it."""
+        failed = [c for c in checked if not c.supported and c.text.strip() and not contradicts_evidence(c.reasons)]
+        if not failed:
+            return tuple(checked)
+        rescues = await asyncio.gather(*(self.rescuer.rescue(c.text, scope, tried=c.passages) for c in failed))
+        attempt.gates.append(rescue_gate(rescues, attempt.number))
+        tried = {c.origin_index: r for c, r in zip(failed, rescues, strict=True)}
+
+        def after(c: Checked) -> Checked:
+            r = tried.get(c.origin_index)
+            if r is None:
+                return c
+            if r.passage is None:
+                return replace(c, reasons=(*c.reasons, *r.reasons))
+            return replace(c, passages=(r.passage,), supported=True, score=r.score, reasons=("rescued", *r.reasons))
+
+        return tuple(after(c) for c in checked)
+
+    def _high_stakes(self, attempt: Attempt) -> bool:
+        marked = self.config.self_consistency_kbs
+        if not marked or not attempt.supported or (attempt.draft is not None and attempt.draft.fallback):
+            return False
+        return "*" in marked or any(p.knowledge_base in marked for c in attempt.supported for p in c.passages)
+
+    async def _consistency(
+        self, question: str, attempt: Attempt, context: Sequence[Passage], number: int
+    ) -> GateOutcome:
+        assert isinstance(self.synthesizer, SamplingSynthesizer)
+        request = SynthesisRequest(question, attempt.evidence, tuple(context), number)
+        try:
+            samples = await self.synthesizer.sample(
+                request, self.config.self_consistency_samples, temperature=SAMPLE_TEMPERATURE
+            )
+        except LLMError as exc:  # not run is not a disagreement: recorded, and the answer keeps its route
+            return GateOutcome("self_consistency", True, 0.0, number, {"not_run": str(exc), "samples": 0})
+        delivered = [c.text for c in attempt.supported]
+        if self.fact_comparer is not None:
+            texts = [" ".join(s.text for s in d.sentences) for d in samples]
+            try:
+                compared = await self.fact_comparer.compare(" ".join(delivered), texts)
+                return judged_gate(compared, samples, self.fact_comparer.name, number)
+            except LLMError as exc:  # the offline comparison decides; the gate says so
+                gate = consistency_gate(delivered, samples, number)
+                return replace(gate, details={**gate.details, "judge_failed": str(exc)})
+        return consistency_gate(delivered, samples, number)
+
+    async def _focus(self, attempt: Attempt) -> dict[int, Focus]:
+        by_part: dict[int, list[Checked]] = {}
+        for c in attempt.checked:
+            if c.supported:
+                by_part.setdefault(c.part, []).append(c)
+
+        async def one(part: int, checked: Sequence[Checked]) -> tuple[int, Focus]:
+            context = [f"{p.title} {p.heading}" for c in checked for p in c.passages]
+            return part, await self.focus.check(attempt.parts[part], [c.text for c in checked], context)
+
+        return dict(await asyncio.gather(*(one(i, cs) for i, cs in sorted(by_part.items()))))
+
+    async def _probe(self, text: str) -> Query:
+        vector, frequencies = await asyncio.gather(self.embedder.embed([text]), self.term_frequencies(text))
+        return Query(text, vector[0], frequencies)
+
+    def _retrieval_gate(self, found: Sequence[Sequence[Passage]], parts: Sequence[str], number: int) -> GateOutcome:
+        best = [_best_cosine(passages) for passages in found]
+        top = max(best, default=-1.0)
+        return GateOutcome(
+            "retrieval_score",
+            top >= self.config.retrieval_threshold,
+            top,
+            number,
+            {
+                "threshold": self.config.retrieval_threshold,
+                "parts": [{"part": p, "best_cosine": round(b, 4)} for p, b in zip(parts, best, strict=True)],
+            },
+        )
+
+    async def _check(self, draft: Draft, context: Sequence[Passage]) -> tuple[Checked, ...]:
+        async def one(index: int) -> Checked:
+            sentence = draft.sentences[index]
+            cited = tuple(context[n - 1] for n in sentence.citations if 0 < n <= len(context))
+            if not cited:
+                return Checked(sentence.text, (), sentence.part, False, 0.0, ("cites no passage that exists",), index)
+            verdict = await self.verifier.verify(sentence.text, [p.text for p in cited])
+            return Checked(
+                sentence.text,
+                cited,
+                sentence.part,
+                verdict.passed,
+                verdict.score,
+                verdict.reasons,
+                index,
+                verdict.decided_by,
+            )
+
+        return tuple(await asyncio.gather(*(one(i) for i in range(len(draft.sentences)))))
+
+    def _faithfulness_gate(self, attempt: Attempt, number: int) -> GateOutcome:
+        unsupported = len(attempt.unsupported)
+        score = attempt.support_score
+        has_content = bool(attempt.supported)
+        passed = has_content and unsupported <= self.config.max_unsupported and score >= self.config.min_support
+        return GateOutcome(
+            "faithfulness",
+            passed,
+            score,
+            number,
+            {
+                "sentences": len(attempt.checked),
+                "unsupported": unsupported,
+                "max_unsupported": self.config.max_unsupported,
+                "min_support": self.config.min_support,
+                "verifier": self.verifier.name,
+                "decided_by": dict(Counter(c.decided_by for c in attempt.checked if c.decided_by)),
+            },
+        )
+
+
+def _about_the_unknown(checked: Checked, unknown: Mapping[int, tuple[str, ...]]) -> Checked:
+    """A sentence answering a part that names something no document mentions is not delivered, however
+    well its evidence supports it: it is about something else (the premise gate's challenge says so)."""
+    names = unknown.get(checked.part)
+    if not names or not checked.supported:
+        return checked
+    reason = f"answers a part about {', '.join(names)}, which no document mentions"
+    return replace(checked, supported=False, reasons=(*checked.reasons, reason))
+
+
+@dataclass(frozen=True, slots=True)
+class Bridged:
+    bridge: Bridge
+    evidence: PartEvidence
+
+
+def with_bridges(draft: Draft, bridges: Mapping[int, Bridged], context: Sequence[Passage]) -> Draft:
+    """The draft with each bridged part's linking sentence cited ahead of its answer."""
+    numbers = {p.chunk_id: n for n, p in enumerate(context, 1)}
+    sentences: list[DraftSentence] = []
+    for s in draft.sentences:
+        bridged = bridges.get(s.part)
+        if bridged is not None and not any(x.part == s.part and x.origin is bridged.bridge.sentence for x in sentences):
+            link = bridged.bridge.sentence
+            sentences.append(DraftSentence(clean_sentence(link.text), (numbers[link.passage.chunk_id],), s.part, link))
+        sentences.append(s)
+    return replace(draft, sentences=tuple(sentences))
+
+
+def without_lone_bridges(
+    checked: Sequence[Checked], draft: Draft, bridges: Mapping[int, Bridged]
+) -> tuple[Checked, ...]:
+    """A linking sentence is delivered only with the answer it leads to: when the critic dropped
+    that answer, the link alone would read as an answer to a question it does not answer."""
+    links = {
+        i for i, s in enumerate(draft.sentences) if s.part in bridges and s.origin is bridges[s.part].bridge.sentence
+    }
+    answered = {c.part for c in checked if c.supported and c.origin_index not in links}
+    return tuple(c for c in checked if c.origin_index not in links or c.part in answered)
+
+
+def _bridge_gate(parts: Sequence[str], bridges: Mapping[int, Bridged], draft: Draft, number: int) -> GateOutcome:
+    answered = {s.part for s in draft.sentences}
+    details = {
+        "parts": [
+            {"part": parts[i], "bridge": b.bridge.name, "asked": b.bridge.question, "answered": i in answered}
+            for i, b in bridges.items()
+        ]
+    }
+    share = sum(i in answered for i in bridges) / len(bridges)
+    return GateOutcome("bridge", share > 0, share, number, details)
+
+
+def _writer_gate(draft: Draft, number: int) -> GateOutcome:
+    """Which writer made the draft: failed when the configured one did not (and why)."""
+    details = {"writer": draft.writer, "fallback": draft.fallback, "sentences": len(draft.sentences)}
+    return GateOutcome("writer", draft.fallback is None, 0.0 if draft.fallback else 1.0, number, details)
+
+
+def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:
+    """Which parts got supported content; with each part's best readable sentence score, so the
+    answer threshold can be calibrated from the gate log alone."""
+    answered = {c.part for c in attempt.supported}
+    status = [
+        {
+            "part": p,
+            "answered": i in answered,
+            "best_sentence_score": round(_best_sentence(attempt.evidence[i]), 4),
+            **(focus.as_json() if (focus := attempt.focus.get(i)) else {}),
+        }
+        for i, p in enumerate(attempt.parts)
+    ]
+    share = len(answered) / len(attempt.parts) if attempt.parts else 0.0
+    return GateOutcome("completeness", share == 1.0, share, number, {"parts": status})
+
+
+def _best_sentence(part: PartEvidence) -> float:
+    scores = [
+        s.score for r in part.ranked[:PASSAGES_CONSIDERED] for s in r.sentences if readable(clean_sentence(s.text))
+    ]
+    return max(scores, default=-1.0)
+
+
+def _best_meaning(passages: Sequence[Passage], ranked: Sequence[Ranked]) -> float:
+    """A part's relevance: its best chunk cosine, or its best sentence's when that is higher."""
+    sentences = (s.meaning for r in ranked for s in r.sentences)
+    return max(_best_cosine(passages), max(sentences, default=-1.0))
+
+
+def _best_cosine(passages: Sequence[Passage]) -> float:
+    return max((p.dense_score for p in passages if p.dense_score is not None), default=-1.0)
+
+
+def retry_query(part: str) -> str:
+    """The retry's query: the part's content words only, so full-text search weighs them alone."""
+    words = [w for w in part.replace("?", " ").split() if w.lower().strip(",.") not in STOP_WORDS]
+    return " ".join(words) or part

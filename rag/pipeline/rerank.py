@@ -1,0 +1,189 @@
+"""Stage 2, rerank: order the shortlist by "does this passage answer the question", not by similarity.
+
+`EvidenceReranker` (the offline default) scores every sentence of every shortlisted passage and
+ranks a passage by its best sentence. A sentence scores by three kinds of evidence:
+
+- meaning: the cosine of the question and the sentence (sentence vectors were stored at ingest);
+- key terms: the question's words weighted by their rarity in the knowledge base, found in the
+  sentence itself (full weight) or only in its document title and heading path (half weight);
+- answer type: a "how many / how much / how long" question wants a sentence stating a value, a
+  "when" question a date, a "who" question a name.
+
+A passage that mentions the topic in passing has no sentence holding the rare terms and a value
+together, so it loses to the one that states the fact even when its chunk vector is closer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from rag.backends.embeddings import Embedder
+from rag.model.types import Passage
+from rag.pipeline.understand import answer_type
+from rag.store.evidence import SentenceEvidence, StoredSentence
+from rag.store.postgres import Vector
+from rag.text.claims import sibling_names
+from rag.text.facts import values
+from rag.text.names import acronyms, mentions, names, people
+
+MEANING_WEIGHT = 0.5
+TERMS_WEIGHT = 0.3
+TYPE_WEIGHT = 0.2
+NAME_PENALTY = 0.15
+"""Taken off a sentence for the share of the question's names (plans, products) it does not name."""
+CHUNK_WEIGHT = 0.2
+"""Share of a passage's score taken from the chunk's own cosine (the rest: its best sentence)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One retrieval probe: the text, its vector when already embedded, its words' rarity."""
+
+    text: str
+    vector: Vector | None = None
+    term_frequency: Mapping[str, float] | None = None
+    """Lexeme → share of chunks containing it (from the store's statistics)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredSentence:
+    passage: Passage
+    position: int
+    text: str
+    score: float
+    meaning: float
+    terms: float
+    type_match: float
+    vector: Vector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    passage: Passage
+    score: float
+    sentences: tuple[ScoredSentence, ...]
+    """Best first."""
+
+
+class Reranker(Protocol):
+    name: str
+
+    async def rerank(self, query: Query, passages: Sequence[Passage], *, top_k: int | None = None) -> list[Ranked]: ...
+
+
+class SentenceSource(Protocol):
+    async def __call__(self, chunk_ids: Sequence[int]) -> SentenceEvidence: ...
+
+
+class EvidenceReranker:
+    """Offline reranker from stored sentence vectors, key-term coverage and answer type."""
+
+    name = "evidence-v1"
+
+    def __init__(self, sentences: SentenceSource, embedder: Embedder) -> None:
+        self.sentences = sentences
+        self.embedder = embedder
+
+    async def rerank(self, query: Query, passages: Sequence[Passage], *, top_k: int | None = None) -> list[Ranked]:
+        if not passages:
+            return []
+        evidence = await self.sentences([p.chunk_id for p in passages])
+        by_chunk: dict[int, list[StoredSentence]] = {}
+        for sentence in evidence.sentences:
+            by_chunk.setdefault(sentence.chunk_id, []).append(sentence)
+        vectors = await self._vectors(query, evidence.sentences)
+        weights = term_weights(query.term_frequency or {})
+        wanted = answer_type(query.text)
+        asked_names = names(query.text)
+        ranked = []
+        for passage in passages:
+            stored = by_chunk.get(passage.chunk_id) or [
+                StoredSentence(passage.chunk_id, 0, passage.text, None, frozenset())
+            ]
+            context = evidence.context_lexemes.get(passage.chunk_id, frozenset())
+            scored = sorted(
+                (self._score(passage, s, vectors, weights, context, wanted, asked_names, query) for s in stored),
+                key=lambda s: (-s.score, s.position),
+            )
+            best = scored[0].score
+            chunk_cosine = passage.dense_score if passage.dense_score is not None else best
+            ranked.append(Ranked(passage, (1 - CHUNK_WEIGHT) * best + CHUNK_WEIGHT * chunk_cosine, tuple(scored)))
+        ranked.sort(key=lambda r: (-r.score, r.passage.chunk_id))
+        return ranked[:top_k] if top_k else ranked
+
+    async def _vectors(self, query: Query, sentences: Sequence[StoredSentence]) -> dict[tuple[int, int], Vector]:
+        """Sentence vectors by (chunk, position), plus the query's under (-1, -1)."""
+        vectors: dict[tuple[int, int], Vector] = {}
+        missing = [s for s in sentences if s.embedding is None]
+        texts = ([query.text] if query.vector is None else []) + [s.text for s in missing]
+        embedded = await self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        offset = 0
+        if query.vector is None:
+            vectors[(-1, -1)] = embedded[0]
+            offset = 1
+        else:
+            vectors[(-1, -1)] = query.vector
+        for i, s in enumerate(missing):
+            vectors[(s.chunk_id, s.position)] = embedded[offset + i]
+        for s in sentences:
+            if s.embedding is not None:
+                vectors[(s.chunk_id, s.position)] = s.embedding
+        return vectors
+
+    def _score(
+        self,
+        passage: Passage,
+        sentence: StoredSentence,
+        vectors: Mapping[tuple[int, int], Vector],
+        weights: Mapping[str, float],
+        context: frozenset[str],
+        wanted: str,
+        asked_names: set[str],
+        query: Query,
+    ) -> ScoredSentence:
+        vector = vectors.get((sentence.chunk_id, sentence.position))
+        meaning = float(np.dot(vectors[(-1, -1)], vector)) if vector is not None else 0.0
+        terms = coverage(weights, sentence.lexemes | acronyms(sentence.text), context)
+        fits = type_match(wanted, sentence.text)
+        score = MEANING_WEIGHT * meaning + TERMS_WEIGHT * terms + TYPE_WEIGHT * fits
+        if asked_names:
+            where = f"{sentence.text} {passage.title} {passage.heading}"
+            named = sum(mentions(where, name) for name in asked_names) / len(asked_names)
+            score -= NAME_PENALTY * (1.0 - named)
+            if sibling_names(sentence.text, asked_names, query.text):
+                score -= NAME_PENALTY  # "Beacon Pro" answering a question about "Beacon"
+        return ScoredSentence(passage, sentence.position, sentence.text, score, meaning, terms, fits, vector)
+
+
+def term_weights(frequencies: Mapping[str, float]) -> dict[str, float]:
+    """Rarity weights: log(1 / share of chunks), so a word in every chunk weighs almost nothing."""
+    return {term: min(9.0, max(0.05, -math.log(max(freq, 1e-4)))) for term, freq in frequencies.items()}
+
+
+def coverage(weights: Mapping[str, float], lexemes: frozenset[str], context: frozenset[str] = frozenset()) -> float:
+    """Weighted share of the question's terms in the sentence (or, at half weight, its headings)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    found = sum(w if t in lexemes else 0.5 * w if t in context else 0.0 for t, w in weights.items())
+    return found / total
+
+
+_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+
+
+def type_match(wanted: str, text: str) -> float:
+    """1 when the sentence holds the kind of value the question asks for; neutral kinds score 1."""
+    if wanted == "quantity":
+        return 1.0 if any(v.kind != "date" for v in values(text)) else 0.0
+    if wanted == "date":
+        return 1.0 if any(v.kind == "date" for v in values(text)) or _YEAR.search(text) else 0.0
+    if wanted == "person":
+        return 1.0 if people(text) else 0.0
+    return 1.0

@@ -1,0 +1,76 @@
+"""Per-claim rescue: one targeted re-retrieval for a sentence the critic rejected, before it is dropped.
+
+A writer can state something true and cite the wrong passage, or cite none. The sentence itself
+becomes the query: the `k` passages the retriever finds for it in the asker's scope are given to
+the same verifier, one at a time; the first that supports it becomes its citation. Nothing else
+is relaxed: the verifier, its exact-fact checks and the scope are the critic's own. Every attempt
+is logged in the `rescue` gate, rescued or not.
+
+A sentence its cited evidence contradicts (a value stated there for another subject, another
+name in its place, the opposite polarity, a wider scope) is not looked for elsewhere: it is not
+mis-cited but wrong, and a second search only gives a weak verifier a second chance to be fooled
+(a name-swapped interval, "30 seconds", found again next to the product's timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag.model.answers import GateOutcome
+from rag.model.types import AccessScope, Passage
+from rag.pipeline.critic import Verifier
+from rag.pipeline.retrieve import HybridRetriever
+
+RESCUE_PASSAGES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Rescue:
+    sentence: str
+    passage: Passage | None
+    """The passage that supports it (None: not rescued)."""
+    score: float
+    reasons: tuple[str, ...]
+
+    @property
+    def rescued(self) -> bool:
+        return self.passage is not None
+
+
+class ClaimRescuer:
+    def __init__(self, retriever: HybridRetriever, verifier: Verifier, *, k: int = RESCUE_PASSAGES) -> None:
+        self.retriever = retriever
+        self.verifier = verifier
+        self.k = k
+
+    async def rescue(self, sentence: str, scope: AccessScope, *, tried: Sequence[Passage] = ()) -> Rescue:
+        """Look for support of `sentence` beyond the passages it cited (`tried`)."""
+        seen = {p.chunk_id for p in tried}
+        found = [p for p in await self.retriever.run(sentence, scope, k=self.k) if p.chunk_id not in seen]
+        if not found:
+            return Rescue(sentence, None, 0.0, ("re-retrieval found no other passage",))
+        verdicts = await asyncio.gather(*(self.verifier.verify(sentence, [p.text]) for p in found))
+        for passage, verdict in zip(found, verdicts, strict=True):
+            if verdict.passed:
+                return Rescue(sentence, passage, verdict.score, verdict.reasons)
+        best = max(verdict.score for verdict in verdicts)
+        return Rescue(sentence, None, best, (f"no re-retrieved passage supports it (best {best:.2f})",))
+
+
+def rescue_gate(rescues: Sequence[Rescue], number: int) -> GateOutcome:
+    saved = [r for r in rescues if r.rescued]
+    details = {
+        "sentences": [
+            {
+                "sentence": r.sentence,
+                "rescued": r.rescued,
+                "passage": r.passage.document if r.passage is not None else None,
+                "score": round(r.score, 4),
+                "reasons": list(r.reasons),
+            }
+            for r in rescues
+        ]
+    }
+    return GateOutcome("rescue", bool(saved), len(saved) / len(rescues) if rescues else 0.0, number, details)

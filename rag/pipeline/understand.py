@@ -1,0 +1,257 @@
+"""Stage 0, understand: platform markup out, follow-ups made standalone, multi-part questions split.
+
+Rule-based on purpose (no model, no network): what it cannot rewrite it leaves as typed, and the
+later gates abstain rather than guess. The critic-depth work refines the splitting.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+from rag.errors import QuestionError
+from rag.model.answers import Question, Turn
+
+MAX_QUESTION_CHARS = 4000
+
+_SLACK_USER = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+_SLACK_CHANNEL = re.compile(r"<#[A-Z0-9]+(?:\|([^>]*))?>")
+_SLACK_SPECIAL = re.compile(r"<!(?:here|channel|everyone|subteam\^[A-Z0-9]+)(?:\|[^>]*)?>")
+_SLACK_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>")
+_TEAMS_MENTION = re.compile(r"<at>[^<]*</at>", re.IGNORECASE)
+_HTML_TAG = re.compile(r"</?(?:p|div|span|br|b|i|strong|em)\b[^>]*>", re.IGNORECASE)
+
+_WH = (
+    r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|will|would|should"
+    r"|may|must|has|have)"
+)
+_ASKS = re.compile(rf"^\s*{_WH}\b", re.IGNORECASE)
+
+
+def reads_as_question(text: str) -> bool:
+    """A question mark, or a question word first ("how do I ...", "is there ...")."""
+    return "?" in text or bool(_ASKS.match(text))
+
+
+_PART_BREAK = re.compile(rf"(?:,\s*|;\s*|\s+)(?:and|also|plus)\s+(?={_WH}\b)", re.IGNORECASE)
+_FOLLOW_UP_START = re.compile(
+    r"^(?:and|also|but|so|ok(?:ay)?|what about|how about|and what about|and how about|same for|what if)\b[\s,]*",
+    re.IGNORECASE,
+)
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|that one|this one|those|these)\b", re.IGNORECASE)
+
+
+def strip_markup(text: str) -> str:
+    """Slack and Teams markup → plain text: mentions out, links to their label, entities decoded."""
+    text = _TEAMS_MENTION.sub(" ", text)
+    text = _SLACK_USER.sub(" ", text)
+    text = _SLACK_SPECIAL.sub(" ", text)
+    text = _SLACK_CHANNEL.sub(lambda m: f"#{m.group(1)}" if m.group(1) else " ", text)
+    text = _SLACK_LINK.sub(lambda m: m.group(2) or m.group(1), text)
+    text = _HTML_TAG.sub(" ", text)
+    text = html.unescape(text)
+    return re.sub(r"\s+([?.!,;:])", r"\1", " ".join(text.split()))
+
+
+@dataclass(frozen=True, slots=True)
+class Understood:
+    original: str
+    text: str
+    """Standalone question: markup stripped, follow-up rewritten."""
+    parts: tuple[str, ...]
+    rewritten: bool
+
+
+def understand(question: Question) -> Understood:
+    text = strip_markup(question.text)
+    if not text:
+        raise QuestionError("the question is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"the question is too long ({len(text)} characters, at most {MAX_QUESTION_CHARS})")
+    standalone = rewrite_follow_up(text, question.history)
+    return Understood(question.text, standalone, split_parts(standalone), standalone != text)
+
+
+def rewrite_follow_up(text: str, history: tuple[Turn, ...]) -> str:
+    """A follow-up ("and for the bigger plan?") becomes a standalone question from the last one asked.
+
+    A noun phrase sharing its head word with one of the earlier question's replaces it ("the
+    Business plan" for "the Team plan"); otherwise the earlier question is added as context.
+    """
+    previous = _previous_question(history)
+    if previous is None or not is_follow_up(text):
+        return text
+    fragment = _FOLLOW_UP_START.sub("", text).rstrip(" ?.!")
+    fragment = re.sub(r"^(?:for|on|with|in|about)\s+", "", fragment, flags=re.IGNORECASE)
+    replaced = _replace_same_head(previous, fragment)
+    if replaced is not None:
+        return replaced
+    return f"{previous.rstrip(' ?')}: {fragment}?" if fragment else previous
+
+
+def is_follow_up(text: str) -> bool:
+    words = re.findall(r"[\w'-]+", text)
+    if _FOLLOW_UP_START.match(text):
+        return True
+    return len(words) <= 8 and bool(_PRONOUN.search(text))
+
+
+def _previous_question(history: tuple[Turn, ...]) -> str | None:
+    for turn in reversed(history):
+        if not turn.from_bot:
+            cleaned = strip_markup(turn.text)
+            if cleaned:
+                return cleaned
+    return None
+
+
+def _replace_same_head(previous: str, fragment: str) -> str | None:
+    """Swap the earlier question's noun phrase that ends in the fragment's last word for the fragment."""
+    words = re.findall(r"[\w-]+", fragment)
+    if not words or len(words) > 6:
+        return None
+    head = words[-1]
+    phrase = re.compile(rf"\b(?:the|a|an|my|our|your)\s+(?:[\w-]+\s+){{0,3}}?{re.escape(head)}\b", re.IGNORECASE)
+    found = phrase.search(previous)
+    replacement = fragment if words[0].lower() in _DETERMINERS else f"the {fragment}"
+    if found is None and len(words) > 1:  # "annual billing" for "monthly billing": as many words, same head
+        same_length = rf"\b(?:[\w-]+\s+){{{len(words) - 1}}}{re.escape(head)}\b"
+        found = re.search(same_length, previous, re.IGNORECASE)
+        replacement = fragment
+    if found is None:
+        return None
+    return previous[: found.start()] + replacement + previous[found.end() :]
+
+
+_DETERMINERS = ("the", "a", "an", "my", "our", "your")
+
+
+def split_parts(text: str) -> tuple[str, ...]:
+    """Several questions in one message → one part each; a single question stays whole.
+
+    Splits at question marks and at "and"/"also" before a question word; then a part asking about
+    several named things that share a head noun ("the Team and Business plans") becomes one part
+    per thing, and a part asking for a list of attributes ("the price, the user limit and the
+    retention of the Team plan") one part per attribute. One thing with "and" in its name ("Beacon
+    and Compass", "terms and conditions") and comparisons ("the difference between ...") stay whole.
+    """
+    pieces = [p.strip() for p in re.split(r"(?<=\?)\s+", text) if p.strip()]
+    parts: list[str] = []
+    for piece in pieces:
+        for sub in _PART_BREAK.split(piece):
+            sub = sub.strip(" ,;")
+            if len(re.findall(r"[\w'-]+", sub)) >= 3:
+                parts.append(_as_question(sub))
+    if any(_PRONOUN.search(p) for p in parts[1:]):
+        return (text,)  # "..., and do I need a card to start it?": the later part leans on the first
+    parts = [each for part in parts for each in (_by_named_thing(part) or _by_attribute(part) or [part])]
+    return tuple(parts) if len(parts) > 1 else (text,)
+
+
+_NAME = r"[A-Z][\w-]*(?:\s+[A-Z0-9][\w-]*)*"
+_SHARED_HEAD = re.compile(
+    rf"\b(?P<items>{_NAME}(?:\s*,\s*{_NAME})*,?\s+(?:and|or)\s+{_NAME})\s+(?P<head>[a-z]{{3,}}s)\b"
+)
+_COMPARING = re.compile(r"\b(?:between|compare[ds]?|comparison|difference|versus|vs\.?|both|either|neither)\b", re.I)
+_ITEM_SEPARATOR = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+_SINGULAR_VERB = {"do": "does", "are": "is", "have": "has", "were": "was"}
+
+
+def _by_named_thing(part: str) -> list[str] | None:
+    """ "How much do the Team and Business plans cost?" → one question per plan."""
+    if _COMPARING.search(part):
+        return None
+    found = _SHARED_HEAD.search(part)
+    if found is None or found.start() == 0:
+        return None  # a capitalised first word is the start of the sentence, not a name
+    items = [i for i in _ITEM_SEPARATOR.split(found["items"]) if i]
+    if len(items) < 2:
+        return None
+    before = _singular_verb(part[: found.start()])
+    after = part[found.end() :]
+    head = _singular(found["head"])
+    return [_as_question(f"{before}{item} {head}{after}") for item in items]
+
+
+_ATTRIBUTES = re.compile(
+    r"^(?P<frame>(?:what|which)\s+(?:is|are|was|were)\s+)(?P<items>.+?)"
+    r"(?P<tail>\s+(?:of|for|on|in|with)\s+[^,]+?)?\?$",
+    re.IGNORECASE,
+)
+_DETERMINER_START = re.compile(r"^(?:the|a|an|its|their|your|my|our)\s", re.IGNORECASE)
+
+
+def _by_attribute(part: str) -> list[str] | None:
+    """ "What are the price, the user limit and the retention of the Team plan?" → one per attribute.
+
+    A list counts when it has commas ("the price, user limit and retention") or when the second
+    item has its own determiner ("the price and the user limit"); "the terms and conditions" shares
+    one determiner and stays one thing."""
+    found = _ATTRIBUTES.match(part)
+    if found is None or _COMPARING.search(part):
+        return None
+    tail = found["tail"] or ""
+    if re.search(r"\b(?:and|or)\b", tail):
+        return None
+    items = [i.strip() for i in _ITEM_SEPARATOR.split(found["items"]) if i.strip()]
+    has_comma = "," in found["items"]
+    if len(items) < 2 or any(len(i.split()) > 5 for i in items):
+        return None
+    if not has_comma and not (len(items) == 2 and _DETERMINER_START.match(items[1])):
+        return None
+    first_determiner = _DETERMINER_START.match(items[0])
+    frame = _singular_verb(found["frame"])
+    out = []
+    for item in items:
+        if first_determiner and not _DETERMINER_START.match(item):
+            item = f"{first_determiner.group(0)}{item}"
+        out.append(_as_question(f"{frame}{item}{tail}"))
+    return out
+
+
+def _singular_verb(prefix: str) -> str:
+    """ "How much do the " → "How much does the ": the verb agrees with one thing now."""
+    return re.sub(
+        r"\b(do|are|have|were)(\s+(?:the\s+)?)$",
+        lambda m: _SINGULAR_VERB[m.group(1).lower()] + m.group(2),
+        prefix,
+        flags=re.IGNORECASE,
+    )
+
+
+def _singular(noun: str) -> str:
+    if noun.endswith("ies"):
+        return noun[:-3] + "y"
+    if noun.endswith(("sses", "ches", "shes", "xes")):
+        return noun[:-2]
+    return noun[:-1]
+
+
+def _as_question(text: str) -> str:
+    text = text[0].upper() + text[1:]
+    return text if text.endswith("?") else text.rstrip(".!") + "?"
+
+
+_QUANTITY = re.compile(
+    r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old)"
+    r"|(?:what|which)(?:'s| is| are| was| were)? (?:the |a |an )?(?:[\w-]+ ){0,3}"
+    r"(?:price|cost|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period"
+    r"|capacity|budget|salary|band|duration|deadline|threshold|discount|count|quota)s?\b)"
+)
+
+
+def answer_type(text: str) -> str:
+    """What kind of value answers the question: quantity, date, person, yesno or other."""
+    lowered = text.lower()
+    if _QUANTITY.match(lowered):
+        return "quantity"
+    if re.match(
+        r"^(?:when (?:was|were|did|will|is|are|does)|what (?:date|day|year|time)|which (?:date|day|year))\b", lowered
+    ):
+        return "date"
+    if re.match(r"^(?:who|whom|whose)\b", lowered):
+        return "person"
+    if re.match(r"^(?:is|are|was|were|do|does|did|can|could|will|would|should|may|must|has|have)\b", lowered):
+        return "yesno"
+    return "other"

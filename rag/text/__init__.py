@@ -1,0 +1,1 @@
+"""Pure text analysis: values, names and codes, claims."""

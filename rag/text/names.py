@@ -1,0 +1,226 @@
+"""Names in text: product, plan and people names, codes and acronyms, and whether a text mentions one.
+
+The premise gate, the reranker's name penalty, the critic's claim checks and the contradiction
+check all ask these questions; the answers are cached by text (the same sentences come back for
+every question about them).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from rag.text.facts import STOP_WORDS
+
+_CODE = re.compile(r"\b(?:[A-Z]{1,5}-?\d+[A-Z]*|[A-Z]+\d+[A-Z0-9-]*|\d+[A-Z]{2,})\b")
+_NAME = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:[ -][A-Z][a-zA-Z0-9]+)*\b")
+
+
+_NOT_PEOPLE = frozenset(
+    [
+        "team",
+        "teams",
+        "officer",
+        "office",
+        "department",
+        "departments",
+        "policy",
+        "plan",
+        "plans",
+        "labs",
+        "inc",
+        "ltd",
+        "llc",
+        "company",
+        "group",
+        "product",
+        "manager",
+        "managers",
+        "director",
+        "head",
+        "chief",
+        "security",
+        "engineering",
+        "people",
+        "operations",
+        "sales",
+        "support",
+        "success",
+        "customer",
+        "board",
+        "committee",
+        "council",
+        "university",
+        "school",
+        "government",
+        "ministry",
+        "agency",
+        "bank",
+        "church",
+        "party",
+    ]
+)
+
+
+def people(text: str) -> set[str]:
+    """Names that can be a person's: capitalised words without organisation or role words."""
+    return {
+        name
+        for name in names(text) | new_names(text, "")
+        if not {word.lower() for word in name.split()} & _NOT_PEOPLE and not codes(name)
+    }
+
+
+def new_names(text: str, known: str) -> set[str]:
+    """Names in `text` (its first word too, when capitalised and not a common word) absent from `known`."""
+    found = names(text)
+    first = re.match(r"\s*([A-Z][a-zA-Z0-9]+)(?=[\s,.;:!?]|$)", text)
+    if first and first.group(1).lower() not in STOP_WORDS:
+        found.add(first.group(1))
+    lowered = fold(known)
+    return {n for n in found if fold(n) not in lowered}
+
+
+def codes(text: str) -> set[str]:
+    """Product codes and identifiers: NW-200X, SOC2, 4357 is a number, not a code."""
+    return set(_codes(text))
+
+
+@lru_cache(maxsize=8192)
+def _codes(text: str) -> frozenset[str]:
+    return frozenset(m.group(0) for m in _CODE.finditer(text) if not m.group(0).isdigit())
+
+
+_IMPERATIVES = frozenset(
+    [
+        "ask",
+        "tell",
+        "list",
+        "show",
+        "give",
+        "explain",
+        "describe",
+        "summarise",
+        "summarize",
+        "compare",
+        "find",
+        "contact",
+        "email",
+        "call",
+        "see",
+        "use",
+        "check",
+        "visit",
+        "read",
+        "open",
+        "send",
+        "book",
+    ]
+)
+
+
+def names(text: str) -> set[str]:
+    """Capitalised terms: plan, product and people names (a sentence's first word only as part of one)."""
+    return set(_names(text))
+
+
+@lru_cache(maxsize=8192)
+def _names(text: str) -> frozenset[str]:
+    found = set()
+    for m in _NAME.finditer(text):
+        start = m.start()
+        preceding = text[:start].rstrip()
+        if not preceding or preceding[-1] in ".!?:;\n(\"'":
+            # At a sentence start a capital says nothing: "The Team plan" names Team, "Beacon Pro
+            # keeps" names Beacon Pro, "Employees may" names nothing.
+            words = m.group(0).split()
+            if len(words) > 1:
+                leading = words[0].lower() in STOP_WORDS or words[0].lower() in _IMPERATIVES
+                found.add(" ".join(words[1:]) if leading else m.group(0))
+            continue
+        found.add(m.group(0))
+    in_codes = " ".join(codes(text))
+    return frozenset(name for name in found if name.lower() not in STOP_WORDS and name not in in_codes)
+
+
+def acronyms(text: str) -> set[str]:
+    """Initials of capitalised word runs, lower-cased: "Chief Executive Officer" → "ceo", and
+    "Union of Soviet Socialist Republics" → "ussr" (small connecting words skipped), plus every
+    shorter run inside a longer one ("New York City" also gives "nyc" when followed by more)."""
+    return set(_acronyms(text))
+
+
+@lru_cache(maxsize=8192)
+def _acronyms(text: str) -> frozenset[str]:
+    found = set()
+    run = r"[A-Z][a-z]+(?:\s+(?:(?:of|and|for|the|de|du|la)\s+)?[A-Z][a-z]+){1,6}"
+    for m in re.finditer(rf"\b{run}\b", text):
+        initials = [w[0] for w in m.group(0).split() if w[0].isupper()]
+        for end in range(2, len(initials) + 1):
+            found.add("".join(initials[:end]).lower())
+    return frozenset(found)
+
+
+@lru_cache(maxsize=8192)
+def fold(text: str) -> str:
+    """Lower-case without accents, for matching names: "Beyoncé" and "beyonce" are one name."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+def mentions(haystack: str, term: str) -> bool:
+    """Whether `haystack` names `term`: as written (accents, case and a plural ending aside) or
+    as its acronym."""
+    pattern = _mention_pattern(term)
+    if pattern is None:
+        return False
+    if pattern.search(fold(haystack)):
+        return True
+    return term.isupper() and fold(term) in _acronyms(haystack)
+
+
+@lru_cache(maxsize=4096)
+def _mention_pattern(term: str) -> re.Pattern[str] | None:
+    words = [_singular_word(w) for w in re.findall(r"[\w-]+", fold(term))]
+    if not words:
+        return None
+    forms = [re.escape(w[:-1]) + r"(?:y|ies)" if w.endswith("y") else re.escape(w) + r"(?:s|es)?" for w in words]
+    joined = r"[\s-]+".join(forms)
+    return re.compile(rf"(?<![\w-]){joined}(?!\w)")
+
+
+def _singular_word(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("es") and len(word) > 4 and word[-3] in "sxz":
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+_KIND_NOUNS = (
+    "plan|plans|tier|tiers|model|models|product|products|edition|version|package|bundle|collector|device|"
+    "service|licen[cs]e|subscription|add-on|module|feature|app|programme|program|card|account|level|band|grade"
+)
+
+
+def premise_terms(question: str) -> list[tuple[str, ...]]:
+    """What the question presumes exists, each with the forms that count as a mention of it.
+
+    Codes ("NW-900"), names of several words ("Beacon Ultra"; their last words alone also count,
+    since a question's first word may have been read into the name), and single names used as a
+    kind of thing ("the Platinum plan"). A lone capitalised word ("Europe", "London") is left to
+    retrieval: it presumes nothing a document must define.
+    """
+    terms: list[tuple[str, ...]] = [(code,) for code in sorted(codes(question))]
+    for name in sorted(names(question)):
+        words = name.split()
+        if len(words) > 1:
+            terms.append((name, " ".join(words[1:])))
+        elif re.search(rf"\b{re.escape(name)}\s+(?:{_KIND_NOUNS})\b", question, re.IGNORECASE):
+            terms.append((name,))
+    return terms
