@@ -18,7 +18,7 @@ TORCH := torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 $(BIN)/candor: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --constraint $(CONSTRAINTS) pip
-	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(PIP) $(TORCH)
 	$(PIP) -e .
 	touch $@
 
@@ -52,10 +52,12 @@ lock:
 	.lock-venv/bin/python -m pip install --quiet --upgrade pip
 	.lock-venv/bin/python -m pip install --quiet $(TORCH)
 	.lock-venv/bin/python -m pip install --quiet -e '.[test]'
+	.lock-venv/bin/python -m pip freeze --exclude-editable > .lock-venv/freeze.txt
 	{ echo "# The versions CI tested: make demo, make test and .ci/run install with these."; \
 	  echo "# Refresh with 'make lock' (then run 'make test'); pyproject.toml keeps the ranges."; \
 	  .lock-venv/bin/python -m pip --version | sed 's/^pip \([^ ]*\).*/pip==\1/'; \
-	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v -i '^torch=='; } > $(CONSTRAINTS)
+	  grep -v -i '^torch==' .lock-venv/freeze.txt; } > .lock-venv/constraints.txt
+	mv .lock-venv/constraints.txt $(CONSTRAINTS)
 	rm -rf .lock-venv
 
 clean:

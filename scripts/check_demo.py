@@ -29,8 +29,11 @@ def problems(log: str) -> list[str]:
         if start < 0:
             found.append(f"the demo did not ask {question!r}")
             continue
-        block = log[start : log.find("route:", start) + 1 or None]
-        if value not in block:
+        end = log.find("\n", log.find("route:", start))
+        block = log[start : end if end >= 0 else None]
+        if "route: answered" not in block:
+            found.append(f"{question!r} was not answered")
+        elif value not in block:
             found.append(f"the answer to {question!r} does not say {value!r}")
         elif "[1]" not in block:
             found.append(f"the answer to {question!r} cites nothing")

@@ -8,7 +8,9 @@ written last; it names the ONNX file the exporter wrote (read back, not guessed:
 names an int8 file after the weights' type, `model_quint8_avx2.onnx` but `model_qint8_avx512.onnx`),
 its size and SHA-256, and the layout `rag.backends.onnx_runner.OnnxRunner` needs. An export is made in a
 staging folder and renamed into place, so a crash leaves no half-written variant. A folder whose
-manifest is missing or does not match its file, or whose file does not load, is exported again.
+manifest is missing or does not match its files (the ONNX file and the runner's tokenizer, both by
+SHA-256), or whose file does not load, is exported again. A complete export loads without the
+lock, so a read-only models folder made at build time (a container image) serves as it is.
 
 Once exported, the copied torch weights and, for int8, the float export are deleted: the ONNX file
 holds the weights (a home is ~25 MB instead of ~200 MB). A file lock makes a second process wait
@@ -29,6 +31,7 @@ import os
 import platform
 import shutil
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,6 +50,7 @@ TARGETS: tuple[Target, ...] = ("arm64", "avx2", "avx512", "avx512_vnni")
 """The CPU targets sentence-transformers' int8 exporter knows (optimum's `AutoQuantizationConfig`)."""
 
 MANIFEST = "candor-export.json"
+_IN_PROCESS = threading.Lock()
 _TOKENIZER = "candor-tokenizer.json"
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 _FLOAT = "onnx/model.onnx"
@@ -54,7 +58,13 @@ _FLOAT = "onnx/model.onnx"
 
 def detect_target(cpu_flags: str | None = None, machine: str | None = None) -> Target | None:
     """The int8 target for this CPU (or for the given `/proc/cpuinfo` text and `uname -m`), or None
-    when no target fits (an x86 CPU without AVX2, another architecture)."""
+    for an architecture no target fits.
+
+    On x86-64 only a CPU with AVX-512 VNNI gets the signed-weights file made for it; every other
+    x86-64 CPU (AVX2, AVX-512 without VNNI, one whose flags cannot be read: macOS, Windows) gets
+    the AVX2 file. Its unsigned weights (u8u8) are computed exactly on any x86-64 CPU, while ONNX
+    Runtime runs signed weights (u8s8) on AVX2 and AVX-512 without VNNI with VPMADDUBSW, which can
+    saturate (ONNX Runtime's quantisation notes)."""
     machine = (machine if machine is not None else platform.machine()).lower()
     if machine in ("aarch64", "arm64"):
         return "arm64"
@@ -68,11 +78,7 @@ def detect_target(cpu_flags: str | None = None, machine: str | None = None) -> T
     flags = {word for line in cpu_flags.splitlines() if line.startswith("flags") for word in line.split()}
     if "avx512_vnni" in flags or "avx512vnni" in flags:
         return "avx512_vnni"
-    if "avx512f" in flags:
-        return "avx512"
-    if "avx2" in flags:
-        return "avx2"
-    return None
+    return "avx2"
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,8 @@ class Export:
     sha256: str
     layout: RunnerLayout | None
     """None: not a layout `OnnxRunner` runs; loaded through sentence-transformers."""
+    tokenizer_sha256: str | None = None
+    """The SHA-256 of the runner's tokenizer file (with a layout)."""
 
     @property
     def path(self) -> Path:
@@ -100,6 +108,7 @@ class Export:
             "size": self.size,
             "sha256": self.sha256,
             "layout": self.layout.as_json() if self.layout else None,
+            "tokenizer_sha256": self.tokenizer_sha256,
         }
 
     @classmethod
@@ -118,8 +127,9 @@ class Export:
                 size=int(data["size"]),
                 sha256=str(data["sha256"]),
                 layout=RunnerLayout.from_json(data["layout"]) if data["layout"] is not None else None,
+                tokenizer_sha256=data.get("tokenizer_sha256"),
             )
-            if made.layout is not None and not (folder / _TOKENIZER).is_file():
+            if made.layout is not None and _sha256(folder / _TOKENIZER) != made.tokenizer_sha256:
                 return None
             if made.path.stat().st_size != made.size or _sha256(made.path) != made.sha256:
                 return None
@@ -195,10 +205,13 @@ def export(source: Path, folder: Path, target: str | None) -> Export:
         for name in _WEIGHTS:  # the ONNX file holds the weights
             (staging / name).unlink(missing_ok=True)
         found = RunnerLayout.of(model)
+        tokenizer_sha256 = None
         if found is not None:
             (staging / _TOKENIZER).write_text(found[1])
+            tokenizer_sha256 = _sha256(staging / _TOKENIZER)
         path = staging / file
-        made = Export(folder, file, target, path.stat().st_size, _sha256(path), found[0] if found else None)
+        layout = found[0] if found else None
+        made = Export(folder, file, target, path.stat().st_size, _sha256(path), layout, tokenizer_sha256)
         (staging / MANIFEST).write_text(json.dumps(made.as_json(), indent=2))  # last: the folder is complete
         if folder.exists():
             shutil.rmtree(folder)
@@ -240,9 +253,15 @@ def load_onnx_model(model_path: str, *, target: str | None, cache_dir: Path | No
         return SentenceTransformer(model_path, device="cpu", backend="onnx")
     folder = variant_folder(source, cache_dir, target)
     unloadable: tuple[type[Exception], ...] = (OSError, EmbeddingError, *ort_errors())
+    made = Export.read(folder)
+    if made is not None:  # no lock: a complete export in a read-only or shared folder loads as it is
+        try:
+            return open_export(made)
+        except unloadable:
+            pass  # damaged, or being replaced by another process: looked at again under the lock
     cache_dir.mkdir(parents=True, exist_ok=True)
-    # under the lock: a process repairing a folder must not pull it from under another's load
-    with fasteners.InterProcessLock(str(cache_dir / ".export.lock")):
+    # the file lock is per process, the thread lock per thread: one export or repair at a time
+    with _IN_PROCESS, fasteners.InterProcessLock(str(cache_dir / ".export.lock")):
         made = Export.read(folder)
         if made is not None:
             try:

@@ -169,9 +169,13 @@ class OnnxRunner:
         a cached export starts this way), or None if the graph is fed differently."""
         from tokenizers import Tokenizer
 
+        try:
+            tokenizer = Tokenizer.from_str(tokenizer_json)
+        except Exception as exc:  # tokenizers raises bare Exceptions for a malformed file
+            raise EmbeddingError(f"the tokenizer beside {onnx_file} does not load: {exc}") from exc
         runner = cls(
             onnx_file,
-            Tokenizer.from_str(tokenizer_json),
+            tokenizer,
             max_length=layout.max_length,
             pooling=layout.pooling,
             dimension=layout.dimension,

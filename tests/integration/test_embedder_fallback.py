@@ -73,12 +73,14 @@ def _copy(exported: Path, tmp_path: Path) -> tuple[Path, Export]:
     ("cpuinfo", "machine", "target"),
     [
         ("flags\t\t: fpu sse2 avx avx2 fma", "x86_64", "avx2"),
-        ("flags\t\t: fpu avx2 avx512f avx512bw", "x86_64", "avx512"),
-        ("flags\t\t: fpu avx2 avx512f avx512_vnni", "x86_64", "avx512_vnni"),
-        ("flags\t\t: fpu sse2 sse4_2 avx", "x86_64", None),  # no AVX2: no int8 target fits
+        ("flags\t\t: fpu avx2 avx512f avx512bw avx512_vnni", "x86_64", "avx512_vnni"),
+        # signed weights would run on VPMADDUBSW here, which can saturate: the exact u8u8 file
+        ("flags\t\t: fpu avx2 avx512f avx512bw", "x86_64", "avx2"),
+        ("flags\t\t: fpu sse2 sse4_2 avx", "x86_64", "avx2"),
+        ("", "x86_64", "avx2"),  # no /proc/cpuinfo (macOS, Windows)
+        ("model name\t: avx512_vnni in a name\nflags\t\t: fpu sse2", "x86_64", "avx2"),  # flags lines only
         ("Features\t: fp asimd evtstrm aes", "aarch64", "arm64"),
         ("isa\t\t: rv64imafdc", "riscv64", None),
-        ("model name\t: some avx2 avx512f mention\nflags\t\t: fpu sse2", "x86_64", None),  # flags lines only
     ],
 )
 def test_the_int8_target_is_read_off_the_cpu(cpuinfo: str, machine: str, target: str | None) -> None:
@@ -122,6 +124,31 @@ async def test_a_file_that_matches_its_manifest_but_does_not_load_is_exported_ag
     assert embedder.backend_in_use == f"onnx-int8 ({TARGET})" and vector.shape == (1, 384)
     repaired = Export.read(made.folder)
     assert repaired is not None and repaired.size > 1_000_000
+
+
+async def test_a_damaged_tokenizer_is_exported_again(exported: Path, tmp_path: Path) -> None:
+    """The runner's tokenizer is checked by its digest too: cut short, it would fail to parse; edited,
+    it would give other vectors silently."""
+    cache, made = _copy(exported, tmp_path)
+    _, clean = await _reload(exported)
+    tokenizer = made.folder / "candor-tokenizer.json"
+    tokenizer.write_text(tokenizer.read_text().replace('"lowercase":true', '"lowercase":false'))
+    embedder, vector = await _reload(cache)
+    assert embedder.backend_in_use == f"onnx-int8 ({TARGET})"
+    np.testing.assert_allclose(vector, clean, atol=1e-5)
+    assert Export.read(made.folder) is not None
+
+
+async def test_a_complete_export_loads_where_no_lock_can_be_taken(exported: Path, tmp_path: Path) -> None:
+    """A models folder made at build time and mounted read-only: nothing needs writing, so nothing
+    is (the lock file cannot be made here, as it cannot on a read-only mount)."""
+    cache, made = _copy(exported, tmp_path)
+    (cache / ".export.lock").unlink(missing_ok=True)
+    (cache / ".export.lock").mkdir()  # the lock cannot be opened
+    before = sorted(p.name for p in made.folder.rglob("*"))
+    embedder, vector = await _reload(cache)
+    assert embedder.backend_in_use == f"onnx-int8 ({TARGET})" and vector.shape == (1, 384)
+    assert sorted(p.name for p in made.folder.rglob("*")) == before
 
 
 async def test_a_crash_mid_export_leaves_nothing_that_is_reused(exported: Path, tmp_path: Path) -> None:

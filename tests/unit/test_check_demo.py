@@ -45,6 +45,11 @@ def test_a_demo_that_answered_nothing_fails() -> None:
     assert "no question was answered (no 'route: answered' line)" in _checker().problems(abstained)
 
 
+def test_an_expected_answer_given_with_low_confidence_fails() -> None:
+    low = GOOD.replace("trace 1", "trace 1").replace("   route: answered · 37 ms", "   route: low_confidence · 37 ms")
+    assert _checker().problems(low) == [f"{LEAVE!r} was not answered"]
+
+
 def test_a_wrong_or_uncited_answer_fails() -> None:
     check = _checker()
     assert check.problems(GOOD.replace("24 days", "20 days")) == [f"the answer to {LEAVE!r} does not say '24 days'"]
