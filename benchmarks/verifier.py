@@ -39,7 +39,8 @@ from benchmarks.common import RAMDOCS
 from rag.backends.vector_cache import CachedEmbedder
 from rag.config import load_settings
 from rag.ingest.sentences import split_sentences
-from rag.pipeline.critic import EvidenceVerifier, Verifier
+from rag.model.ports import Verifier
+from rag.pipeline.critic import EvidenceVerifier
 from rag.runtime import open_candor
 from rag.text.facts import clean_sentence, readable, values
 from rag.text.names import names

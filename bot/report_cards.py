@@ -1,6 +1,6 @@
 """The sampled measures on the report page (`bot.report_html`): their headline cards and charts, in words.
 
-Pure functions of the report object (`rag.insights.report.build`, `rag.insights.audit.measures`),
+Pure functions of the report object (`rag.insights.report.build`, `rag.insights.report.audit_measures`),
 returning text and chart data; `bot.report_html` puts them in the page. Each measure says what it is:
 
 - the hallucination rate, stratified by day: the weighted rate with the counts it comes from, its
@@ -39,7 +39,8 @@ def measure_text(measure: Mapping[str, Any] | None, unit: str = "") -> tuple[str
     """A sampled measure's headline and its explanation: counts, interval, verifier and method when
     measured; "not measured" / "not independent" with the reason otherwise (never a bare or a zero
     rate). A rate stratified by day (it has a `coverage`) reads "3.8%, from 4/110": the weighted rate,
-    then the counts it was weighted from. The shape is `rag.insights.audit.measures`'s; any key may be missing."""
+    then the counts it was weighted from. The shape is `rag.insights.report.audit_measures`'s; any
+    key may be missing."""
     measure = measure or {}
     status, reason = measure.get("status"), str(measure.get("reason") or "")
     size = measure.get("sample_size", measure.get("of"))

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rag.backends.embeddings import Embedder, backend_in_use, build_embedder
+from rag.backends.embeddings import backend_in_use, build_embedder
 from rag.backends.from_settings import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
 from rag.backends.llm_judge import LLMFactComparer
 from rag.backends.vector_cache import CachedEmbedder
@@ -18,15 +18,17 @@ from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor
 from rag.insights.report.build import Window, build_report
 from rag.model.answers import Answer, Feedback, Question
+from rag.model.evidence import Query, Ranked
+from rag.model.ports import Embedder, Reranker, Synthesizer, Verifier
 from rag.model.types import AccessScope
 from rag.pipeline.access import AccessPolicy
 from rag.pipeline.answerer import Answerer, TraceRecorder
 from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
-from rag.pipeline.critic import EvidenceVerifier, Verifier
+from rag.pipeline.critic import EvidenceVerifier
 from rag.pipeline.gated_attempt import GatedAttempt, PipelineConfig
-from rag.pipeline.rerank import EvidenceReranker, Query, Ranked, Reranker, SentenceSource
+from rag.pipeline.rerank import EvidenceReranker, SentenceSource
 from rag.pipeline.retrieve import HybridRetriever
-from rag.pipeline.synthesis import ExtractiveSynthesizer, Synthesizer
+from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.store.database import fill_pool
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore

@@ -9,7 +9,8 @@ from typing import Any
 
 from rag.errors import DatabaseUnavailable
 from rag.model.answers import Answer, Question
-from rag.pipeline.synthesis import Draft, SynthesisRequest, Synthesizer
+from rag.model.evidence import Draft, SynthesisRequest
+from rag.model.ports import Synthesizer
 from rag.runtime import Candor
 
 

@@ -42,9 +42,10 @@ import numpy as np
 from rag.config import model_library_environment
 from rag.errors import ConfigError, CrossEncoderError
 from rag.model.answers import Verdict
+from rag.model.evidence import Query, Ranked
+from rag.model.ports import Reranker
 from rag.model.types import Passage
-from rag.pipeline.critic import evidence_sentences, exact_mismatches, settled_verdict
-from rag.pipeline.rerank import Query, Ranked, Reranker
+from rag.text.exact_checks import evidence_sentences, exact_mismatches, settled_verdict
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,14 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from rag.backends.onnx_export import TARGETS, detect_target, load_onnx_model
 from rag.config import PACKAGED_MINILM, Settings, offline_model_environment
 from rag.errors import ConfigError, EmbeddingError
+from rag.model.ports import Embedder
 from rag.model.types import Matrix
 
 log = logging.getLogger(__name__)
@@ -30,21 +31,6 @@ _FALLBACKS = {"onnx-int8": ("onnx-int8", "onnx", "torch"), "onnx": ("onnx", "tor
 """What each backend setting tries, in order, until one loads."""
 
 _OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    name: str
-    """Identity recorded with the vectors; a different name means the store needs a re-embed."""
-    dimension: int
-
-    async def embed(self, texts: Sequence[str]) -> Matrix:
-        """One L2-normalised float32 row per text, in order."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release threads and connections; the embedder is not used afterwards."""
-        ...
 
 
 def backend_in_use(embedder: Embedder) -> str:

@@ -19,9 +19,7 @@ from rag.backends.llm import ChatModel, ChatSettings, close_all
 from rag.backends.llm_judge import FallbackVerifier, LLMJudge, PrefilteredVerifier
 from rag.backends.llm_writer import FallbackSynthesizer, LLMSynthesizer
 from rag.config import Settings
-from rag.pipeline.critic import Verifier
-from rag.pipeline.rerank import Reranker
-from rag.pipeline.synthesis import Synthesizer
+from rag.model.ports import Reranker, Synthesizer, Verifier
 
 OPENED: list[ChatModel] = []
 """Every chat model built by this process, closed by `close_chat_models` (their HTTP clients)."""

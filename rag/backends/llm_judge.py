@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rag.backends.llm import StructuredModel
 from rag.errors import CrossEncoderError, LLMError, LLMOutputError
 from rag.model.answers import Verdict
-from rag.pipeline.critic import Verifier, evidence_sentences, exact_mismatches, hard_failure, settled_verdict
+from rag.model.ports import Verifier
+from rag.text.exact_checks import evidence_sentences, exact_mismatches, hard_failure, settled_verdict
 
 log = logging.getLogger("candor.judge")
 

@@ -26,16 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.backends.llm import StructuredModel
 from rag.errors import LLMError, LLMOutputError
+from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftConflict, DraftSentence, SynthesisRequest
+from rag.model.ports import SamplingSynthesizer, Synthesizer
 from rag.model.types import Passage
-from rag.pipeline.consistency import SamplingSynthesizer
-from rag.pipeline.synthesis import (
-    PASSAGES_CONSIDERED,
-    Draft,
-    DraftConflict,
-    DraftSentence,
-    SynthesisRequest,
-    Synthesizer,
-)
 from rag.text.facts import clean_sentence
 
 log = logging.getLogger("candor.writer")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from rag.backends.embeddings import Embedder
+from rag.model.ports import Embedder
 from rag.model.types import Matrix
 from rag.store.postgres import Vector
 

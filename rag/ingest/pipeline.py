@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.backends.embeddings import Embedder
 from rag.errors import ConfigError, EmptyFile, IngestError, StoreError, UnreadableFile
 from rag.ingest.chunking import Chunker
 from rag.ingest.discovery import absolute, discover
 from rag.ingest.document_facts import DocumentFacts, document_facts
-from rag.ingest.embedding_inputs import chunk_input, input_hash
 from rag.ingest.loaders import load_document
+from rag.model.ports import Embedder
 from rag.model.types import clean_text
+from rag.store.embedding_inputs import chunk_input, input_hash
 from rag.store.postgres import ChunkRow, DocumentRow, KnowledgeBase, PostgresStore, SentenceRow, StoredDocument
 
 log = logging.getLogger(__name__)

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from rag.config import calibrated
+from rag.model.evidence import Ranked, ScoredSentence
 from rag.model.types import AccessScope
 from rag.pipeline.gated_attempt import retry_query
 from rag.pipeline.premise import unknown_names
-from rag.pipeline.rerank import Ranked, ScoredSentence
 from rag.text.facts import clean_sentence, readable
 
 DEFAULT_SHORTLIST = 20

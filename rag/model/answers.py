@@ -70,10 +70,29 @@ class Verdict:
     """The verifier that decided, when a composite one (prefilter, fallback) was asked; "" otherwise."""
 
 
+GateName = Literal[
+    "retrieval_score",
+    "premise",
+    "bridge",
+    "writer",
+    "faithfulness",
+    "rescue",
+    "writer_conflicts",
+    "completeness",
+    "self_consistency",
+    "contradiction",
+]
+"""Every gate an answer passes, in the order an attempt meets them (DESIGN.md, "The flow"):
+`retrieval_score` (best dense cosine), `premise` (names and codes no evidence mentions), `bridge`
+(multi-hop's second retrieval), `writer` (the configured writer, or its fallback), `faithfulness`
+(the critic's verdicts), `rescue` (per-claim re-retrieval), `writer_conflicts` (a model writer's
+conflict notes, confirmed), `completeness` (every part answered), `self_consistency` (optional),
+`contradiction` (sources that disagree, over the shortlist)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GateOutcome:
-    gate: str
-    """retrieval_score, premise, faithfulness, completeness, contradiction, ..."""
+    gate: GateName
     passed: bool
     score: float
     attempt: int

@@ -11,6 +11,8 @@ import numpy as np
 
 Matrix = np.ndarray[Any, np.dtype[np.float32]]
 """Rows of float32 vectors, one per text."""
+Vector = np.ndarray[Any, np.dtype[np.float32]]
+"""One float32 vector."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
 _SEPARATORS = re.compile(r"[\x0b\x0c\x1c-\x1f]")  # whitespace to str.split(): kept as a space

@@ -9,11 +9,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rag.model.answers import DroppedSentence, GateOutcome
+from rag.model.answers import DroppedSentence, GateName, GateOutcome
+from rag.model.evidence import Draft, PartEvidence
 from rag.model.types import Passage
 from rag.pipeline.contradictions import FoundConflict
 from rag.pipeline.focus import Focus
-from rag.pipeline.synthesis import Draft, PartEvidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ class Attempt:
     def unsupported(self) -> tuple[Checked, ...]:
         return tuple(c for c in self.checked if not c.supported)
 
-    def gate(self, name: str) -> GateOutcome | None:
+    def gate(self, name: GateName) -> GateOutcome | None:
         return next((g for g in self.gates if g.gate == name), None)
 
     @property

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.pipeline.rerank import Ranked, ScoredSentence
+from rag.model.evidence import Ranked, ScoredSentence
 from rag.text.facts import content_words
 from rag.text.names import mentions, names, new_names
 

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.model.answers import AnswerSentence, Conflict, GateOutcome, Route, Source
+from rag.model.evidence import ScoredSentence
 from rag.model.types import Passage
 from rag.pipeline.attempt import Attempt, Checked
 from rag.pipeline.contradictions import ContradictionDetector, FoundConflict, ValueConflicts
-from rag.pipeline.rerank import ScoredSentence
 from rag.text.facts import clean_sentence
 
 SHORTLIST_FOR_CONFLICTS = 10

@@ -13,28 +13,14 @@ default; it only applies with a sampling (model) writer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from rag.model.answers import GateOutcome
-from rag.pipeline.synthesis import Draft, SynthesisRequest
+from rag.model.evidence import Draft
 from rag.text.facts import values
 from rag.text.names import codes
 
 SAMPLE_TEMPERATURE = 0.7
-
-
-@runtime_checkable
-class FactComparer(Protocol):
-    name: str
-
-    async def compare(self, answer: str, samples: Sequence[str]) -> Sequence[Any]: ...
-
-
-@runtime_checkable
-class SamplingSynthesizer(Protocol):
-    name: str
-
-    async def sample(self, request: SynthesisRequest, n: int, *, temperature: float) -> list[Draft]: ...
 
 
 def facts(text: str) -> set[tuple[str, str]]:

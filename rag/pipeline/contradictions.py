@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rag.pipeline.rerank import ScoredSentence
+from rag.model.evidence import ScoredSentence
 from rag.text.claims import negated
 from rag.text.facts import MONTH_NAMES, Value, content_words, qualifiers, values
 from rag.text.names import codes, mentions, names

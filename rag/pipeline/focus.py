@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.backends.embeddings import Embedder
+from rag.model.ports import Embedder
 from rag.text.facts import STOP_WORDS, content_words
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")

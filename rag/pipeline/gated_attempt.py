@@ -15,35 +15,21 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from rag.backends.embeddings import Embedder
 from rag.errors import LLMError
 from rag.model.answers import GateOutcome
+from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, Query, Ranked, SynthesisRequest
+from rag.model.ports import Embedder, FactComparer, Reranker, SamplingSynthesizer, Synthesizer, Verifier
 from rag.model.types import AccessScope, Passage
 from rag.pipeline.attempt import Attempt, Checked, Clock, context_of
 from rag.pipeline.bridge import Bridge, describes, find_bridge
-from rag.pipeline.consistency import (
-    SAMPLE_TEMPERATURE,
-    FactComparer,
-    SamplingSynthesizer,
-    consistency_gate,
-    judged_gate,
-)
-from rag.pipeline.critic import Verifier, contradicts_evidence
+from rag.pipeline.consistency import SAMPLE_TEMPERATURE, consistency_gate, judged_gate
 from rag.pipeline.focus import Focus, FocusCheck
 from rag.pipeline.premise import alternatives, premise_gate, unknown_names
-from rag.pipeline.rerank import Query, Ranked, Reranker
 from rag.pipeline.rescue import ClaimRescuer, rescue_gate
 from rag.pipeline.retrieve import HybridRetriever
-from rag.pipeline.synthesis import (
-    PASSAGES_CONSIDERED,
-    Draft,
-    DraftSentence,
-    PartEvidence,
-    SynthesisRequest,
-    Synthesizer,
-)
 from rag.pipeline.understand import Understood
 from rag.pipeline.writer_conflicts import confirm, writer_conflicts_gate
+from rag.text.exact_checks import contradicts_evidence
 from rag.text.facts import STOP_WORDS, clean_sentence, readable
 
 TermFrequencies = Callable[[str], Awaitable[Mapping[str, float]]]

@@ -18,12 +18,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from rag.backends.embeddings import Embedder
+from rag.model.evidence import Query, Ranked, ScoredSentence
+from rag.model.ports import Embedder
 from rag.model.types import Passage
 from rag.pipeline.understand import answer_type
 from rag.store.evidence import SentenceEvidence, StoredSentence
@@ -39,42 +39,6 @@ NAME_PENALTY = 0.15
 """Taken off a sentence for the share of the question's names (plans, products) it does not name."""
 CHUNK_WEIGHT = 0.2
 """Share of a passage's score taken from the chunk's own cosine (the rest: its best sentence)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """One retrieval probe: the text, its vector when already embedded, its words' rarity."""
-
-    text: str
-    vector: Vector | None = None
-    term_frequency: Mapping[str, float] | None = None
-    """Lexeme → share of chunks containing it (from the store's statistics)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ScoredSentence:
-    passage: Passage
-    position: int
-    text: str
-    score: float
-    meaning: float
-    terms: float
-    type_match: float
-    vector: Vector | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Ranked:
-    passage: Passage
-    score: float
-    sentences: tuple[ScoredSentence, ...]
-    """Best first."""
-
-
-class Reranker(Protocol):
-    name: str
-
-    async def rerank(self, query: Query, passages: Sequence[Passage], *, top_k: int | None = None) -> list[Ranked]: ...
 
 
 class SentenceSource(Protocol):

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.model.answers import GateOutcome
+from rag.model.ports import Verifier
 from rag.model.types import AccessScope, Passage
-from rag.pipeline.critic import Verifier
 from rag.pipeline.retrieve import HybridRetriever
 
 RESCUE_PASSAGES = 5

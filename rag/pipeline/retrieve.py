@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from rag.backends.embeddings import Embedder
 from rag.errors import RetrievalError
+from rag.model.ports import Embedder
 from rag.model.types import AccessScope, Passage, clean_text
 from rag.store.postgres import Candidate, Vector
 

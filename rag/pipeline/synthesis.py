@@ -10,77 +10,13 @@ unanswered rather than filled with the nearest thing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
 
-from rag.model.types import Passage
-from rag.pipeline.rerank import Ranked, ScoredSentence
+from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
 from rag.text.facts import clean_sentence, content_words, looks_like_instruction, readable, values, variant_qualifiers
 from rag.text.names import new_names
 
 SECOND_SENTENCE_MARGIN = 0.12
 """A sentence this close behind the best one completes it when it adds a value or several words."""
-PASSAGES_CONSIDERED = 6
-
-
-@dataclass(frozen=True, slots=True)
-class PartEvidence:
-    text: str
-    ranked: tuple[Ranked, ...]
-    retrieved: bool
-    """False when the retrieval gate failed for this part: nothing to answer it from."""
-
-
-@dataclass(frozen=True, slots=True)
-class SynthesisRequest:
-    question: str
-    parts: tuple[PartEvidence, ...]
-    context: tuple[Passage, ...]
-    """The passages the writer may cite, numbered from 1 in this order."""
-    attempt: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class DraftSentence:
-    text: str
-    citations: tuple[int, ...]
-    """Numbers into `SynthesisRequest.context`."""
-    part: int
-    origin: ScoredSentence | None = None
-    """The source sentence it was copied from, when the writer is extractive."""
-
-
-@dataclass(frozen=True, slots=True)
-class DraftConflict:
-    """A writer's note that its passages disagree: checked before it is believed (rag/pipeline/writer_conflicts.py)."""
-
-    note: str
-    values: tuple[str, ...]
-    citations: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    sentences: tuple[DraftSentence, ...]
-    unanswered_parts: tuple[int, ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    """The writer's own remarks: logged, not delivered."""
-    conflicts: tuple[DraftConflict, ...] = ()
-    """Disagreements between passages the writer reports: delivered only when confirmed."""
-    writer: str = ""
-    """The writer that made it (a fallback writer when the configured one failed)."""
-    fallback: str | None = None
-    """Why the configured writer did not make it, when it did not."""
-
-    @property
-    def abstained(self) -> bool:
-        return not self.sentences
-
-
-class Synthesizer(Protocol):
-    name: str
-
-    async def synthesise(self, request: SynthesisRequest) -> Draft: ...
 
 
 class ExtractiveSynthesizer:

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 from rag.ingest.sentences import split_sentences
 from rag.model.answers import GateOutcome
+from rag.model.evidence import DraftConflict, ScoredSentence
 from rag.model.types import Passage
 from rag.pipeline.contradictions import FoundConflict, differing_values, prefer
-from rag.pipeline.rerank import ScoredSentence
-from rag.pipeline.synthesis import DraftConflict
 from rag.text.facts import clean_sentence, values
 
 

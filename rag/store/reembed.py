@@ -10,7 +10,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from rag.ingest.embedding_inputs import chunk_input, input_hash
+from rag.store.embedding_inputs import chunk_input, input_hash
 from rag.store.queries import HNSW_INDEX_SQL
 from rag.store.rows import Vector
 

@@ -6,9 +6,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-import numpy as np
-
-Vector = np.ndarray[Any, np.dtype[np.float32]]
+from rag.model.types import Vector as Vector
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from rag.model.evidence import Query
 from rag.model.types import AccessScope, Passage
-from rag.pipeline.rerank import Query
 from rag.runtime import Candor
 from rag.store.evidence import term_frequencies
 from rag.store.postgres import KnowledgeBase

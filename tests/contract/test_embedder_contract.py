@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.backends.embeddings import Embedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from rag.backends.embeddings import OpenAIEmbedder, SentenceTransformerEmbedder
 from rag.backends.onnx_export import TARGETS, Export, detect_target
 from rag.backends.onnx_runner import OnnxRunner
 from rag.config import PACKAGED_MINILM
 from rag.errors import EmbeddingError
+from rag.model.ports import Embedder
 from tests.contract.conftest import FAKE_DIMENSION
 from tests.fakes.openai_server import FakeOpenAI, Malformation, bag_of_words_vector
 

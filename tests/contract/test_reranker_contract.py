@@ -16,8 +16,10 @@ from typing import ClassVar
 import pytest
 
 from rag.backends.cross_encoders import CrossEncoderModel, CrossEncoderReranker, load_cross_encoder
+from rag.model.evidence import Query, Ranked
+from rag.model.ports import Reranker
 from rag.model.types import Passage
-from rag.pipeline.rerank import EvidenceReranker, Query, Ranked, Reranker
+from rag.pipeline.rerank import EvidenceReranker
 from rag.runtime import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence
 from rag.store.postgres import KnowledgeBase

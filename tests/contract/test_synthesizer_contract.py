@@ -15,9 +15,11 @@ from typing import ClassVar
 
 import pytest
 
+from rag.model.evidence import Draft, PartEvidence, SynthesisRequest
+from rag.model.ports import Reranker, Synthesizer
 from rag.model.types import Passage
-from rag.pipeline.rerank import EvidenceReranker, Reranker
-from rag.pipeline.synthesis import Draft, ExtractiveSynthesizer, PartEvidence, SynthesisRequest, Synthesizer
+from rag.pipeline.rerank import EvidenceReranker
+from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.runtime import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence
 from rag.store.postgres import KnowledgeBase

@@ -18,7 +18,8 @@ import pytest
 from rag.backends.cross_encoders import CrossEncoderVerifier, load_cross_encoder
 from rag.backends.embeddings import SentenceTransformerEmbedder
 from rag.config import PACKAGED_MINILM
-from rag.pipeline.critic import EvidenceVerifier, Verifier
+from rag.model.ports import Verifier
+from rag.pipeline.critic import EvidenceVerifier
 from tests.contract.known_failures import KnownFailures
 from tests.tiny_cross_encoders import TinyCrossEncoders
 

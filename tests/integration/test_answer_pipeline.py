@@ -16,9 +16,10 @@ import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from rag.model.answers import Answer, Question, Turn
+from rag.model.evidence import Draft, SynthesisRequest
 from rag.model.types import AccessScope
 from rag.pipeline.answerer import Answerer
-from rag.pipeline.synthesis import Draft, ExtractiveSynthesizer, SynthesisRequest
+from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking import TraceStore

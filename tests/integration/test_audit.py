@@ -28,13 +28,13 @@ from bot.report_text import render_report
 from rag.errors import ConfigError, StoreError
 from rag.insights.audit.answers import AuditRequest, relaxed_rechecker, run_audit, stored_scope
 from rag.insights.audit.labels import export_labels, import_labels
-from rag.insights.audit.measures import wilson_interval
 from rag.insights.audit.verifier import AuditVerifier, audit_spec, build_audit_verifier, independent
 from rag.insights.relaxed import recheck
+from rag.insights.report.audit_measures import wilson_interval
 from rag.insights.report.build import build_report, report_window
 from rag.model.answers import Question
+from rag.model.evidence import Ranked
 from rag.model.types import AccessScope
-from rag.pipeline.rerank import Ranked
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from tests.cli import run_cli
@@ -170,7 +170,7 @@ def false_alarms() -> dict[str, Any]:
 
 
 def wilson(n: int, of: int) -> dict[str, Any]:
-    """The Wilson interval as the roots of its quadratic (another form than rag.insights.audit.measures')."""
+    """The Wilson interval as the roots of its quadratic (another form than rag.insights.report.audit_measures')."""
     z = 1.959963984540054
     root = z * math.sqrt(n * (of - n) / of + z * z / 4)
     low, high = ((n + z * z / 2 - root) / (of + z * z), (n + z * z / 2 + root) / (of + z * z))

@@ -29,8 +29,9 @@ from rag.backends.cross_encoders import (
     load_cross_encoder,
 )
 from rag.errors import CandorError, ConfigError, CrossEncoderError
+from rag.model.evidence import Query, Ranked, ScoredSentence
 from rag.model.types import Passage
-from rag.pipeline.rerank import EvidenceReranker, Query, Ranked, ScoredSentence
+from rag.pipeline.rerank import EvidenceReranker
 from rag.runtime import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence
 from rag.store.postgres import KnowledgeBase

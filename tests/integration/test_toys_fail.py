@@ -19,14 +19,14 @@ import pytest
 from rag.insights.evaluation.golden import load_golden
 from rag.insights.evaluation.run import run_eval, summarise
 from rag.model.answers import Question, Verdict
+from rag.model.evidence import Draft, ScoredSentence, SynthesisRequest
 from rag.model.types import AccessScope, Passage
 from rag.pipeline.answerer import Answerer
 from rag.pipeline.contradictions import FoundConflict
-from rag.pipeline.critic import quoted
-from rag.pipeline.rerank import ScoredSentence
-from rag.pipeline.synthesis import Draft, ExtractiveSynthesizer, SynthesisRequest
+from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
+from rag.text.exact_checks import quoted
 from tests.conftest import REPO, SAMPLE
 
 GOLDEN = load_golden(REPO / "sample" / "golden.yaml")

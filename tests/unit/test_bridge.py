@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from rag.model.evidence import Ranked, ScoredSentence
 from rag.model.types import Passage
 from rag.pipeline.bridge import describes, find_bridge
-from rag.pipeline.rerank import Ranked, ScoredSentence
 
 
 def ranked(*texts: str) -> list[Ranked]:

@@ -99,7 +99,7 @@ def test_scope_is_compared_noun_by_noun_and_no_fewer_than_is_not_a_negation() ->
 
 
 def test_a_verbatim_quote_is_recognised_despite_markdown_and_spacing() -> None:
-    from rag.pipeline.critic import quoted
+    from rag.text.exact_checks import quoted
 
     evidence = ["- The **primary** carer receives 16 weeks\nof fully paid parental leave. The secondary carer ..."]
     assert quoted("The primary carer receives 16 weeks of fully paid parental leave.", evidence)

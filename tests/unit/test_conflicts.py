@@ -7,9 +7,10 @@ from datetime import date
 import numpy as np
 import pytest
 
+from rag.model.evidence import ScoredSentence
 from rag.model.types import Passage
 from rag.pipeline.contradictions import find_conflicts, prefer
-from rag.pipeline.rerank import ScoredSentence, coverage, term_weights
+from rag.pipeline.rerank import coverage, term_weights
 from rag.text.facts import qualifiers, variant_qualifiers
 
 TEAM_2026 = "The Team plan costs $15 per user per month on monthly billing."

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rag.backends.embeddings import Embedder, build_embedder
+from rag.backends.embeddings import build_embedder
 from rag.config import load_settings
+from rag.model.ports import Embedder
 from rag.pipeline.focus import Focus, FocusCheck, FocusWord, asked, candidates, without
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bot.report_text import NO_ANSWERS, render_report
-from rag.insights.audit import measures as audit_measures
-from rag.insights.audit.measures import Stratum, coverage, stratified, stratified_interval
+from rag.insights.report import audit_measures
+from rag.insights.report.audit_measures import Stratum, coverage, stratified, stratified_interval
 from rag.insights.report.build import TOP_DOCUMENTS, Window, assemble, parse_moment, report_window
 from tests.conftest import REPO
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from bot.report_html import NO_ANSWERS, NOT_ENOUGH, render_html, write_html
 from bot.svg_charts import NO_DATA, Series, bar_chart, format_value, line_chart, stacked_bars
-from rag.insights.audit import measures as audit_measures
+from rag.insights.report import audit_measures
 from rag.insights.report.build import Window, assemble
 from tests.unit.test_report import MONDAY, WEEK, measured, row
 
@@ -33,7 +33,8 @@ def report() -> dict[str, Any]:
 
 
 def measured_rate(n: int, of: int, verifier: str = "openai:judge-model") -> dict[str, Any]:
-    """A hallucination rate as `rag.insights.audit.measures` reports a measured one (Wilson interval included)."""
+    """A hallucination rate as `rag.insights.report.audit_measures` reports a measured one (Wilson
+    interval included)."""
     row = {"independent": True, "judged": of, "unsupported": n, "answers": 10, "not_judged": 0, "verifiers": [verifier]}
     return audit_measures.hallucination_rate([row])
 

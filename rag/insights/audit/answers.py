@@ -52,9 +52,9 @@ from rag.insights.audit.items import (
     delivered_answer,
     stored_scope,
 )
-from rag.insights.audit.measures import wilson_interval
 from rag.insights.audit.verifier import GONE, NOT_JUDGED, AuditVerifier
 from rag.insights.evaluation.run import rate
+from rag.insights.report.audit_measures import wilson_interval
 from rag.model.types import AccessScope
 
 __all__ = [

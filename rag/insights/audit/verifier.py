@@ -28,13 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.backends.cross_encoders import CrossEncoderVerifier, load_cross_encoder
-from rag.backends.embeddings import Embedder
 from rag.backends.from_settings import chat_model, judge_model
 from rag.backends.llm_judge import LLMJudge
 from rag.backends.vector_cache import CachedEmbedder
 from rag.config import Settings
 from rag.errors import ConfigError, CrossEncoderError, LLMOutputError, LLMUnavailable
-from rag.pipeline.critic import EvidenceVerifier, Verifier
+from rag.model.ports import Embedder, Verifier
+from rag.pipeline.critic import EvidenceVerifier
 
 NOT_JUDGED = (LLMOutputError,)
 """The verifier answered, but not usably, for this one sentence: recorded as not judged, the run goes on."""

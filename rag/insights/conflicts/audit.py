@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.backends.embeddings import Embedder
 from rag.insights.conflicts.findings import (
     AuditedDocument,
     ConflictAudit,
@@ -39,9 +38,10 @@ from rag.insights.conflicts.findings import (
     subject_of,
 )
 from rag.insights.conflicts.queries import ChunkPair, chunk_passages, close_chunk_pairs
+from rag.model.evidence import ScoredSentence
+from rag.model.ports import Embedder
 from rag.model.types import Passage
 from rag.pipeline.contradictions import MIN_COSINE, differing_values, prefer, same_subject
-from rag.pipeline.rerank import ScoredSentence
 from rag.store.evidence import sentence_evidence
 from rag.store.postgres import KnowledgeBase, PostgresStore, Vector
 from rag.text.claims import row_cells

@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from rag.backends.embeddings import Embedder
 from rag.config import calibrated
 from rag.insights.gaps.clustering import average_linkage, medoid
 from rag.insights.gaps.queries import GapRow, fetch_gap_rows
 from rag.insights.relaxed import Ranking, Recheck, recheck
 from rag.insights.report.build import Window
+from rag.model.ports import Embedder
 from rag.model.types import AccessScope
 from rag.pipeline.understand import strip_markup
 

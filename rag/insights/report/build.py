@@ -18,7 +18,7 @@ rate None when `of` is 0). The definitions are in docs/reporting.md; in short:
   gate's own drops, one judgement per delivered sentence, stratified by UTC day and weighted by the
   sentences each day delivered; wrong_abstention from the relaxed re-checks of abstentions, an upper
   estimate shown with its measured false alarms and no interval; `human` the same two from people's
-  labels (`rag.insights.audit.measures`).
+  labels (`rag.insights.report.audit_measures`).
 - feedback by the route of the answer voted on, in the answer's period.
 """
 
@@ -35,8 +35,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.config import calibrated, calibration_record
 from rag.errors import StoreError
-from rag.insights.audit import measures as audit_measures
 from rag.insights.evaluation.run import COST_DIGITS, ROUTES, rate
+from rag.insights.report import audit_measures
 from rag.insights.report import queries as report_queries
 
 By = Literal["day", "week"]
@@ -217,7 +217,7 @@ def _period(
 
 def _sampled(grouped: Grouped, daily: Daily, key: PeriodKey, alarms: Mapping[str, Any] | None) -> dict[str, Any]:
     """The sampled measures of a period (or the total): the rates of sentences from the days of the
-    period, each weighted by the sentences it delivered (`rag.insights.audit.measures`)."""
+    period, each weighted by the sentences it delivered (`rag.insights.report.audit_measures`)."""
 
     def days(name: str) -> list[Mapping[str, Any]]:
         rows = daily.get(name, ())

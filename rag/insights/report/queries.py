@@ -170,7 +170,7 @@ EVAL_RUNS = text(
     """
 )
 
-# The sampled measures are stratified by UTC day (`rag.insights.audit.measures.stratified`), so their queries
+# The sampled measures are stratified by UTC day (`rag.insights.report.audit_measures.stratified`), so their queries
 # return a row per (period, day) and no total row: the caller sums the days of each period and of the
 # window. Delivered sentences: those of every delivered answer of the day (answered, low confidence),
 # audited or not, the weights of the days.
