@@ -66,7 +66,8 @@ from benchmarks.squad_kb import (
     prepare_home,
     save_records,
 )
-from rag.config import CALIBRATION, load_settings
+from rag.calibration import CALIBRATION
+from rag.config import load_settings
 from rag.insights.evaluation.golden import load_golden
 from rag.runtime import open_candor
 

@@ -44,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import REPO
 from benchmarks.relaxed_recheck import with_keys
 from rag.backends.embeddings import build_embedder
-from rag.config import CALIBRATION, load_settings
+from rag.calibration import CALIBRATION
+from rag.config import load_settings
 from rag.insights.gaps.clustering import cosine_distances, cut, merges
 
 PARAPHRASES = REPO / "sample" / "gap_paraphrases.yaml"

@@ -50,7 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import handbook_kb, squad_kb
 from benchmarks.calibrate import dump
 from benchmarks.common import CACHE, REPO, load_squad, split_by_title
-from rag.config import CALIBRATION, calibrated, load_settings
+from rag.calibration import CALIBRATION, calibrated
+from rag.config import load_settings
 from rag.insights.evaluation.golden import load_golden
 from rag.insights.relaxed import recheck
 from rag.model.types import AccessScope

@@ -8,7 +8,7 @@ either.
 
 from __future__ import annotations
 
-from rag.insights.conflicts.findings import AuditedDocument, ConflictAudit, ConflictPair, Difference
+from rag import AuditedDocument, ConflictAudit, ConflictPair, Difference
 
 INDENT = "   "
 

@@ -24,15 +24,10 @@ from bot.cli_gaps import gaps
 from bot.report_html import render_html, write_html
 from bot.report_text import render_report
 from bot.text import render_summary, render_text
-from rag.backends.embeddings import backend_in_use
+from rag import By, Candor, EvalRun, IngestReport, report_window
 from rag.errors import FileWriteError
-from rag.ingest.pipeline import IngestReport
-from rag.insights.evaluation.golden import load_golden
-from rag.insights.evaluation.run import run_eval, summarise
-from rag.insights.report.build import By, build_report, report_window
 from rag.model.answers import Answer, Question
-from rag.model.types import AccessScope, Passage, clean_text
-from rag.runtime import Candor, answer_settings
+from rag.model.types import AccessScope, clean_text
 
 log = logging.getLogger("candor.cli")
 
@@ -67,11 +62,6 @@ def ingest(
             count = await candor.reembed()
             if not paths:
                 return count
-        name = kb or candor.settings.default_kb
-        knowledge_base = await candor.knowledge_base(name, create=True)
-        assert knowledge_base is not None
-        if max_authority is not None and max_authority != knowledge_base.max_authority:
-            knowledge_base = await candor.store.set_max_authority(knowledge_base, max_authority)
         with _progress() as progress:
             task = progress.add_task("ingesting", total=None) if progress else None
 
@@ -79,8 +69,8 @@ def ingest(
                 if progress is not None and task is not None:
                     progress.update(task, advance=1, description=escape(clean_text(path.name)[:40]))
 
-            return await candor.ingestor().ingest(
-                paths or [], kb=knowledge_base, access=access or [], prune=prune, on_file=advance
+            return await candor.ingest(
+                paths or [], kb=kb, access=access or [], prune=prune, max_authority=max_authority, on_file=advance
             )
 
     result = run(work, check_embedder=not reembed)
@@ -133,7 +123,7 @@ def search(
     async def work(candor: Candor) -> list[dict[str, object]]:
         await require_knowledge_base(candor, kb)
         scope = AccessScope(frozenset(access or []), None if kb is None else frozenset([kb]))
-        passages = await candor.retriever.run(query, scope, k=k)
+        passages = await candor.search(query, scope, k=k)
         return [p.as_json() for p in passages]
 
     results = run(work)
@@ -192,41 +182,23 @@ def evaluate(
 ) -> None:
     """Ask every question of GOLDEN and score the answers; the run is stored for later reports."""
 
-    async def work(candor: Candor) -> tuple[dict[str, Any], list[dict[str, Any]], int, dict[str, str]]:
-        items = load_golden(golden)
-        await candor.warm_up()
+    async def work(candor: Candor) -> EvalRun:
+        return await candor.evaluate(golden, kb=kb)
 
-        async def search(text: str, scope: AccessScope) -> list[Passage]:
-            return await candor.retriever.run(text, scope, k=5)
-
-        async def reranked(text: str, scope: AccessScope) -> list[Passage]:
-            return [r.passage for r in await candor.rerank(text, scope)]
-
-        results = await run_eval(items, candor.answer, search, kb=kb, rerank=reranked)
-        summary = summarise(results)
-        per_question = [r.as_json() for r in results]
-        run_id = await candor.tracker.record_eval_run(
-            golden=str(golden),
-            knowledge_base=kb,
-            config={
-                **answer_settings(candor.settings),
-                **candor.answerer.models,
-                "embedder_backend": backend_in_use(candor.embedder),
-            },
-            summary=summary,
-            per_question=per_question,
-        )
-        embedder = {"name": candor.embedder.name, "backend": backend_in_use(candor.embedder)}
-        return summary, per_question, run_id, embedder
-
-    summary, per_question, run_id, embedder = run(work)
+    evaluated = run(work)
     if as_json:
-        payload = {"run_id": run_id, "embedder": embedder, "summary": summary, "questions": per_question}
+        payload = {
+            "run_id": evaluated.run_id,
+            "embedder": evaluated.embedder,
+            "summary": evaluated.summary,
+            "questions": evaluated.questions,
+        }
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
         return
-    out.print(render_summary(summary, per_question), markup=False, highlight=False)
+    out.print(render_summary(evaluated.summary, evaluated.questions), markup=False, highlight=False)
+    embedder = evaluated.embedder
     out.print(f"embedder: {embedder['name']} on {embedder['backend']}", markup=False, highlight=False)
-    out.print(f"stored as eval run {run_id}", style="dim", highlight=False)
+    out.print(f"stored as eval run {evaluated.run_id}", style="dim", highlight=False)
 
 
 @app.command()
@@ -254,7 +226,7 @@ def report(
 
     async def work(candor: Candor) -> tuple[dict[str, Any], bool]:
         known = kb is None or await candor.knowledge_base(kb) is not None
-        return await build_report(candor.tracker.engine, window), known
+        return await candor.report(window), known
 
     result, known = run(work, check_embedder=False)
     if not known:
@@ -289,7 +261,7 @@ def serve(
         await candor.warm_up()
         await candor.open_connections()
         settings = candor.settings
-        backend = backend_in_use(candor.embedder)
+        backend = candor.embedder_backend
         log.info("embedder %s on %s", candor.embedder.name, backend, extra={"embedder_backend": backend})
         err.print(f"Embedder: {candor.embedder.name} on {backend}", markup=False, highlight=False)
         slack = settings.slack_bot_token is not None

@@ -13,8 +13,7 @@ import typer
 
 from bot.audit_text import render_conflict_audit
 from bot.cli_common import KbOption, err, out, run
-from rag.insights.conflicts.audit import ConflictAudit, audit_conflicts
-from rag.runtime import Candor
+from rag import Candor, ConflictAudit
 
 audit_app = typer.Typer(
     help="Standing audits: documents that disagree with each other, and the answers given from them.",
@@ -38,7 +37,7 @@ def conflicts(
         knowledge_base = await candor.knowledge_base(name)
         if knowledge_base is None:
             return name, None
-        return name, await audit_conflicts(candor.store, candor.embedder, knowledge_base)
+        return name, await candor.audit_conflicts(knowledge_base)
 
     name, audit = run(work)
     if audit is None:

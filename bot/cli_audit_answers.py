@@ -20,11 +20,7 @@ from rich.markup import escape
 from bot.cli_audit import audit_app
 from bot.cli_common import err, out, run
 from bot.report_text import relaxed_estimate
-from rag.insights.audit.answers import DEFAULT_SAMPLE, AuditRequest, AuditResult, relaxed_rechecker, run_audit
-from rag.insights.audit.labels import Imported, export_labels, import_labels
-from rag.insights.audit.verifier import build_audit_verifier
-from rag.insights.report.build import relaxed_false_alarms, report_window
-from rag.runtime import Candor
+from rag import DEFAULT_SAMPLE, AuditRequest, Candor, Imported, relaxed_false_alarms, report_window
 
 
 @audit_app.command("answers")
@@ -77,19 +73,7 @@ def answers(
         )
         return
 
-    async def work(candor: Candor) -> AuditResult:
-        await candor.warm_up()
-        verifier = build_audit_verifier(candor.settings, candor.embedder)
-        config = {
-            "command": "candor audit answers",
-            "audit_verifier": candor.settings.audit_verifier,
-            "judge": candor.settings.judge,
-            "min_support": candor.settings.min_support,
-        }
-        rechecker = relaxed_rechecker(candor, shortlist=candor.settings.shortlist)
-        return await run_audit(candor.tracker.engine, verifier, request, rechecker=rechecker, config=config)
-
-    result = run(work)
+    result = run(lambda candor: candor.audit_answers(request))
     if as_json:
         sys.stdout.write(json.dumps(result.summary(), ensure_ascii=False, indent=2) + "\n")
     else:
@@ -105,14 +89,12 @@ def answers(
 
 
 async def _export(candor: Candor, request: AuditRequest, path: Path) -> int:
-    await candor.warm_up()
-    rechecker = relaxed_rechecker(candor, shortlist=candor.settings.shortlist)
-    return await export_labels(candor.tracker.engine, request, path, rechecker)
+    return await candor.export_labels(request, path)
 
 
 async def _import(candor: Candor, path: Path, skip_invalid: bool) -> Imported:
     """A file with invalid rows raises `LabelFileError` (each named by line): printed, exit 1."""
-    return await import_labels(candor.tracker.engine, path, skip_invalid=skip_invalid)
+    return await candor.import_labels(path, skip_invalid=skip_invalid)
 
 
 def _percent(value: float | None) -> str:

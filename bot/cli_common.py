@@ -17,9 +17,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from rag import Candor, open_candor
 from rag.config import Settings, load_settings
 from rag.errors import CandorError, ConfigError, RetrievalError
-from rag.runtime import Candor, open_candor
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)

@@ -13,11 +13,8 @@ from typing import Annotated
 import typer
 
 from bot.cli_common import err, run
+from rag import Candor, parse_moment, write_private
 from rag.errors import FileWriteError
-from rag.insights.feedback.export import export_csv
-from rag.insights.files import write_private
-from rag.insights.report.build import parse_moment
-from rag.runtime import Candor
 
 feedback_app = typer.Typer(help="Feedback: the 👍/👎 votes on answers, with the answers.", no_args_is_help=True)
 
@@ -41,7 +38,7 @@ def export(
         raise typer.Exit(2) from exc
 
     async def work(candor: Candor) -> tuple[str, int]:
-        return await export_csv(candor.tracker.engine, candor.settings, start, now)
+        return await candor.export_feedback(start, now)
 
     content, count = run(work, check_embedder=False)
     if out is None:

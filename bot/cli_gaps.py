@@ -14,9 +14,7 @@ from rich.markup import escape
 
 from bot.cli_common import err, out, run
 from bot.gaps_text import render_gaps
-from rag.insights.gaps.find import find_gaps
-from rag.insights.report.build import report_window
-from rag.runtime import Candor
+from rag import Candor, report_window
 
 
 def gaps(
@@ -45,9 +43,7 @@ def gaps(
     async def work(candor: Candor) -> dict[str, Any] | None:
         if kb is not None and await candor.knowledge_base(kb) is None:
             return None
-        await candor.warm_up()
-        k = 3 * candor.settings.shortlist
-        return await find_gaps(candor.tracker.engine, candor.embedder, candor, window, min_size=min_size, k=k)
+        return await candor.gaps(window, min_size=min_size)
 
     result = run(work)
     if result is None:

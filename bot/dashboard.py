@@ -37,8 +37,8 @@ from aiohttp import web
 
 from bot.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
 from bot.report_html import CSP, render_html
+from rag import Window, report_window
 from rag.errors import CandorError
-from rag.insights.report.build import Window, report_window
 
 log = logging.getLogger("candor.dashboard")
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from bot.report_cards import SAMPLED, rate_text, sampled_cards, sampled_chart
 from bot.svg_charts import Series, bar_chart, format_value, line_chart, stacked_bars
-from rag.insights.files import write_private
+from rag import write_private
 
 ROUTES = {"answered": "answered", "low_confidence": "low confidence", "abstained": "abstained"}
 EVAL_METRICS = {

@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from rag import Claim, ThreadTurn
 from rag.errors import StoreError
-from rag.tracking.events import Claim, ThreadTurn
 
 log = logging.getLogger("candor.worker")
 

@@ -1,19 +1,66 @@
-"""Candor's core: `await rag.answer(question)` is the whole gated pipeline.
+"""Candor's core, and the only door `bot/` uses (with `rag.model`, `rag.errors` and `rag.config`).
 
-Adapters and scripts that already hold a runtime call `Candor.answer` on it (see `rag.runtime`);
-`rag.answer` opens a process-wide runtime from the environment's settings on first use, and
-`rag.close()` closes it.
+`await rag.answer(question)` is the whole gated pipeline: it opens a process-wide runtime from the
+environment's settings on first use, and `rag.close()` closes it. Adapters and commands that hold
+a runtime (`async with rag.open_candor(settings) as candor`) call its methods: `answer`,
+`record_feedback`, `search`, `ingest`, `evaluate`, `report`, `gaps`, `audit_conflicts`,
+`audit_answers`, `export_labels`, `import_labels`, `export_feedback`, `health`. The names below
+are imported on first use, so `import rag.model` (say) does not load the whole core.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rag.ingest.pipeline import IngestReport
+    from rag.insights.audit.answers import DEFAULT_SAMPLE, AuditRequest, AuditResult
+    from rag.insights.audit.labels import Imported
+    from rag.insights.conflicts.findings import AuditedDocument, ConflictAudit, ConflictPair, Difference
+    from rag.insights.files import write_private
+    from rag.insights.report.build import By, Window, parse_moment, relaxed_false_alarms, report_window
     from rag.model.answers import Answer, Question
-    from rag.runtime import Candor
+    from rag.pipeline.understand import reads_as_question
+    from rag.runtime import Candor, EvalRun, open_candor
+    from rag.tracking.events import Claim, ThreadTurn
+
+_EXPORTS = {
+    "Candor": "rag.runtime",
+    "EvalRun": "rag.runtime",
+    "open_candor": "rag.runtime",
+    "IngestReport": "rag.ingest.pipeline",
+    "DEFAULT_SAMPLE": "rag.insights.audit.answers",
+    "AuditRequest": "rag.insights.audit.answers",
+    "AuditResult": "rag.insights.audit.answers",
+    "Imported": "rag.insights.audit.labels",
+    "AuditedDocument": "rag.insights.conflicts.findings",
+    "ConflictAudit": "rag.insights.conflicts.findings",
+    "ConflictPair": "rag.insights.conflicts.findings",
+    "Difference": "rag.insights.conflicts.findings",
+    "write_private": "rag.insights.files",
+    "By": "rag.insights.report.build",
+    "Window": "rag.insights.report.build",
+    "parse_moment": "rag.insights.report.build",
+    "relaxed_false_alarms": "rag.insights.report.build",
+    "report_window": "rag.insights.report.build",
+    "reads_as_question": "rag.pipeline.understand",
+    "Claim": "rag.tracking.events",
+    "ThreadTurn": "rag.tracking.events",
+}
+"""What the facade hands out, and where it lives."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once
+    return value
+
 
 _stack: AsyncExitStack | None = None
 _runtime: Candor | None = None
@@ -48,4 +95,29 @@ async def close() -> None:
     _stack, _runtime = None, None
 
 
-__all__ = ["answer", "close", "default_runtime"]
+__all__ = [
+    "DEFAULT_SAMPLE",
+    "AuditRequest",
+    "AuditResult",
+    "AuditedDocument",
+    "By",
+    "Candor",
+    "Claim",
+    "ConflictAudit",
+    "ConflictPair",
+    "Difference",
+    "EvalRun",
+    "Imported",
+    "IngestReport",
+    "ThreadTurn",
+    "Window",
+    "answer",
+    "close",
+    "default_runtime",
+    "open_candor",
+    "parse_moment",
+    "reads_as_question",
+    "relaxed_false_alarms",
+    "report_window",
+    "write_private",
+]

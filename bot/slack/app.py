@@ -46,10 +46,10 @@ from bot.slack.blocks import (
 )
 from bot.slack.jobs import PLATFORM, Job, Responder
 from bot.worker import EventClaims, Worker
+from rag import reads_as_question
 from rag.config import Settings
 from rag.errors import CandorError, ConfigError, StoreError, UnknownTrace
 from rag.model.answers import Feedback, Rating
-from rag.pipeline.understand import reads_as_question
 
 log = logging.getLogger("candor.slack")
 

@@ -22,9 +22,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.server import ChatCore
 from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message
 from bot.worker import EventClaims
+from rag import Claim
 from rag.errors import CandorError, QuestionError
 from rag.model.answers import Audience, Question, Turn
-from rag.tracking.events import Claim
 
 log = logging.getLogger("candor.slack")
 

@@ -29,7 +29,7 @@ from aiohttp import web
 
 from bot.server import settle_heap
 from bot.slack.app import SlackAdapter, slack_config
-from rag.runtime import Candor
+from rag import Candor
 
 log = logging.getLogger("candor.slack")
 

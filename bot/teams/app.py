@@ -38,10 +38,10 @@ from bot.teams.delivery import Delivery, Send, to_activity
 from bot.teams.feedback import feedback_from_invoke
 from bot.teams.job import TeamsJob, channel_data, question_text
 from bot.worker import EventClaims, Worker
+from rag import Claim
 from rag.config import Settings
 from rag.errors import CandorError, DeliveryError, QuestionError, StoreError, UnknownTrace
 from rag.model.answers import Feedback, Question, Turn
-from rag.tracking.events import Claim
 
 log = logging.getLogger("candor.teams")
 

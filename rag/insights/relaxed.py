@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from rag.config import calibrated
+from rag.calibration import calibrated
 from rag.model.evidence import Ranked, ScoredSentence
 from rag.model.types import AccessScope
 from rag.pipeline.gated_attempt import retry_query

@@ -1,10 +1,12 @@
-"""`AnswerPipeline`: question → gated answer (DESIGN.md, "The flow").
+"""`GatedAttempt`: one retrieval-synthesis-critic attempt of the flow (DESIGN.md, "The flow").
 
-understand → per part: retrieve, gate `retrieval_score`, rerank → synthesise → critic
-(faithfulness per sentence, focus per answered part, contradiction over the shortlist) → gate
-`faithfulness` → one retry
-with rewritten queries and twice the shortlist → answered, low_confidence or abstained.
-Every gate's outcome goes into the `Answer`, and from there into the gate log.
+Per part: retrieve, gate `retrieval_score`, rerank, gate `premise` → synthesise (and bridge a
+multi-hop part) → critic (faithfulness per sentence, rescue of rejected claims, focus per answered
+part) → gate `faithfulness`. The `Answerer` (rag/pipeline/answerer.py) runs it, once more with
+rewritten queries and twice the shortlist when the faithfulness gate fails, and composes the
+answer (rag/pipeline/compose.py): contradiction over the shortlist, then answered,
+low_confidence or abstained. Every gate's outcome goes into the `Answer`, and from there into the
+gate log.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rag.errors import LLMError
-from rag.model.answers import GateOutcome
+from rag.model.answers import DEFAULT_REFUSAL, GateOutcome
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, Query, Ranked, SynthesisRequest
 from rag.model.ports import Embedder, FactComparer, Reranker, SamplingSynthesizer, Synthesizer, Verifier
 from rag.model.types import AccessScope, Passage
@@ -42,7 +44,7 @@ class PipelineConfig:
     max_unsupported: int = 1
     min_support: float = 0.6
     retry: bool = True
-    refusal: str = "I don't know - the knowledge base does not cover this."
+    refusal: str = DEFAULT_REFUSAL
     focus_threshold: float = 0.09
     """A part is unanswered when its answer ignores a question word (rag/pipeline/focus.py) by more than this."""
     answer_budget: float | None = None

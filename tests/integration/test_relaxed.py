@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.config import CALIBRATION, calibrated
+from rag.calibration import CALIBRATION, calibrated
 from rag.insights.evaluation.golden import load_golden
 from rag.insights.relaxed import Recheck, recheck, relaxed_threshold
 from rag.model.types import AccessScope

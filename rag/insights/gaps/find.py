@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from rag.config import calibrated
+from rag.calibration import calibrated
 from rag.insights.gaps.clustering import average_linkage, medoid
 from rag.insights.gaps.queries import GapRow, fetch_gap_rows
 from rag.insights.relaxed import Ranking, Recheck, recheck

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from rag.config import calibrated, calibration_record
+from rag.calibration import calibrated, calibration_record
 from rag.errors import StoreError
 from rag.insights.evaluation.run import COST_DIGITS, ROUTES, rate
 from rag.insights.report import audit_measures
