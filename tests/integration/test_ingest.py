@@ -21,7 +21,7 @@ from rag.ingest.pipeline import Ingestor
 from rag.model.types import AccessScope
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from tests.unit.test_loaders import make_pdf
+from tests.unit.ingest.test_loaders import make_pdf
 
 TODAY = date(2026, 11, 29)
 FILE_TIME = datetime(2026, 6, 1, 12, 0).timestamp()

@@ -13,7 +13,7 @@ from rag.insights.evaluation.run import Scored, score_question, summarise
 from rag.model.answers import Answer, AnswerSentence, Conflict, DroppedSentence, Source
 from rag.model.types import Passage
 
-GOLDEN = Path(__file__).resolve().parents[2] / "sample" / "golden.yaml"
+GOLDEN = Path(__file__).resolve().parents[3] / "sample" / "golden.yaml"
 REFUSAL = "I don't know - the knowledge base does not cover this."
 
 

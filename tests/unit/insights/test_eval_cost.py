@@ -7,7 +7,7 @@ from bot.text import render_summary
 from rag.insights.evaluation.run import Scored, run_eval, score_question, summarise
 from rag.model.answers import Answer, ModelCall, Question
 from rag.model.types import AccessScope, Passage
-from tests.unit.test_golden_and_eval import LEAVE, abstained, answered, item, passage, source
+from tests.unit.insights.test_golden_and_eval import LEAVE, abstained, answered, item, passage, source
 
 WRITER = ModelCall("writer", "gpt-4o-mini", 1000, 100, 500.0, "ok", "json_schema", cost=0.0003)
 JUDGE = ModelCall("judge", "gpt-4o-mini", 800, 50, 300.0, "ok", "json_schema", cost=0.0002)

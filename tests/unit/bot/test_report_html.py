@@ -1,7 +1,7 @@
 """`bot.report_html.render_html` and `bot.svg_charts` on report objects built without a database.
 
 The report objects come from `rag.insights.report.build.assemble` on the hand-written measure rows of
-tests/unit/test_report.py (so they have the real shape), then are edited by hand where a case needs
+tests/unit/insights/test_report.py (so they have the real shape), then are edited by hand where a case needs
 it: a hostile title, a measured hallucination rate with its interval, a verifier that is the gate's own.
 """
 
@@ -23,7 +23,7 @@ from bot.report_html import NO_ANSWERS, NOT_ENOUGH, render_html, write_html
 from bot.svg_charts import NO_DATA, Series, bar_chart, format_value, line_chart, stacked_bars
 from rag.insights.report import audit_measures
 from rag.insights.report.build import Window, assemble
-from tests.unit.test_report import MONDAY, WEEK, measured, row
+from tests.unit.insights.test_report import MONDAY, WEEK, measured, row
 
 HOSTILE = '<script>alert("title")</script>'
 
