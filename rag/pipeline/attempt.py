@@ -1,13 +1,14 @@
 """What one retrieval-synthesis-critic attempt found, and the timings of its stages.
 
-`GatedAttempt` (rag/pipeline/gated_attempt.py) fills an `Attempt`; `compose` and the `Answerer` read it.
+`GatedAttempt` (rag/pipeline/gated_attempt.py) makes an `Attempt` step by step, each step returning a
+new value; `compose` and the `Answerer` read the last one.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from rag.model.answers import DroppedSentence, GateName, GateOutcome
 from rag.model.evidence import Draft, PartEvidence
@@ -31,23 +32,28 @@ class Checked:
     """Which verifier decided (a composite critic's prefilter, judge or fallback)."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Attempt:
+    """What one attempt found so far; each step of `GatedAttempt` returns a new one."""
+
     number: int
     parts: tuple[str, ...]
     evidence: tuple[PartEvidence, ...] = ()
     draft: Draft | None = None
     checked: tuple[Checked, ...] = ()
-    gates: list[GateOutcome] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    unknown_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    gates: tuple[GateOutcome, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    unknown_names: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     """Per part: names and codes of the question that no retrieved passage mentions."""
-    known_instead: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    known_instead: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     """Per such part: what the passages name of the same kind ("Starter plan", "NW-200X")."""
     writer_conflicts: tuple[FoundConflict, ...] = ()
     """The writer's conflict notes the cited passages confirmed."""
-    focus: dict[int, Focus] = field(default_factory=dict)
+    focus: Mapping[int, Focus] = field(default_factory=dict)
     """Per part with supported sentences: does that answer address every word of the part?"""
+
+    def with_gates(self, *gates: GateOutcome) -> Attempt:
+        return replace(self, gates=(*self.gates, *gates))
 
     @property
     def supported(self) -> tuple[Checked, ...]:

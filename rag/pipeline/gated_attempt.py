@@ -60,6 +60,19 @@ class AttemptRunner(Protocol):
     async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt: ...
 
 
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What every step of one attempt reads: the question, the reader's scope, the attempt's number,
+    its queries and shortlist size, and the clock its stages are timed by."""
+
+    understood: Understood
+    scope: AccessScope
+    number: int
+    queries: tuple[str, ...]
+    k: int
+    clock: Clock
+
+
 class GatedAttempt:
     """One retrieval-synthesis-critic cycle; the retry is the same cycle with other queries."""
 
@@ -87,72 +100,120 @@ class GatedAttempt:
         self.fact_comparer = fact_comparer
 
     async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt:
-        queries = understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts)
-        k = self.config.shortlist * (1 if number == 1 else 2)
-        attempt = Attempt(number, understood.parts)
-        clock = Clock(attempt.timings)
-        with clock.stage("retrieve"):
-            probes = await asyncio.gather(*(self._probe(q) for q in queries))
-            found = await asyncio.gather(*(self.retriever.run(q.text, scope, k=k, vector=q.vector) for q in probes))
-        attempt.gates.append(self._retrieval_gate(found, understood.parts, number))
-        if not attempt.gates[-1].passed:
-            return attempt
-        with clock.stage("rerank"):
+        """One attempt, stage by stage. Each step takes the attempt so far and returns it with what
+        the step found (a new value: nothing is changed in place); a failed retrieval gate ends it.
+        The gates each step may add are named beside it."""
+        run = _Run(
+            understood,
+            scope,
+            number,
+            queries=understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts),
+            k=self.config.shortlist * (1 if number == 1 else 2),
+            clock=Clock({}),
+        )
+        attempt, found, probes = await self._retrieve(Attempt(number, understood.parts), run)  # retrieval_score
+        if attempt.gates[-1].passed:
+            attempt = await self._rerank(attempt, run, found, probes)  # premise
+            attempt = await self._synthesise(attempt, run)  # writer
+            attempt, bridges = await self._bridge(attempt, run)  # bridge
+            attempt = await self._criticise(attempt, run, bridges)  # rescue
+            attempt = await self._check_focus(attempt, run)
+            attempt = self._confirm_writer_conflicts(attempt, run)  # writer_conflicts
+            attempt = await self._check_consistency(attempt, run)  # self_consistency
+            attempt = attempt.with_gates(self._faithfulness_gate(attempt, number), _completeness_gate(attempt, number))
+        return replace(attempt, timings=dict(run.clock.timings))
+
+    async def _retrieve(self, attempt: Attempt, run: _Run) -> tuple[Attempt, list[list[Passage]], list[Query]]:
+        with run.clock.stage("retrieve"):
+            probes = await asyncio.gather(*(self._probe(q) for q in run.queries))
+            found = await asyncio.gather(
+                *(self.retriever.run(q.text, run.scope, k=run.k, vector=q.vector) for q in probes)
+            )
+        gate = self._retrieval_gate(found, run.understood.parts, run.number)
+        return attempt.with_gates(gate), list(found), list(probes)
+
+    async def _rerank(
+        self, attempt: Attempt, run: _Run, found: Sequence[Sequence[Passage]], probes: Sequence[Query]
+    ) -> Attempt:
+        """The shortlist of each part reranked, and the names and codes no passage mentions."""
+        parts = run.understood.parts
+        with run.clock.stage("rerank"):
             ranked = await asyncio.gather(
                 *(self.reranker.rerank(q, passages) for q, passages in zip(probes, found, strict=True))
             )
-        attempt.unknown_names = {
-            i: missing for i, passages in enumerate(found) if (missing := unknown_names(understood.parts[i], passages))
-        }
-        attempt.known_instead = {
-            i: alternatives(understood.parts[i], names_, found[i]) for i, names_ in attempt.unknown_names.items()
-        }
-        attempt.gates.append(premise_gate(understood.parts, attempt.unknown_names, number))
-        attempt.evidence = tuple(
+        unknown = {i: missing for i, passages in enumerate(found) if (missing := unknown_names(parts[i], passages))}
+        evidence = tuple(
             PartEvidence(
                 part,
                 tuple(r),
-                _best_meaning(passages, r) >= self.config.retrieval_threshold and i not in attempt.unknown_names,
+                _best_meaning(passages, r) >= self.config.retrieval_threshold and i not in unknown,
             )
-            for i, (part, r, passages) in enumerate(zip(understood.parts, ranked, found, strict=True))
+            for i, (part, r, passages) in enumerate(zip(parts, ranked, found, strict=True))
         )
+        return replace(
+            attempt.with_gates(premise_gate(parts, unknown, run.number)),
+            unknown_names=unknown,
+            known_instead={i: alternatives(parts[i], names_, found[i]) for i, names_ in unknown.items()},
+            evidence=evidence,
+        )
+
+    async def _synthesise(self, attempt: Attempt, run: _Run) -> Attempt:
         context = context_of(attempt.evidence)
-        with clock.stage("synthesise"):
-            attempt.draft = await self.synthesizer.synthesise(
-                SynthesisRequest(understood.text, attempt.evidence, context, number)
+        with run.clock.stage("synthesise"):
+            draft = await self.synthesizer.synthesise(
+                SynthesisRequest(run.understood.text, attempt.evidence, context, run.number)
             )
-        if attempt.draft.writer:
-            attempt.gates.append(_writer_gate(attempt.draft, number))
-        bridges = await self._bridges(attempt, scope, k, clock)
-        if bridges:
-            attempt.evidence = tuple(
-                bridges[i].evidence if i in bridges else part for i, part in enumerate(attempt.evidence)
+        attempt = replace(attempt, draft=draft)
+        return attempt.with_gates(_writer_gate(draft, run.number)) if draft.writer else attempt
+
+    async def _bridge(self, attempt: Attempt, run: _Run) -> tuple[Attempt, dict[int, Bridged]]:
+        """Multi-hop parts: a second retrieval from the bridging name, and the draft written again."""
+        bridges = await self._bridges(attempt, run.scope, run.k, run.clock)
+        if not bridges:
+            return attempt, bridges
+        evidence = tuple(bridges[i].evidence if i in bridges else part for i, part in enumerate(attempt.evidence))
+        context = context_of(evidence)
+        with run.clock.stage("synthesise"):
+            draft = await self.synthesizer.synthesise(
+                SynthesisRequest(run.understood.text, evidence, context, run.number)
             )
-            context = context_of(attempt.evidence)
-            with clock.stage("synthesise"):
-                draft = await self.synthesizer.synthesise(
-                    SynthesisRequest(understood.text, attempt.evidence, context, number)
-                )
-            attempt.draft = with_bridges(draft, bridges, context)
-            attempt.gates.append(_bridge_gate(understood.parts, bridges, attempt.draft, number))
-        with clock.stage("critic"):
-            checked = await self._check(attempt.draft, context)
+        draft = with_bridges(draft, bridges, context)
+        attempt = replace(attempt, evidence=evidence, draft=draft)
+        return attempt.with_gates(_bridge_gate(run.understood.parts, bridges, draft, run.number)), bridges
+
+    async def _criticise(self, attempt: Attempt, run: _Run, bridges: Mapping[int, Bridged]) -> Attempt:
+        """Each drafted sentence against what it cites; a rejected one gets one re-retrieval of its own."""
+        draft = attempt.draft
+        assert draft is not None
+        with run.clock.stage("critic"):
+            checked = await self._check(draft, context_of(attempt.evidence))
             if self.config.rescue and any(not c.supported for c in checked):
-                checked = await self._rescue(checked, scope, attempt)
+                checked, rescued = await self._rescue(checked, run.scope, attempt.number)
+                if rescued is not None:
+                    attempt = attempt.with_gates(rescued)
             checked = tuple(_about_the_unknown(c, attempt.unknown_names) for c in checked)
-            attempt.checked = without_lone_bridges(checked, attempt.draft, bridges)
-        with clock.stage("focus"):
-            attempt.focus = await self._focus(attempt)
-        if attempt.draft.conflicts:
-            notes = [confirm(note, context) for note in attempt.draft.conflicts]
-            attempt.writer_conflicts = tuple(n.found for n in notes if n.found is not None)
-            attempt.gates.append(writer_conflicts_gate(notes, number))
-        if self._high_stakes(attempt) and isinstance(self.synthesizer, SamplingSynthesizer):
-            with clock.stage("consistency"):
-                attempt.gates.append(await self._consistency(understood.text, attempt, context, number))
-        attempt.gates.append(self._faithfulness_gate(attempt, number))
-        attempt.gates.append(_completeness_gate(attempt, number))
-        return attempt
+            return replace(attempt, checked=without_lone_bridges(checked, draft, bridges))
+
+    async def _check_focus(self, attempt: Attempt, run: _Run) -> Attempt:
+        with run.clock.stage("focus"):
+            return replace(attempt, focus=await self._focus(attempt))
+
+    def _confirm_writer_conflicts(self, attempt: Attempt, run: _Run) -> Attempt:
+        """A model writer's own conflict notes, believed only when the cited passages confirm them."""
+        assert attempt.draft is not None
+        if not attempt.draft.conflicts:
+            return attempt
+        notes = [confirm(note, context_of(attempt.evidence)) for note in attempt.draft.conflicts]
+        confirmed = tuple(n.found for n in notes if n.found is not None)
+        return replace(attempt.with_gates(writer_conflicts_gate(notes, run.number)), writer_conflicts=confirmed)
+
+    async def _check_consistency(self, attempt: Attempt, run: _Run) -> Attempt:
+        """High-stakes knowledge bases only, with a sampling writer: would it say the same again?"""
+        if not (self._high_stakes(attempt) and isinstance(self.synthesizer, SamplingSynthesizer)):
+            return attempt
+        with run.clock.stage("consistency"):
+            gate = await self._consistency(run.understood.text, attempt, context_of(attempt.evidence), run.number)
+        return attempt.with_gates(gate)
 
     async def _bridges(self, attempt: Attempt, scope: AccessScope, k: int, clock: Clock) -> dict[int, Bridged]:
         """Second hops where the evidence names a bridge: for the parts the first hop left
@@ -180,14 +241,15 @@ class GatedAttempt:
             out[index] = Bridged(bridge, PartEvidence(bridge.question, hop, usable))
         return out
 
-    async def _rescue(self, checked: Sequence[Checked], scope: AccessScope, attempt: Attempt) -> tuple[Checked, ...]:
+    async def _rescue(
+        self, checked: Sequence[Checked], scope: AccessScope, number: int
+    ) -> tuple[tuple[Checked, ...], GateOutcome | None]:
         """Each rejected sentence gets one re-retrieval of its own; a supported one is kept with the
-        passage that supports it."""
+        passage that supports it. The `rescue` gate, when any sentence was tried."""
         failed = [c for c in checked if not c.supported and c.text.strip() and not contradicts_evidence(c.reasons)]
         if not failed:
-            return tuple(checked)
+            return tuple(checked), None
         rescues = await asyncio.gather(*(self.rescuer.rescue(c.text, scope, tried=c.passages) for c in failed))
-        attempt.gates.append(rescue_gate(rescues, attempt.number))
         tried = {c.origin_index: r for c, r in zip(failed, rescues, strict=True)}
 
         def after(c: Checked) -> Checked:
@@ -198,7 +260,7 @@ class GatedAttempt:
                 return replace(c, reasons=(*c.reasons, *r.reasons))
             return replace(c, passages=(r.passage,), supported=True, score=r.score, reasons=("rescued", *r.reasons))
 
-        return tuple(after(c) for c in checked)
+        return tuple(after(c) for c in checked), rescue_gate(rescues, number)
 
     def _high_stakes(self, attempt: Attempt) -> bool:
         marked = self.config.self_consistency_kbs

@@ -50,9 +50,13 @@ def attempt(
     *,
     faithful: bool = True,
 ) -> Attempt:
-    made = Attempt(1, parts)
-    made.evidence = tuple(PartEvidence(p, ranked(*found), True) for p, found in zip(parts, evidence, strict=True))
-    made.checked = sentences
-    made.gates.append(GateOutcome("retrieval_score", True, 0.7, 1))
-    made.gates.append(GateOutcome("faithfulness", faithful, 0.9 if faithful else 0.3, 1))
-    return made
+    return Attempt(
+        1,
+        parts,
+        evidence=tuple(PartEvidence(p, ranked(*found), True) for p, found in zip(parts, evidence, strict=True)),
+        checked=sentences,
+        gates=(
+            GateOutcome("retrieval_score", True, 0.7, 1),
+            GateOutcome("faithfulness", faithful, 0.9 if faithful else 0.3, 1),
+        ),
+    )

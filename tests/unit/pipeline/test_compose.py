@@ -3,6 +3,7 @@ unanswered parts, caveats and the `contradiction` gate. Hand-built attempts, the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 from rag.model.answers import DEFAULT_REFUSAL
@@ -34,9 +35,11 @@ def test_nothing_supported_abstains_with_the_refusal_and_every_part_unanswered()
 
 
 def test_an_unknown_name_is_challenged_in_the_refusal() -> None:
-    made = attempt(("How many hosts can the NW-900 monitor?",), ((HOTEL,),), ())
-    made.unknown_names = {0: ("NW-900",)}
-    made.known_instead = {0: ("NW-200X",)}
+    made = replace(
+        attempt(("How many hosts can the NW-900 monitor?",), ((HOTEL,),), ()),
+        unknown_names={0: ("NW-900",)},
+        known_instead={0: ("NW-200X",)},
+    )
     text = compose(made, refusal=DEFAULT_REFUSAL).text
     assert text.startswith(DEFAULT_REFUSAL + "\n")
     assert '"NW-900"' in text and "NW-200X" in text

@@ -3,7 +3,7 @@ retry rule with its rewritten query."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag.model.answers import GateOutcome
 from rag.model.evidence import Draft, DraftSentence
@@ -64,11 +64,10 @@ def test_a_failed_faithfulness_gate_is_retried_unless_every_part_names_something
     one = ("How many days of annual leave do I get?",)
     made = attempt(one, ((passage(1, ANSWER),),), (), faithful=False)
     assert _should_retry(made)
-    made.unknown_names = {0: ("Platinum",)}  # more passages will not name what no document does
-    assert not _should_retry(made)
+    unknown = replace(made, unknown_names={0: ("Platinum",)})  # more passages will not name what no document does
+    assert not _should_retry(unknown)
     assert not _should_retry(attempt(one, ((passage(1, ANSWER),),), (), faithful=True))
-    failed_retrieval = attempt(one, ((passage(1, ANSWER),),), (), faithful=False)
-    failed_retrieval.gates[0] = GateOutcome("retrieval_score", False, 0.1, 1)
+    failed_retrieval = replace(made, gates=(GateOutcome("retrieval_score", False, 0.1, 1), *made.gates[1:]))
     assert not _should_retry(failed_retrieval)  # nothing generated from passages not about the question
 
 
