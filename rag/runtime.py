@@ -27,7 +27,7 @@ from rag.pipeline.access import AccessPolicy
 from rag.pipeline.answerer import Answerer, TraceRecorder
 from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
 from rag.pipeline.critic import EvidenceVerifier
-from rag.pipeline.gated_attempt import GatedAttempt, PipelineConfig
+from rag.pipeline.flow import GatedAttempt, PipelineConfig
 from rag.pipeline.rerank import EvidenceReranker, SentenceSource
 from rag.pipeline.retrieve import HybridRetriever
 from rag.pipeline.synthesis import ExtractiveSynthesizer

@@ -33,7 +33,7 @@ from typing import Any, Literal, Protocol
 from rag.calibration import calibrated
 from rag.model.evidence import Ranked, ScoredSentence
 from rag.model.types import AccessScope
-from rag.pipeline.gated_attempt import retry_query
+from rag.pipeline.flow import retry_query
 from rag.pipeline.premise import unknown_names
 from rag.text.facts import clean_sentence, readable
 

@@ -1,11 +1,10 @@
 """`Answerer.answer(question)`: the whole gated pipeline plus the gate log, for every adapter.
 
-One attempt; when its faithfulness gate fails (too many unsupported sentences, too little
-support, or nothing supported at all) and retrieval found something, one more attempt with
-rewritten queries and twice the shortlist; the better of the two is delivered. A failed
-retrieval gate abstains at once: nothing is generated from passages that are not about the
-question. The trace is written after the answer is composed; a logging failure is reported and
-spooled by the tracker, and never costs the user their answer.
+The access policy's scope, the question understood (rag/pipeline/understand.py), the attempts
+with their retry (rag/pipeline/flow.py, which lists the steps of one attempt and says
+when a second is made), the better attempt composed into the `Answer` (rag/pipeline/compose.py),
+and the trace written. The trace is written after the answer is composed; a logging failure is
+reported and spooled by the tracker, and never costs the user their answer.
 """
 
 from __future__ import annotations
@@ -21,10 +20,10 @@ from rag.backends.llm import metering
 from rag.errors import CandorError
 from rag.model.answers import Answer, Question
 from rag.pipeline.access import AccessPolicy
-from rag.pipeline.attempt import Attempt, dropped
+from rag.pipeline.attempt import dropped
 from rag.pipeline.compose import compose
 from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
-from rag.pipeline.gated_attempt import AttemptRunner, PipelineConfig
+from rag.pipeline.flow import AttemptRunner, PipelineConfig, best_of
 from rag.pipeline.understand import understand
 
 log = logging.getLogger("candor.answer")
@@ -62,11 +61,8 @@ class Answerer:
         scope = self.policy.scope_for(question)
         understood = understand(question)
         with metering(self.config.answer_budget) as meter:
-            attempts = [await self.attempt(understood, scope, 1)]
-            if self.config.retry and _should_retry(attempts[0]):
-                attempts.append(await self.attempt(understood, scope, 2))
-        final = attempts[-1] if attempts[-1].rank() >= attempts[0].rank() else attempts[0]
-        composed = compose(final, refusal=self.config.refusal, detector=self.conflicts)
+            attempts = await self.attempt.with_retry(understood, scope)
+        composed = compose(best_of(attempts), refusal=self.config.refusal, detector=self.conflicts)
         gates = [g for a in attempts for g in a.gates]
         if composed.gate is not None:
             gates.append(composed.gate)
@@ -114,13 +110,3 @@ class Answerer:
                 "trace %s was not written to the database", answer.trace_id, extra={"trace_id": answer.trace_id}
             )
         answer.timings_ms["log"] = (time.perf_counter() - logged) * 1000
-
-
-def _should_retry(attempt: Attempt) -> bool:
-    """Retry a failed faithfulness gate, unless every part named something no document mentions
-    (the full-text side would have found a rare name that exists: more passages will not)."""
-    retrieval = attempt.gate("retrieval_score")
-    faithful = attempt.gate("faithfulness")
-    if retrieval is None or not retrieval.passed or faithful is None or faithful.passed:
-        return False
-    return len(attempt.unknown_names) < len(attempt.parts)

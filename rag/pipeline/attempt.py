@@ -1,6 +1,6 @@
 """What one retrieval-synthesis-critic attempt found, and the timings of its stages.
 
-`GatedAttempt` (rag/pipeline/gated_attempt.py) makes an `Attempt` step by step, each step returning a
+`GatedAttempt` (rag/pipeline/flow.py) makes an `Attempt` step by step, each step returning a
 new value; `compose` and the `Answerer` read the last one.
 """
 

@@ -87,7 +87,7 @@ class Evidence:
 
     async def request(self, question: str, *parts: PartEvidence) -> SynthesisRequest:
         """`parts` default to the question as one retrieved part; the context is every part's
-        ranked passages in order, each once (as `rag.pipeline.gated_attempt.context_of` builds it)."""
+        ranked passages in order, each once (as `rag.pipeline.flow.context_of` builds it)."""
         parts = parts or (await self.part(question),)
         context: dict[int, Passage] = {}
         for part in parts:

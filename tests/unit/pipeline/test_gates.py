@@ -7,9 +7,8 @@ from dataclasses import dataclass, replace
 
 from rag.model.answers import GateOutcome
 from rag.model.evidence import Draft, DraftSentence
-from rag.pipeline.answerer import _should_retry
 from rag.pipeline.consistency import consistency_gate, judged_gate
-from rag.pipeline.gated_attempt import retry_query
+from rag.pipeline.flow import retry_query, should_retry
 from rag.pipeline.rescue import Rescue, rescue_gate
 from tests.unit.pipeline.stage_data import attempt, passage
 
@@ -63,12 +62,12 @@ def test_the_rescue_gate_passes_when_any_rejected_claim_found_support() -> None:
 def test_a_failed_faithfulness_gate_is_retried_unless_every_part_names_something_unknown() -> None:
     one = ("How many days of annual leave do I get?",)
     made = attempt(one, ((passage(1, ANSWER),),), (), faithful=False)
-    assert _should_retry(made)
+    assert should_retry(made)
     unknown = replace(made, unknown_names={0: ("Platinum",)})  # more passages will not name what no document does
-    assert not _should_retry(unknown)
-    assert not _should_retry(attempt(one, ((passage(1, ANSWER),),), (), faithful=True))
+    assert not should_retry(unknown)
+    assert not should_retry(attempt(one, ((passage(1, ANSWER),),), (), faithful=True))
     failed_retrieval = replace(made, gates=(GateOutcome("retrieval_score", False, 0.1, 1), *made.gates[1:]))
-    assert not _should_retry(failed_retrieval)  # nothing generated from passages not about the question
+    assert not should_retry(failed_retrieval)  # nothing generated from passages not about the question
 
 
 def test_the_retry_query_keeps_the_content_words() -> None:

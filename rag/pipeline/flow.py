@@ -1,12 +1,15 @@
-"""`GatedAttempt`: one retrieval-synthesis-critic attempt of the flow (DESIGN.md, "The flow").
+"""The flow of DESIGN.md in one place: the steps of one attempt, and the retry.
 
-Per part: retrieve, gate `retrieval_score`, rerank, gate `premise` → synthesise (and bridge a
-multi-hop part) → critic (faithfulness per sentence, rescue of rejected claims, focus per answered
-part) → gate `faithfulness`. The `Answerer` (rag/pipeline/answerer.py) runs it, once more with
-rewritten queries and twice the shortlist when the faithfulness gate fails, and composes the
-answer (rag/pipeline/compose.py): contradiction over the shortlist, then answered,
-low_confidence or abstained. Every gate's outcome goes into the `Answer`, and from there into the
-gate log.
+`GatedAttempt.__call__` lists an attempt's steps in order, each taking the attempt so far and
+returning a new frozen `Attempt`, with the gates it may add named beside it: retrieve (gate
+`retrieval_score`; a failure ends the attempt), rerank (`premise`), synthesise (`writer`), bridge
+a multi-hop part (`bridge`), criticise each sentence (`rescue` for rejected claims), focus per
+answered part, confirm a writer's conflict notes (`writer_conflicts`), self-consistency for
+high-stakes knowledge bases (`self_consistency`), then `faithfulness` and `completeness`.
+`GatedAttempt.with_retry` is the retry: a second attempt with rewritten queries and twice the
+shortlist when `should_retry` says so, and `best_of` the one delivered. The `Answerer`
+(rag/pipeline/answerer.py) runs them and composes the answer (rag/pipeline/compose.py:
+contradiction over the shortlist, then answered, low_confidence or abstained).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ class PipelineConfig:
 
 
 class AttemptRunner(Protocol):
-    async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt: ...
+    async def with_retry(self, understood: Understood, scope: AccessScope) -> tuple[Attempt, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,14 @@ class GatedAttempt:
         self.focus = FocusCheck(embedder, threshold=config.focus_threshold)
         self.rescuer = ClaimRescuer(retriever, verifier)
         self.fact_comparer = fact_comparer
+
+    async def with_retry(self, understood: Understood, scope: AccessScope) -> tuple[Attempt, ...]:
+        """The first attempt and, when `should_retry` says so, a second with rewritten queries and
+        twice the shortlist (`best_of` picks the one delivered)."""
+        first = await self(understood, scope, 1)
+        if not (self.config.retry and should_retry(first)):
+            return (first,)
+        return (first, await self(understood, scope, 2))
 
     async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt:
         """One attempt, stage by stage. Each step takes the attempt so far and returns it with what
@@ -452,6 +463,24 @@ def _best_meaning(passages: Sequence[Passage], ranked: Sequence[Ranked]) -> floa
 
 def _best_cosine(passages: Sequence[Passage]) -> float:
     return max((p.dense_score for p in passages if p.dense_score is not None), default=-1.0)
+
+
+def should_retry(attempt: Attempt) -> bool:
+    """Retry a failed faithfulness gate (too many unsupported sentences, too little support, or
+    nothing supported at all) when retrieval found something, unless every part named something
+    no document mentions (the full-text side would have found a rare name that exists: more
+    passages will not). A failed retrieval gate abstains at once: nothing is generated from
+    passages that are not about the question."""
+    retrieval = attempt.gate("retrieval_score")
+    faithful = attempt.gate("faithfulness")
+    if retrieval is None or not retrieval.passed or faithful is None or faithful.passed:
+        return False
+    return len(attempt.unknown_names) < len(attempt.parts)
+
+
+def best_of(attempts: Sequence[Attempt]) -> Attempt:
+    """The attempt delivered: the retry when it did at least as well as the first."""
+    return attempts[-1] if attempts[-1].rank() >= attempts[0].rank() else attempts[0]
 
 
 def retry_query(part: str) -> str:
