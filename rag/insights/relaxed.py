@@ -12,7 +12,7 @@ question for a person reviewing gaps (`candor gaps`):
 - the best readable sentence's rerank score over both probes, compared with a relaxed threshold
   below the answer threshold (`relaxed_threshold` in rag/calibration.json, chosen on sample/dev.yaml
   and the SQuAD calibration half by benchmarks/relaxed_recheck.py);
-- but a question naming something (a plan, a product, a code: `rag.pipeline.premise.unknown_names`) that no
+- but a question naming something (a plan, a product, a code: `rag.pipeline.gates.premise.unknown_names`) that no
   passage of the relaxed shortlist mentions is a true gap whatever its score: "the Platinum plan"
   scores high against the plans that exist, and full-text search would have found the name if any
   document used it. The pipeline's premise gate asks the same question of its own shortlist.
@@ -34,7 +34,7 @@ from rag.calibration import calibrated
 from rag.model.evidence import Ranked, ScoredSentence
 from rag.model.types import AccessScope
 from rag.pipeline.flow import retry_query
-from rag.pipeline.premise import unknown_names
+from rag.pipeline.gates.premise import unknown_names
 from rag.text.facts import clean_sentence, readable
 
 DEFAULT_SHORTLIST = 20

@@ -3,7 +3,7 @@ implementation and a model-backed one: `Embedder` (rag/backends/embeddings.py), 
 (rag/pipeline/rerank.py, rag/backends/cross_encoders.py), `Synthesizer` (rag/pipeline/synthesis.py,
 rag/backends/llm_writer.py), `Verifier` (rag/pipeline/critic.py, rag/backends/llm_judge.py,
 rag/backends/cross_encoders.py), and the self-consistency gate's `SamplingSynthesizer` and
-`FactComparer` (rag/pipeline/consistency.py)."""
+`FactComparer` (rag/pipeline/gates/self_consistency.py)."""
 
 from __future__ import annotations
 

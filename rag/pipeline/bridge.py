@@ -16,11 +16,13 @@ cited in the answer, so the reader sees both hops.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from rag.model.evidence import Ranked, ScoredSentence
-from rag.text.facts import content_words
+from rag.model.evidence import Draft, DraftSentence, PartEvidence, Ranked, ScoredSentence
+from rag.model.types import Passage
+from rag.pipeline.attempt import Checked
+from rag.text.facts import clean_sentence, content_words
 from rag.text.names import mentions, names, new_names
 
 _RELATIVE = re.compile(
@@ -88,3 +90,35 @@ def _by_link(question: str, sentences: Sequence[ScoredSentence]) -> Bridge | Non
             if rewritten != question:
                 return Bridge(rewritten, others[0], s)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Bridged:
+    bridge: Bridge
+    evidence: PartEvidence
+    """The second hop's evidence, the linking sentence ranked last."""
+
+
+def with_bridges(draft: Draft, bridges: Mapping[int, Bridged], context: Sequence[Passage]) -> Draft:
+    """The draft with each bridged part's linking sentence cited ahead of its answer."""
+    numbers = {p.chunk_id: n for n, p in enumerate(context, 1)}
+    sentences: list[DraftSentence] = []
+    for s in draft.sentences:
+        bridged = bridges.get(s.part)
+        if bridged is not None and not any(x.part == s.part and x.origin is bridged.bridge.sentence for x in sentences):
+            link = bridged.bridge.sentence
+            sentences.append(DraftSentence(clean_sentence(link.text), (numbers[link.passage.chunk_id],), s.part, link))
+        sentences.append(s)
+    return replace(draft, sentences=tuple(sentences))
+
+
+def without_lone_bridges(
+    checked: Sequence[Checked], draft: Draft, bridges: Mapping[int, Bridged]
+) -> tuple[Checked, ...]:
+    """A linking sentence is delivered only with the answer it leads to: when the critic dropped
+    that answer, the link alone would read as an answer to a question it does not answer."""
+    links = {
+        i for i, s in enumerate(draft.sentences) if s.part in bridges and s.origin is bridges[s.part].bridge.sentence
+    }
+    answered = {c.part for c in checked if c.supported and c.origin_index not in links}
+    return tuple(c for c in checked if c.origin_index not in links or c.part in answered)

@@ -13,6 +13,7 @@ from rag.model.evidence import ScoredSentence
 from rag.model.types import Passage
 from rag.pipeline.attempt import Attempt, Checked
 from rag.pipeline.contradictions import ContradictionDetector, FoundConflict, ValueConflicts
+from rag.pipeline.gates.contradiction import contradiction_gate
 from rag.text.facts import clean_sentence
 
 SHORTLIST_FOR_CONFLICTS = 10
@@ -74,14 +75,9 @@ def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector |
         if i not in answered
     ]
     text = _text(sentences, conflicts, notes, caveats)
-    gate = GateOutcome(
-        "contradiction",
-        not conflicts,
-        float(len(conflicts)),
-        attempt.number,
-        {"conflicts": [c.as_json() for c in conflicts]},
+    return Composed(
+        route, text, sentences, sources, conflicts, unanswered, caveats, contradiction_gate(conflicts, attempt.number)
     )
-    return Composed(route, text, sentences, sources, conflicts, unanswered, caveats, gate)
 
 
 def _resolve(attempt: Attempt, checked: Checked, detector: ContradictionDetector) -> Final:

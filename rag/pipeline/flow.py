@@ -15,27 +15,33 @@ contradiction over the shortlist, then answered, low_confidence or abstained).
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rag.errors import LLMError
 from rag.model.answers import DEFAULT_REFUSAL, GateOutcome
-from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, Query, Ranked, SynthesisRequest
+from rag.model.evidence import Draft, PartEvidence, Query, Ranked, SynthesisRequest
 from rag.model.ports import Embedder, FactComparer, Reranker, SamplingSynthesizer, Synthesizer, Verifier
 from rag.model.types import AccessScope, Passage
 from rag.pipeline.attempt import Attempt, Checked, Clock, context_of
-from rag.pipeline.bridge import Bridge, describes, find_bridge
-from rag.pipeline.consistency import SAMPLE_TEMPERATURE, consistency_gate, judged_gate
+from rag.pipeline.bridge import Bridge, Bridged, describes, find_bridge, with_bridges, without_lone_bridges
 from rag.pipeline.focus import Focus, FocusCheck
-from rag.pipeline.premise import alternatives, premise_gate, unknown_names
-from rag.pipeline.rescue import ClaimRescuer, rescue_gate
+from rag.pipeline.gates.bridge import bridge_gate
+from rag.pipeline.gates.completeness import completeness_gate
+from rag.pipeline.gates.faithfulness import faithfulness_gate
+from rag.pipeline.gates.premise import alternatives, premise_gate, unknown_names
+from rag.pipeline.gates.rescue import rescue_gate
+from rag.pipeline.gates.retrieval_score import best_cosine, retrieval_score_gate
+from rag.pipeline.gates.self_consistency import SAMPLE_TEMPERATURE, consistency_gate, judged_gate, not_run_gate
+from rag.pipeline.gates.writer import writer_gate
+from rag.pipeline.gates.writer_conflicts import writer_conflicts_gate
+from rag.pipeline.rescue import ClaimRescuer
 from rag.pipeline.retrieve import HybridRetriever
 from rag.pipeline.understand import Understood
-from rag.pipeline.writer_conflicts import confirm, writer_conflicts_gate
+from rag.pipeline.writer_conflicts import confirm
 from rag.text.exact_checks import contradicts_evidence
-from rag.text.facts import STOP_WORDS, clean_sentence, readable
+from rag.text.facts import STOP_WORDS
 
 TermFrequencies = Callable[[str], Awaitable[Mapping[str, float]]]
 
@@ -131,7 +137,14 @@ class GatedAttempt:
             attempt = await self._check_focus(attempt, run)
             attempt = self._confirm_writer_conflicts(attempt, run)  # writer_conflicts
             attempt = await self._check_consistency(attempt, run)  # self_consistency
-            attempt = attempt.with_gates(self._faithfulness_gate(attempt, number), _completeness_gate(attempt, number))
+            faithful = faithfulness_gate(
+                attempt,
+                max_unsupported=self.config.max_unsupported,
+                min_support=self.config.min_support,
+                verifier=self.verifier.name,
+                number=number,
+            )
+            attempt = attempt.with_gates(faithful, completeness_gate(attempt, number))
         return replace(attempt, timings=dict(run.clock.timings))
 
     async def _retrieve(self, attempt: Attempt, run: _Run) -> tuple[Attempt, list[list[Passage]], list[Query]]:
@@ -140,7 +153,9 @@ class GatedAttempt:
             found = await asyncio.gather(
                 *(self.retriever.run(q.text, run.scope, k=run.k, vector=q.vector) for q in probes)
             )
-        gate = self._retrieval_gate(found, run.understood.parts, run.number)
+        gate = retrieval_score_gate(
+            found, run.understood.parts, threshold=self.config.retrieval_threshold, number=run.number
+        )
         return attempt.with_gates(gate), list(found), list(probes)
 
     async def _rerank(
@@ -175,7 +190,7 @@ class GatedAttempt:
                 SynthesisRequest(run.understood.text, attempt.evidence, context, run.number)
             )
         attempt = replace(attempt, draft=draft)
-        return attempt.with_gates(_writer_gate(draft, run.number)) if draft.writer else attempt
+        return attempt.with_gates(writer_gate(draft, run.number)) if draft.writer else attempt
 
     async def _bridge(self, attempt: Attempt, run: _Run) -> tuple[Attempt, dict[int, Bridged]]:
         """Multi-hop parts: a second retrieval from the bridging name, and the draft written again."""
@@ -190,7 +205,7 @@ class GatedAttempt:
             )
         draft = with_bridges(draft, bridges, context)
         attempt = replace(attempt, evidence=evidence, draft=draft)
-        return attempt.with_gates(_bridge_gate(run.understood.parts, bridges, draft, run.number)), bridges
+        return attempt.with_gates(bridge_gate(run.understood.parts, bridges, draft, run.number)), bridges
 
     async def _criticise(self, attempt: Attempt, run: _Run, bridges: Mapping[int, Bridged]) -> Attempt:
         """Each drafted sentence against what it cites; a rejected one gets one re-retrieval of its own."""
@@ -289,7 +304,7 @@ class GatedAttempt:
                 request, self.config.self_consistency_samples, temperature=SAMPLE_TEMPERATURE
             )
         except LLMError as exc:  # not run is not a disagreement: recorded, and the answer keeps its route
-            return GateOutcome("self_consistency", True, 0.0, number, {"not_run": str(exc), "samples": 0})
+            return not_run_gate(str(exc), number)
         delivered = [c.text for c in attempt.supported]
         if self.fact_comparer is not None:
             texts = [" ".join(s.text for s in d.sentences) for d in samples]
@@ -317,20 +332,6 @@ class GatedAttempt:
         vector, frequencies = await asyncio.gather(self.embedder.embed([text]), self.term_frequencies(text))
         return Query(text, vector[0], frequencies)
 
-    def _retrieval_gate(self, found: Sequence[Sequence[Passage]], parts: Sequence[str], number: int) -> GateOutcome:
-        best = [_best_cosine(passages) for passages in found]
-        top = max(best, default=-1.0)
-        return GateOutcome(
-            "retrieval_score",
-            top >= self.config.retrieval_threshold,
-            top,
-            number,
-            {
-                "threshold": self.config.retrieval_threshold,
-                "parts": [{"part": p, "best_cosine": round(b, 4)} for p, b in zip(parts, best, strict=True)],
-            },
-        )
-
     async def _check(self, draft: Draft, context: Sequence[Passage]) -> tuple[Checked, ...]:
         async def one(index: int) -> Checked:
             sentence = draft.sentences[index]
@@ -351,26 +352,6 @@ class GatedAttempt:
 
         return tuple(await asyncio.gather(*(one(i) for i in range(len(draft.sentences)))))
 
-    def _faithfulness_gate(self, attempt: Attempt, number: int) -> GateOutcome:
-        unsupported = len(attempt.unsupported)
-        score = attempt.support_score
-        has_content = bool(attempt.supported)
-        passed = has_content and unsupported <= self.config.max_unsupported and score >= self.config.min_support
-        return GateOutcome(
-            "faithfulness",
-            passed,
-            score,
-            number,
-            {
-                "sentences": len(attempt.checked),
-                "unsupported": unsupported,
-                "max_unsupported": self.config.max_unsupported,
-                "min_support": self.config.min_support,
-                "verifier": self.verifier.name,
-                "decided_by": dict(Counter(c.decided_by for c in attempt.checked if c.decided_by)),
-            },
-        )
-
 
 def _about_the_unknown(checked: Checked, unknown: Mapping[int, tuple[str, ...]]) -> Checked:
     """A sentence answering a part that names something no document mentions is not delivered, however
@@ -382,87 +363,10 @@ def _about_the_unknown(checked: Checked, unknown: Mapping[int, tuple[str, ...]])
     return replace(checked, supported=False, reasons=(*checked.reasons, reason))
 
 
-@dataclass(frozen=True, slots=True)
-class Bridged:
-    bridge: Bridge
-    evidence: PartEvidence
-
-
-def with_bridges(draft: Draft, bridges: Mapping[int, Bridged], context: Sequence[Passage]) -> Draft:
-    """The draft with each bridged part's linking sentence cited ahead of its answer."""
-    numbers = {p.chunk_id: n for n, p in enumerate(context, 1)}
-    sentences: list[DraftSentence] = []
-    for s in draft.sentences:
-        bridged = bridges.get(s.part)
-        if bridged is not None and not any(x.part == s.part and x.origin is bridged.bridge.sentence for x in sentences):
-            link = bridged.bridge.sentence
-            sentences.append(DraftSentence(clean_sentence(link.text), (numbers[link.passage.chunk_id],), s.part, link))
-        sentences.append(s)
-    return replace(draft, sentences=tuple(sentences))
-
-
-def without_lone_bridges(
-    checked: Sequence[Checked], draft: Draft, bridges: Mapping[int, Bridged]
-) -> tuple[Checked, ...]:
-    """A linking sentence is delivered only with the answer it leads to: when the critic dropped
-    that answer, the link alone would read as an answer to a question it does not answer."""
-    links = {
-        i for i, s in enumerate(draft.sentences) if s.part in bridges and s.origin is bridges[s.part].bridge.sentence
-    }
-    answered = {c.part for c in checked if c.supported and c.origin_index not in links}
-    return tuple(c for c in checked if c.origin_index not in links or c.part in answered)
-
-
-def _bridge_gate(parts: Sequence[str], bridges: Mapping[int, Bridged], draft: Draft, number: int) -> GateOutcome:
-    answered = {s.part for s in draft.sentences}
-    details = {
-        "parts": [
-            {"part": parts[i], "bridge": b.bridge.name, "asked": b.bridge.question, "answered": i in answered}
-            for i, b in bridges.items()
-        ]
-    }
-    share = sum(i in answered for i in bridges) / len(bridges)
-    return GateOutcome("bridge", share > 0, share, number, details)
-
-
-def _writer_gate(draft: Draft, number: int) -> GateOutcome:
-    """Which writer made the draft: failed when the configured one did not (and why)."""
-    details = {"writer": draft.writer, "fallback": draft.fallback, "sentences": len(draft.sentences)}
-    return GateOutcome("writer", draft.fallback is None, 0.0 if draft.fallback else 1.0, number, details)
-
-
-def _completeness_gate(attempt: Attempt, number: int) -> GateOutcome:
-    """Which parts got supported content; with each part's best readable sentence score, so the
-    answer threshold can be calibrated from the gate log alone."""
-    answered = {c.part for c in attempt.supported}
-    status = [
-        {
-            "part": p,
-            "answered": i in answered,
-            "best_sentence_score": round(_best_sentence(attempt.evidence[i]), 4),
-            **(focus.as_json() if (focus := attempt.focus.get(i)) else {}),
-        }
-        for i, p in enumerate(attempt.parts)
-    ]
-    share = len(answered) / len(attempt.parts) if attempt.parts else 0.0
-    return GateOutcome("completeness", share == 1.0, share, number, {"parts": status})
-
-
-def _best_sentence(part: PartEvidence) -> float:
-    scores = [
-        s.score for r in part.ranked[:PASSAGES_CONSIDERED] for s in r.sentences if readable(clean_sentence(s.text))
-    ]
-    return max(scores, default=-1.0)
-
-
 def _best_meaning(passages: Sequence[Passage], ranked: Sequence[Ranked]) -> float:
     """A part's relevance: its best chunk cosine, or its best sentence's when that is higher."""
     sentences = (s.meaning for r in ranked for s in r.sentences)
-    return max(_best_cosine(passages), max(sentences, default=-1.0))
-
-
-def _best_cosine(passages: Sequence[Passage]) -> float:
-    return max((p.dense_score for p in passages if p.dense_score is not None), default=-1.0)
+    return max(best_cosine(passages), max(sentences, default=-1.0))
 
 
 def should_retry(attempt: Attempt) -> bool:

@@ -18,7 +18,6 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.model.answers import GateOutcome
 from rag.model.ports import Verifier
 from rag.model.types import AccessScope, Passage
 from rag.pipeline.retrieve import HybridRetriever
@@ -57,20 +56,3 @@ class ClaimRescuer:
                 return Rescue(sentence, passage, verdict.score, verdict.reasons)
         best = max(verdict.score for verdict in verdicts)
         return Rescue(sentence, None, best, (f"no re-retrieved passage supports it (best {best:.2f})",))
-
-
-def rescue_gate(rescues: Sequence[Rescue], number: int) -> GateOutcome:
-    saved = [r for r in rescues if r.rescued]
-    details = {
-        "sentences": [
-            {
-                "sentence": r.sentence,
-                "rescued": r.rescued,
-                "passage": r.passage.document if r.passage is not None else None,
-                "score": round(r.score, 4),
-                "reasons": list(r.reasons),
-            }
-            for r in rescues
-        ]
-    }
-    return GateOutcome("rescue", bool(saved), len(saved) / len(rescues) if rescues else 0.0, number, details)

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.ingest.sentences import split_sentences
-from rag.model.answers import GateOutcome
 from rag.model.evidence import DraftConflict, ScoredSentence
 from rag.model.types import Passage
 from rag.pipeline.contradictions import FoundConflict, differing_values, prefer
@@ -61,14 +60,3 @@ def _stating(value: str, passages: Sequence[Passage]) -> ScoredSentence | None:
             if wanted & {v.key for v in values(sentence)}:
                 return ScoredSentence(passage, position, sentence, 0.0, 0.0, 0.0, 0.0)
     return None
-
-
-def writer_conflicts_gate(checked: Sequence[Checked], number: int) -> GateOutcome:
-    confirmed = sum(c.found is not None for c in checked)
-    details = {
-        "notes": [
-            {"note": c.note.note, "values": list(c.note.values), "confirmed": c.found is not None, "reason": c.reason}
-            for c in checked
-        ]
-    }
-    return GateOutcome("writer_conflicts", confirmed == len(checked), confirmed / len(checked), number, details)

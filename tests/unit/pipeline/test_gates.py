@@ -7,9 +7,10 @@ from dataclasses import dataclass, replace
 
 from rag.model.answers import GateOutcome
 from rag.model.evidence import Draft, DraftSentence
-from rag.pipeline.consistency import consistency_gate, judged_gate
 from rag.pipeline.flow import retry_query, should_retry
-from rag.pipeline.rescue import Rescue, rescue_gate
+from rag.pipeline.gates.rescue import rescue_gate
+from rag.pipeline.gates.self_consistency import consistency_gate, judged_gate
+from rag.pipeline.rescue import Rescue
 from tests.unit.pipeline.stage_data import attempt, passage
 
 ANSWER = "Full-time employees receive 24 days of paid annual leave per year."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag.pipeline.premise import alternatives, premise_gate, unknown_names
+from rag.pipeline.gates.premise import alternatives, premise_gate, unknown_names
 from tests.unit.pipeline.stage_data import passage
 
 PLANS = (

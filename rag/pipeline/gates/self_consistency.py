@@ -63,3 +63,9 @@ def judged_gate(comparisons: Sequence[Any], samples: Sequence[Draft], judge: str
     }
     score = agreeing / len(samples) if samples else 0.0
     return GateOutcome("self_consistency", agreeing * 2 > len(samples), score, number, details)
+
+
+def not_run_gate(reason: str, number: int) -> GateOutcome:
+    """The samples could not be had (the model failed): not run is not a disagreement, so the gate
+    passes and the answer keeps its route; the reason is recorded."""
+    return GateOutcome("self_consistency", True, 0.0, number, {"not_run": reason, "samples": 0})
