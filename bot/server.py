@@ -26,8 +26,8 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Handler
 
-from bot.dashboard import ReportService
-from bot.dashboard import add_routes as add_dashboard_routes
+from bot.web.dashboard import ReportService
+from bot.web.dashboard import add_routes as add_dashboard_routes
 from bot.web.routes import add_routes as add_web_routes
 from rag.errors import CandorError
 from rag.model.answers import Answer, Feedback, Question
@@ -75,7 +75,7 @@ def build_app(
     admin_token: str | None = None,
 ) -> web.Application:
     """The application `candor serve` runs: `/healthz` and the chat page at `/`; `/dashboard` (the
-    report page, `bot.dashboard`) only with an admin token and a core that makes reports."""
+    report page, `bot.web.dashboard`) only with an admin token and a core that makes reports."""
     if max_question_chars < 1:
         raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
     app = web.Application(client_max_size=max_body_bytes)

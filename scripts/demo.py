@@ -12,7 +12,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from bot.text import render_text
+from bot.render.text import render_text
 from rag.config import load_settings
 from rag.errors import CandorError
 from rag.model.answers import Question

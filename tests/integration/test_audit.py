@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from bot.report_text import render_report
+from bot.render.report_text import render_report
 from rag.errors import ConfigError, StoreError
 from rag.insights.audit.answers import AuditRequest, relaxed_rechecker, run_audit, stored_scope
 from rag.insights.audit.labels import export_labels, import_labels

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from bot.audit_text import render_conflict_audit
+from bot.render.audit_text import render_conflict_audit
 from rag.insights.conflicts.audit import ConflictAudit, audit_conflicts
 from rag.insights.conflicts.findings import ConflictPair
 from rag.insights.evaluation.golden import GoldenConflict, load_golden

@@ -27,11 +27,11 @@ from aiohttp import ClientSession, CookieJar, TCPConnector, web
 from aiohttp.test_utils import unused_port
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from bot.dashboard import COOKIE, TOO_MANY, UNAVAILABLE, WRONG_TOKEN, ReportService
-from bot.dashboard import add_routes as add_dashboard_routes
-from bot.dashboard_auth import LoginLimiter
-from bot.report_html import render_html
+from bot.render.report_html import render_html
 from bot.server import app_runner, build_app
+from bot.web.dashboard import COOKIE, TOO_MANY, UNAVAILABLE, WRONG_TOKEN, ReportService
+from bot.web.dashboard import add_routes as add_dashboard_routes
+from bot.web.dashboard_auth import LoginLimiter
 from rag.config import load_settings
 from rag.errors import ConfigError
 from rag.insights.report.build import Window, build_report, report_window

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from bot.gaps_text import render_gaps
+from bot.render.gaps_text import render_gaps
 from rag.insights.gaps.find import find_gaps
 from rag.insights.relaxed import relaxed_threshold
 from rag.insights.report.build import report_window

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from bot.report_text import render_report
+from bot.render.report_text import render_report
 from rag.errors import FileWriteError, LabelFileError
 from rag.insights.audit.answers import AuditRequest, relaxed_rechecker
 from rag.insights.audit.labels import COLUMNS, export_labels, import_labels

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from bot.report_text import NO_ANSWERS, render_report
+from bot.render.report_text import NO_ANSWERS, render_report
 from rag.insights.evaluation.golden import load_golden
 from rag.insights.evaluation.run import run_eval, summarise
 from rag.insights.report.build import build_report, report_window

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from bot.report_html import render_html
+from bot.render.report_html import render_html
 from rag.insights.evaluation.golden import load_golden
 from rag.insights.evaluation.run import run_eval, summarise
 from rag.insights.report.build import build_report, report_window
@@ -52,7 +52,7 @@ QUESTIONS = (
     ("How many days a year can I work from another country?", "web", 2),
 )
 PALETTE = {"blue": (0, 114, 178), "vermillion": (213, 94, 0), "green": (0, 158, 115)}
-"""The first three colours of `bot.svg_charts.COLOURS`: the route-share bars are drawn in them."""
+"""The first three colours of `bot.render.svg_charts.COLOURS`: the route-share bars are drawn in them."""
 
 
 async def seed(candor: Candor, kb: KnowledgeBase) -> None:

@@ -2,7 +2,7 @@
 
 A `ConflictAudit` lists `ConflictPair`s: two documents, the preferred one first, with every
 `Difference` between them (the named thing, the attribute, each side's value and the sentence it
-comes from). Pure: no database, no rendering (the text form is `bot/audit_text.py`).
+comes from). Pure: no database, no rendering (the text form is `bot/render/audit_text.py`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`bot.report_html.render_html` and `bot.svg_charts` on report objects built without a database.
+"""`bot.render.report_html.render_html` and `bot.render.svg_charts` on report objects built without a database.
 
 The report objects come from `rag.insights.report.build.assemble` on the hand-written measure rows of
 tests/unit/insights/test_report.py (so they have the real shape), then are edited by hand where a case needs
@@ -19,8 +19,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.report_html import NO_ANSWERS, NOT_ENOUGH, render_html, write_html
-from bot.svg_charts import NO_DATA, Series, bar_chart, format_value, line_chart, stacked_bars
+from bot.render.report_html import NO_ANSWERS, NOT_ENOUGH, render_html, write_html
+from bot.render.svg_charts import NO_DATA, Series, bar_chart, format_value, line_chart, stacked_bars
 from rag.insights.report import audit_measures
 from rag.insights.report.build import Window, assemble
 from tests.unit.insights.test_report import MONDAY, WEEK, measured, row

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.render.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
 from bot.slack.blocks import (
     FEEDBACK_DOWN,
     FEEDBACK_REASON_CALLBACK,
@@ -27,7 +28,6 @@ from bot.slack.blocks import (
     to_mrkdwn,
 )
 from bot.slack.mrkdwn import pack, split_text
-from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
 from rag.model.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
 from tests.answers import CONFLICT, TRACE, answer, source
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.render.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
 from bot.teams.cards import (
     MAX_ACTIVITY_BYTES,
     activity_size,
@@ -21,7 +22,6 @@ from bot.teams.cards import (
     welcome_activity,
 )
 from bot.teams.feedback import feedback_from_invoke
-from bot.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
 from rag.model.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
 from tests.answers import CONFLICT, answer, source
 

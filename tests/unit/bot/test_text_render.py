@@ -1,11 +1,11 @@
-"""`bot.text`: the terminal renderings of an answer and of an eval summary, asserted on the returned text."""
+"""`bot.render.text`: the terminal renderings of an answer and of an eval summary, asserted on the returned text."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import date
 
-from bot.text import render_summary, render_text
+from bot.render.text import render_summary, render_text
 from rag.insights.evaluation.golden import GoldenItem
 from rag.insights.evaluation.run import score_question, summarise
 from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Source

@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.render.wording import LOW_CONFIDENCE_NOTE, UNANSWERED_NOTE
 from bot.web.render import answer_html, linkable_url, source_anchor
-from bot.wording import LOW_CONFIDENCE_NOTE, UNANSWERED_NOTE
 from rag.model.answers import DEFAULT_REFUSAL, AnswerSentence, Conflict
 from tests.answers import CONFLICT, TRACE, answer, source
 

@@ -7,7 +7,7 @@ from datetime import date
 
 import numpy as np
 
-from bot.audit_text import render_conflict_audit
+from bot.render.audit_text import render_conflict_audit
 from rag.insights.conflicts.audit import Found, compare_pairs, facts_by_chunk, group_by_documents
 from rag.insights.conflicts.findings import ConflictAudit, attribute_of, newer_of, subject_of
 from rag.insights.conflicts.queries import ChunkPair, unordered_pairs

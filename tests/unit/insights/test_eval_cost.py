@@ -1,9 +1,9 @@
 """`candor eval`'s tokens and cost per answer: `rag.insights.evaluation.run.Usage` in the summary and per question, and
-its lines in `bot.text.render_summary`, on hand-built answers (no database, no model)."""
+its lines in `bot.render.text.render_summary`, on hand-built answers (no database, no model)."""
 
 from __future__ import annotations
 
-from bot.text import render_summary
+from bot.render.text import render_summary
 from rag.insights.evaluation.run import Scored, run_eval, score_question, summarise
 from rag.model.answers import Answer, ModelCall, Question
 from rag.model.types import AccessScope, Passage

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.gaps_text import NO_GAPS, render_gaps
+from bot.render.gaps_text import NO_GAPS, render_gaps
 from rag.insights.gaps.find import (
     RECHECK_CAP,
     GapItem,

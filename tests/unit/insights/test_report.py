@@ -1,5 +1,5 @@
 """`candor report` without a database: the window's parsing, `rag.insights.report.build.assemble` on hand-written
-measure rows (as the queries return them), and `bot.report_text.render_report` on the result."""
+measure rows (as the queries return them), and `bot.render.report_text.render_report` on the result."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.report_text import NO_ANSWERS, render_report
+from bot.render.report_text import NO_ANSWERS, render_report
 from rag.insights.report import audit_measures
 from rag.insights.report.audit_measures import Stratum, coverage, stratified, stratified_interval
 from rag.insights.report.build import TOP_DOCUMENTS, Window, assemble, parse_moment, report_window

@@ -1,4 +1,4 @@
-"""Charts as inline SVG strings, for pages that must make no request of their own (`bot.report_html`).
+"""Charts as inline SVG strings, for pages that must make no request of their own (`bot.render.report_html`).
 
 Pure functions of the numbers: `line_chart`, `stacked_bars` and `bar_chart` each return one ``<svg>``
 to inline in HTML (which needs no namespace) with ``role="img"`` and a ``<title>`` (its accessible

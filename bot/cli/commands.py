@@ -16,14 +16,14 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-import bot.cli_audit_answers  # noqa: F401  (registers `candor audit answers` on audit_app)
-from bot.cli_audit import audit_app
-from bot.cli_common import AccessOption, KbOption, cli_settings, err, out, require_knowledge_base, run
-from bot.cli_feedback import feedback_app
-from bot.cli_gaps import gaps
-from bot.report_html import render_html, write_html
-from bot.report_text import render_report
-from bot.text import render_summary, render_text
+import bot.cli.audit_answers  # noqa: F401  (registers `candor audit answers` on audit_app)
+from bot.cli.audit import audit_app
+from bot.cli.common import AccessOption, KbOption, cli_settings, err, out, require_knowledge_base, run
+from bot.cli.feedback import feedback_app
+from bot.cli.gaps import gaps
+from bot.render.report_html import render_html, write_html
+from bot.render.report_text import render_report
+from bot.render.text import render_summary, render_text
 from rag import By, Candor, EvalRun, IngestReport, report_window
 from rag.errors import FileWriteError
 from rag.model.answers import Answer, Question

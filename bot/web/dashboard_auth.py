@@ -1,6 +1,6 @@
 """Who may open `/dashboard`: the token, the browser's cookie, the login limiter, the same-origin check.
 
-Pure rules with no web framework in them; `bot.dashboard` applies them to requests.
+Pure rules with no web framework in them; `bot.web.dashboard` applies them to requests.
 
 The cookie a browser gets after logging in is ``<issued_at>.<mac>``: `issued_at` whole seconds of the
 server's clock, `mac` the hex HMAC-SHA256 of ``candor-dashboard:<issued_at>`` keyed with the admin

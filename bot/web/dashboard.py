@@ -1,9 +1,9 @@
-"""`/dashboard`: the report page (`bot.report_html`) for whoever holds CANDOR_ADMIN_TOKEN.
+"""`/dashboard`: the report page (`bot.render.report_html`) for whoever holds CANDOR_ADMIN_TOKEN.
 
 A thin adapter: query → `Window` → the core's report → the page. `candor serve` mounts it only when
 the token is set; without one there is no route (404), so nothing is exposed by default.
 
-Who may see it (the rules are in `bot.dashboard_auth`):
+Who may see it (the rules are in `bot.web.dashboard_auth`):
 
 - a script sends ``Authorization: Bearer <token>`` with every request. A bearer header with anything
   but the token is a 401 with ``WWW-Authenticate: Bearer`` and a line of text.
@@ -35,8 +35,8 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from bot.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
-from bot.report_html import CSP, render_html
+from bot.render.report_html import CSP, render_html
+from bot.web.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
 from rag import Window, report_window
 from rag.errors import CandorError
 

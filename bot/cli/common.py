@@ -1,8 +1,8 @@
 """What every `candor` command shares: the consoles, the common options, and running a piece of
 work against the core with errors turned into one line on stderr and an exit status.
 
-Each command module (bot/cli.py and the `bot/cli_*.py` groups) imports from here, never from
-bot/cli.py, which imports them all to register their commands.
+Each command module (bot/cli/commands.py and the `bot/cli_*.py` groups) imports from here, never from
+bot/cli/commands.py, which imports them all to register their commands.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from bot.cli_audit import audit_app
-from bot.cli_common import err, out, run
-from bot.report_text import relaxed_estimate
+from bot.cli.audit import audit_app
+from bot.cli.common import err, out, run
+from bot.render.report_text import relaxed_estimate
 from rag import DEFAULT_SAMPLE, AuditRequest, Candor, Imported, relaxed_false_alarms, report_window
 
 

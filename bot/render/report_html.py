@@ -1,15 +1,15 @@
 """`candor report --html` and `/dashboard`: the report object as one self-contained HTML page.
 
 `render_html` is a pure function of the object `candor report --json` prints (`rag.insights.report.build`), like
-`bot.report_text`, so the page, the text and the JSON cannot disagree. The page makes no request of
-its own: inline CSS, charts as inline SVG (`bot.svg_charts`), no script, no font, no image file; its
+`bot.render.report_text`, so the page, the text and the JSON cannot disagree. The page makes no request of
+its own: inline CSS, charts as inline SVG (`bot.render.svg_charts`), no script, no font, no image file; its
 own Content-Security-Policy says so to the browser. Every string from the data (titles, documents,
 knowledge bases, reasons, names) is escaped: they are user content. Every rate is shown with its
 counts ("7/8 (88%)"), and every chart has its numbers in a table beside it.
 
 Measures that nothing has measured (`hallucination_rate`, `wrong_abstention`) say "not measured" or
 "not independent" with their reason; they are charted only where a sample was measured. Their cards
-and charts are put into words by `bot.report_cards`.
+and charts are put into words by `bot.render.report_cards`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from bot.report_cards import SAMPLED, rate_text, sampled_cards, sampled_chart
-from bot.svg_charts import Series, bar_chart, format_value, line_chart, stacked_bars
+from bot.render.report_cards import SAMPLED, rate_text, sampled_cards, sampled_chart
+from bot.render.svg_charts import Series, bar_chart, format_value, line_chart, stacked_bars
 from rag import write_private
 
 ROUTES = {"answered": "answered", "low_confidence": "low confidence", "abstained": "abstained"}
@@ -204,7 +204,7 @@ def _conflicts(charted: Rows, table: Rows) -> str:
 
 
 def _sampled(key: str, charted: Rows, table: Rows) -> str:
-    """A sampled measure and, per period, the people's labels (`bot.report_cards`)."""
+    """A sampled measure and, per period, the people's labels (`bot.render.report_cards`)."""
     chart = sampled_chart(key, charted, table)
     if not chart.drawn:
         return (

@@ -1,6 +1,6 @@
 """`candor gaps`: questions Candor could not answer, clustered and re-checked. Thin: parse, call the core, print.
 
-Registered on the main app by `bot/cli.py` (`app.command("gaps")(gaps)`).
+Registered on the main app by `bot/cli/commands.py` (`app.command("gaps")(gaps)`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from bot.cli_common import err, out, run
-from bot.gaps_text import render_gaps
+from bot.cli.common import err, out, run
+from bot.render.gaps_text import render_gaps
 from rag import Candor, report_window
 
 

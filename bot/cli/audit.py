@@ -1,6 +1,6 @@
 """`candor audit ...`: standing checks over what Candor answers from. Thin: parse, call the core, print.
 
-`audit_app` is registered on the main app by `bot/cli.py`; more audits add their commands to it.
+`audit_app` is registered on the main app by `bot/cli/commands.py`; more audits add their commands to it.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from bot.audit_text import render_conflict_audit
-from bot.cli_common import KbOption, err, out, run
+from bot.cli.common import KbOption, err, out, run
+from bot.render.audit_text import render_conflict_audit
 from rag import Candor, ConflictAudit
 
 audit_app = typer.Typer(

@@ -1,6 +1,6 @@
 """`candor feedback ...`: the votes people gave, for a spreadsheet or a script. Thin: parse, call, print.
 
-`feedback_app` is registered on the main app by `bot/cli.py`.
+`feedback_app` is registered on the main app by `bot/cli/commands.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from bot.cli_common import err, run
+from bot.cli.common import err, run
 from rag import Candor, parse_moment, write_private
 from rag.errors import FileWriteError
 

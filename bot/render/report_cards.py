@@ -1,7 +1,7 @@
-"""The sampled measures on the report page (`bot.report_html`): their headline cards and charts, in words.
+"""The sampled measures on the report page (`bot.render.report_html`): their headline cards and charts, in words.
 
 Pure functions of the report object (`rag.insights.report.build`, `rag.insights.report.audit_measures`),
-returning text and chart data; `bot.report_html` puts them in the page. Each measure says what it is:
+returning text and chart data; `bot.render.report_html` puts them in the page. Each measure says what it is:
 
 - the hallucination rate, stratified by day: the weighted rate with the counts it comes from, its
   interval, the share of delivered sentences the days sampled hold, and the verifier;
@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.report_text import RELAXED, relaxed_estimate, relaxed_label
-from bot.svg_charts import Series, format_value
+from bot.render.report_text import RELAXED, relaxed_estimate, relaxed_label
+from bot.render.svg_charts import Series, format_value
 
 HALLUCINATION = "hallucination_rate"
 ABSTENTION = "wrong_abstention"
