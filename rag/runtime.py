@@ -108,7 +108,7 @@ class Candor:
         return {
             "database": "ok",
             "embedder": self.embedder.name,
-            "embedder_backend": backend_in_use(self.embedder),
+            "embedder_backend": self.embedder_backend,
             **counts,
         }
 

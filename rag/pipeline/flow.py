@@ -71,12 +71,11 @@ class AttemptRunner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _Run:
-    """What every step of one attempt reads: the question, the reader's scope, the attempt's number,
-    its queries and shortlist size, and the clock its stages are timed by."""
+    """What every step of one attempt reads besides the attempt itself: the question, the reader's
+    scope, the attempt's queries and shortlist size, and the clock its stages are timed by."""
 
     understood: Understood
     scope: AccessScope
-    number: int
     queries: tuple[str, ...]
     k: int
     clock: Clock
@@ -123,7 +122,6 @@ class GatedAttempt:
         run = _Run(
             understood,
             scope,
-            number,
             queries=understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts),
             k=self.config.shortlist * (1 if number == 1 else 2),
             clock=Clock({}),
@@ -154,7 +152,7 @@ class GatedAttempt:
                 *(self.retriever.run(q.text, run.scope, k=run.k, vector=q.vector) for q in probes)
             )
         gate = retrieval_score_gate(
-            found, run.understood.parts, threshold=self.config.retrieval_threshold, number=run.number
+            found, run.understood.parts, threshold=self.config.retrieval_threshold, number=attempt.number
         )
         return attempt.with_gates(gate), list(found), list(probes)
 
@@ -177,7 +175,7 @@ class GatedAttempt:
             for i, (part, r, passages) in enumerate(zip(parts, ranked, found, strict=True))
         )
         return replace(
-            attempt.with_gates(premise_gate(parts, unknown, run.number)),
+            attempt.with_gates(premise_gate(parts, unknown, attempt.number)),
             unknown_names=unknown,
             known_instead={i: alternatives(parts[i], names_, found[i]) for i, names_ in unknown.items()},
             evidence=evidence,
@@ -187,10 +185,10 @@ class GatedAttempt:
         context = context_of(attempt.evidence)
         with run.clock.stage("synthesise"):
             draft = await self.synthesizer.synthesise(
-                SynthesisRequest(run.understood.text, attempt.evidence, context, run.number)
+                SynthesisRequest(run.understood.text, attempt.evidence, context, attempt.number)
             )
         attempt = replace(attempt, draft=draft)
-        return attempt.with_gates(writer_gate(draft, run.number)) if draft.writer else attempt
+        return attempt.with_gates(writer_gate(draft, attempt.number)) if draft.writer else attempt
 
     async def _bridge(self, attempt: Attempt, run: _Run) -> tuple[Attempt, dict[int, Bridged]]:
         """Multi-hop parts: a second retrieval from the bridging name, and the draft written again."""
@@ -201,11 +199,11 @@ class GatedAttempt:
         context = context_of(evidence)
         with run.clock.stage("synthesise"):
             draft = await self.synthesizer.synthesise(
-                SynthesisRequest(run.understood.text, evidence, context, run.number)
+                SynthesisRequest(run.understood.text, evidence, context, attempt.number)
             )
         draft = with_bridges(draft, bridges, context)
         attempt = replace(attempt, evidence=evidence, draft=draft)
-        return attempt.with_gates(bridge_gate(run.understood.parts, bridges, draft, run.number)), bridges
+        return attempt.with_gates(bridge_gate(run.understood.parts, bridges, draft, attempt.number)), bridges
 
     async def _criticise(self, attempt: Attempt, run: _Run, bridges: Mapping[int, Bridged]) -> Attempt:
         """Each drafted sentence against what it cites; a rejected one gets one re-retrieval of its own."""
@@ -231,14 +229,14 @@ class GatedAttempt:
             return attempt
         notes = [confirm(note, context_of(attempt.evidence)) for note in attempt.draft.conflicts]
         confirmed = tuple(n.found for n in notes if n.found is not None)
-        return replace(attempt.with_gates(writer_conflicts_gate(notes, run.number)), writer_conflicts=confirmed)
+        return replace(attempt.with_gates(writer_conflicts_gate(notes, attempt.number)), writer_conflicts=confirmed)
 
     async def _check_consistency(self, attempt: Attempt, run: _Run) -> Attempt:
         """High-stakes knowledge bases only, with a sampling writer: would it say the same again?"""
         if not (self._high_stakes(attempt) and isinstance(self.synthesizer, SamplingSynthesizer)):
             return attempt
         with run.clock.stage("consistency"):
-            gate = await self._consistency(run.understood.text, attempt, context_of(attempt.evidence), run.number)
+            gate = await self._consistency(run.understood.text, attempt, context_of(attempt.evidence))
         return attempt.with_gates(gate)
 
     async def _bridges(self, attempt: Attempt, scope: AccessScope, k: int, clock: Clock) -> dict[int, Bridged]:
@@ -294,9 +292,8 @@ class GatedAttempt:
             return False
         return "*" in marked or any(p.knowledge_base in marked for c in attempt.supported for p in c.passages)
 
-    async def _consistency(
-        self, question: str, attempt: Attempt, context: Sequence[Passage], number: int
-    ) -> GateOutcome:
+    async def _consistency(self, question: str, attempt: Attempt, context: Sequence[Passage]) -> GateOutcome:
+        number = attempt.number
         assert isinstance(self.synthesizer, SamplingSynthesizer)
         request = SynthesisRequest(question, attempt.evidence, tuple(context), number)
         try:
