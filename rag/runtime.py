@@ -175,7 +175,7 @@ class Candor:
         results = await run_eval(items, self.answer, search, kb=kb, rerank=reranked)
         summary = summarise(results)
         per_question = [r.as_json() for r in results]
-        config = {**answer_settings(self.settings), **self.answerer.models, "embedder_backend": self.embedder_backend}
+        config = {**self.settings.answer_settings(), **self.answerer.models, "embedder_backend": self.embedder_backend}
         run_id = await self.tracker.record_eval_run(
             golden=str(golden), knowledge_base=kb, config=config, summary=summary, per_question=per_question
         )
@@ -302,18 +302,7 @@ def build_answerer(
     async def frequencies(text: str) -> Mapping[str, float]:
         return await term_frequencies(store, text)
 
-    config = PipelineConfig(
-        retrieval_threshold=settings.retrieval_threshold,
-        shortlist=settings.shortlist,
-        min_support=settings.min_support,
-        retry=settings.retry,
-        refusal=settings.refusal,
-        focus_threshold=settings.focus_threshold,
-        answer_budget=settings.answer_budget,
-        rescue=settings.rescue,
-        self_consistency_kbs=frozenset(settings.self_consistency_kbs),
-        self_consistency_samples=settings.self_consistency_samples,
-    )
+    config = PipelineConfig.from_settings(settings)
     reranker = reranker or build_reranker(settings, EvidenceReranker(sentence_source(store, vectors), vectors))
     synthesizer = synthesizer or build_writer(
         settings, ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
@@ -334,7 +323,13 @@ def build_answerer(
         "verifier": verifier.name,
     }
     return Answerer(
-        attempt, policy, config, tracker=tracker, models=models, settings=answer_settings(settings), conflicts=conflicts
+        attempt,
+        policy,
+        config,
+        tracker=tracker,
+        models=models,
+        settings=settings.answer_settings(),
+        conflicts=conflicts,
     )
 
 
@@ -347,24 +342,3 @@ def sentence_source(store: PostgresStore, vectors: CachedEmbedder) -> SentenceSo
         return evidence
 
     return sentences
-
-
-def answer_settings(settings: Settings) -> dict[str, Any]:
-    """The settings an answer depends on, stored with every trace and eval run (no secrets)."""
-    return {
-        "retrieval_threshold": settings.retrieval_threshold,
-        "answer_threshold": settings.answer_threshold,
-        "focus_threshold": settings.focus_threshold,
-        "min_support": settings.min_support,
-        "shortlist": settings.shortlist,
-        "retry": settings.retry,
-        "rescue": settings.rescue,
-        "self_consistency_kbs": settings.self_consistency_kbs,
-        "fusion": settings.fusion,
-        "dense_weight": settings.dense_weight,
-        "candidates": settings.candidates,
-        "writer": settings.writer,
-        "judge": settings.judge,
-        "reranker": settings.reranker,
-        "answer_budget": settings.answer_budget,
-    }

@@ -94,3 +94,18 @@ class Draft:
     @property
     def abstained(self) -> bool:
         return not self.sentences
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A draft sentence after the critic."""
+
+    text: str
+    passages: tuple[Passage, ...]
+    part: int
+    supported: bool
+    score: float
+    reasons: tuple[str, ...]
+    origin_index: int
+    decided_by: str = ""
+    """Which verifier decided (a composite critic's prefilter, judge or fallback)."""

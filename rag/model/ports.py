@@ -1,5 +1,6 @@
 """The Protocols every part of the answer path is written against, each with an offline
-implementation and a model-backed one: `Embedder` (rag/backends/embeddings.py), `Reranker`
+implementation and a model-backed one: `Embedder` (rag/backends/embeddings.py), `Retriever`
+(rag/pipeline/retrieve.py, hybrid search in Postgres), `Reranker`
 (rag/pipeline/rerank.py, rag/backends/cross_encoders.py), `Synthesizer` (rag/pipeline/synthesis.py,
 rag/backends/llm_writer.py), `Verifier` (rag/pipeline/critic.py, rag/backends/llm_judge.py,
 rag/backends/cross_encoders.py), and the self-consistency gate's `SamplingSynthesizer` and
@@ -12,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from rag.model.answers import Verdict
 from rag.model.evidence import Draft, Query, Ranked, SynthesisRequest
-from rag.model.types import Matrix, Passage
+from rag.model.types import AccessScope, Matrix, Passage, Vector
 
 
 @runtime_checkable
@@ -28,6 +29,14 @@ class Embedder(Protocol):
     async def aclose(self) -> None:
         """Release threads and connections; the embedder is not used afterwards."""
         ...
+
+
+class Retriever(Protocol):
+    """The k best passages for a query in the reader's scope (rag/pipeline/retrieve.py)."""
+
+    async def run(
+        self, query: str, scope: AccessScope, *, k: int | None = None, vector: Vector | None = None
+    ) -> list[Passage]: ...
 
 
 class Reranker(Protocol):

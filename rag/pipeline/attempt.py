@@ -1,7 +1,8 @@
-"""What one retrieval-synthesis-critic attempt found, and the timings of its stages.
+"""What one retrieval-synthesis-critic attempt found, what every step reads besides it, and the
+timings of its stages.
 
-`GatedAttempt` (rag/pipeline/flow.py) makes an `Attempt` step by step, each step returning a
-new value; `compose` and the `Answerer` read the last one.
+`GatedAttempt` (rag/pipeline/flow.py) makes an `Attempt` step by step (rag/pipeline/steps.py), each
+step returning a new value; `compose` and the `Answerer` read the last one.
 """
 
 from __future__ import annotations
@@ -11,25 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from rag.model.answers import DroppedSentence, GateName, GateOutcome
-from rag.model.evidence import Draft, PartEvidence
-from rag.model.types import Passage
+from rag.model.evidence import Checked, Draft, PartEvidence, Query
+from rag.model.types import AccessScope, Passage
+from rag.pipeline.bridge import Bridged
 from rag.pipeline.contradictions import FoundConflict
 from rag.pipeline.focus import Focus
-
-
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """A draft sentence after the critic."""
-
-    text: str
-    passages: tuple[Passage, ...]
-    part: int
-    supported: bool
-    score: float
-    reasons: tuple[str, ...]
-    origin_index: int
-    decided_by: str = ""
-    """Which verifier decided (a composite critic's prefilter, judge or fallback)."""
+from rag.pipeline.understand import Understood
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +26,10 @@ class Attempt:
 
     number: int
     parts: tuple[str, ...]
+    probes: tuple[Query, ...] = ()
+    """Per part: the query retrieved with (its text, vector and term frequencies)."""
+    shortlists: tuple[tuple[Passage, ...], ...] = ()
+    """Per part: the passages retrieval found, before reranking."""
     evidence: tuple[PartEvidence, ...] = ()
     draft: Draft | None = None
     checked: tuple[Checked, ...] = ()
@@ -49,8 +41,16 @@ class Attempt:
     """Per such part: what the passages name of the same kind ("Starter plan", "NW-200X")."""
     writer_conflicts: tuple[FoundConflict, ...] = ()
     """The writer's conflict notes the cited passages confirmed."""
+    bridges: Mapping[int, Bridged] = field(default_factory=dict)
+    """Per multi-hop part: the bridging name and the second hop's evidence."""
     focus: Mapping[int, Focus] = field(default_factory=dict)
     """Per part with supported sentences: does that answer address every word of the part?"""
+
+    @property
+    def ended(self) -> bool:
+        """A failed retrieval gate ends the attempt: nothing is written from passages not about the question."""
+        retrieval = self.gate("retrieval_score")
+        return retrieval is not None and not retrieval.passed
 
     def with_gates(self, *gates: GateOutcome) -> Attempt:
         return replace(self, gates=(*self.gates, *gates))
@@ -82,6 +82,18 @@ class Attempt:
 
     def rank(self) -> tuple[int, float]:
         return (len(self.supported) - len(self.unsupported), self.support_score)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What every step of one attempt reads besides the attempt itself: the question, the reader's
+    scope, the attempt's queries and shortlist size, and the clock its stages are timed by."""
+
+    understood: Understood
+    scope: AccessScope
+    queries: tuple[str, ...]
+    k: int
+    clock: Clock
 
 
 class Clock:

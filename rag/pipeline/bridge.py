@@ -19,9 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from rag.model.evidence import Draft, DraftSentence, PartEvidence, Ranked, ScoredSentence
+from rag.model.evidence import Checked, Draft, DraftSentence, PartEvidence, Ranked, ScoredSentence
 from rag.model.types import Passage
-from rag.pipeline.attempt import Checked
 from rag.text.facts import clean_sentence, content_words
 from rag.text.names import mentions, names, new_names
 

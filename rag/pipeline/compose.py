@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.model.answers import AnswerSentence, Conflict, GateOutcome, Route, Source
-from rag.model.evidence import ScoredSentence
+from rag.model.evidence import Checked, ScoredSentence
 from rag.model.types import Passage
-from rag.pipeline.attempt import Attempt, Checked
+from rag.pipeline.attempt import Attempt
 from rag.pipeline.contradictions import ContradictionDetector, FoundConflict, ValueConflicts
 from rag.pipeline.gates.contradiction import contradiction_gate
 from rag.text.facts import clean_sentence

@@ -18,9 +18,8 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.model.ports import Verifier
+from rag.model.ports import Retriever, Verifier
 from rag.model.types import AccessScope, Passage
-from rag.pipeline.retrieve import HybridRetriever
 
 RESCUE_PASSAGES = 5
 
@@ -39,7 +38,7 @@ class Rescue:
 
 
 class ClaimRescuer:
-    def __init__(self, retriever: HybridRetriever, verifier: Verifier, *, k: int = RESCUE_PASSAGES) -> None:
+    def __init__(self, retriever: Retriever, verifier: Verifier, *, k: int = RESCUE_PASSAGES) -> None:
         self.retriever = retriever
         self.verifier = verifier
         self.k = k

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import date
 
 from rag.model.answers import GateOutcome
-from rag.model.evidence import PartEvidence, Ranked, ScoredSentence
+from rag.model.evidence import Checked, PartEvidence, Ranked, ScoredSentence
 from rag.model.types import Passage
-from rag.pipeline.attempt import Attempt, Checked
+from rag.pipeline.attempt import Attempt
 
 
 def passage(
