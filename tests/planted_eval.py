@@ -1,6 +1,6 @@
 """`candor eval` through the model writer, on a fake model that hallucinates in a known share of its drafts
 (`tests.fakes.writers.HallucinatingWriter`): which planted hallucinations the gated pipeline delivered,
-which the critic dropped. Shared by tests/integration/test_llm_eval.py and benchmarks/llm_writer_eval.py.
+which the critic dropped. Shared by tests/integration/insights/test_llm_eval.py and benchmarks/llm_writer_eval.py.
 
     writer = HallucinatingWriter(every=3, avoid=handbook_text())
     fake.responder = Models(writer)
