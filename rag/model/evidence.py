@@ -32,6 +32,8 @@ class ScoredSentence:
     terms: float
     type_match: float
     vector: Vector | None = None
+    answers: str = ""
+    """The question line this sentence answers when it follows one (an FAQ's "Q: ..."): its context."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from rag.pipeline.understand import answer_type
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
 from rag.text.claims import sibling_names
-from rag.text.facts import values
+from rag.text.facts import asks, values
 from rag.text.names import acronyms, mentions, names, people
 
 MEANING_WEIGHT = 0.5
@@ -67,12 +67,18 @@ class EvidenceReranker:
         asked_names = names(query.text)
         ranked = []
         for passage in passages:
-            stored = by_chunk.get(passage.chunk_id) or [
-                StoredSentence(passage.chunk_id, 0, passage.text, None, frozenset())
-            ]
+            stored = sorted(
+                by_chunk.get(passage.chunk_id)
+                or [StoredSentence(passage.chunk_id, 0, passage.text, None, frozenset())],
+                key=lambda s: s.position,
+            )
             context = evidence.context_lexemes.get(passage.chunk_id, frozenset())
+            faq = answered_by(stored)
             scored = sorted(
-                (self._score(passage, s, vectors, weights, context, wanted, asked_names, query) for s in stored),
+                (
+                    self._score(passage, s, vectors, weights, context, wanted, asked_names, query, faq.get(s.position))
+                    for s in stored
+                ),
                 key=lambda s: (-s.score, s.position),
             )
             best = scored[0].score
@@ -110,19 +116,48 @@ class EvidenceReranker:
         wanted: str,
         asked_names: set[str],
         query: Query,
+        faq: StoredSentence | None = None,
     ) -> ScoredSentence:
+        """`faq`: the question line the sentence answers (an FAQ's "Q: ..."), whose words and meaning
+        count as the sentence's own: the answer to "Where is the serial number?" need not repeat it."""
         vector = vectors.get((sentence.chunk_id, sentence.position))
         meaning = float(np.dot(vectors[(-1, -1)], vector)) if vector is not None else 0.0
-        terms = coverage(weights, sentence.lexemes | acronyms(sentence.text), context)
+        lexemes = sentence.lexemes | acronyms(sentence.text)
+        where = f"{sentence.text} {passage.title} {passage.heading}"
+        if faq is not None:
+            asked = vectors.get((faq.chunk_id, faq.position))
+            meaning = max(meaning, float(np.dot(vectors[(-1, -1)], asked)) if asked is not None else 0.0)
+            lexemes |= faq.lexemes | acronyms(faq.text)
+            where = f"{where} {faq.text}"
+        terms = coverage(weights, lexemes, context)
         fits = type_match(wanted, sentence.text)
         score = MEANING_WEIGHT * meaning + TERMS_WEIGHT * terms + TYPE_WEIGHT * fits
         if asked_names:
-            where = f"{sentence.text} {passage.title} {passage.heading}"
             named = sum(mentions(where, name) for name in asked_names) / len(asked_names)
             score -= NAME_PENALTY * (1.0 - named)
             if sibling_names(sentence.text, asked_names, query.text):
                 score -= NAME_PENALTY  # "Beacon Pro" answering a question about "Beacon"
-        return ScoredSentence(passage, sentence.position, sentence.text, score, meaning, terms, fits, vector)
+        answers = faq.text if faq is not None else ""
+        return ScoredSentence(passage, sentence.position, sentence.text, score, meaning, terms, fits, vector, answers)
+
+
+FAQ_ANSWER_SENTENCES = 4
+"""How many sentences after a question line answer it (an FAQ answer is a short paragraph)."""
+
+
+def answered_by(sentences: Sequence[StoredSentence]) -> dict[int, StoredSentence]:
+    """Position -> the question line (`asks`) a sentence answers: the sentences after a question
+    line, up to the next one, at most FAQ_ANSWER_SENTENCES of them. `sentences` in order."""
+    out: dict[int, StoredSentence] = {}
+    question: StoredSentence | None = None
+    following = 0
+    for s in sentences:
+        if asks(s.text):
+            question, following = s, 0
+        elif question is not None and following < FAQ_ANSWER_SENTENCES:
+            out[s.position] = question
+            following += 1
+    return out
 
 
 def term_weights(frequencies: Mapping[str, float]) -> dict[str, float]:

@@ -33,6 +33,7 @@ from rag.pipeline.gates.writer_conflicts import writer_conflicts_gate
 from rag.pipeline.rescue import ClaimRescuer
 from rag.pipeline.writer_conflicts import confirm
 from rag.text.exact_checks import contradicts_evidence
+from rag.text.facts import clean_sentence
 
 TermFrequencies = Callable[[str], Awaitable[Mapping[str, float]]]
 
@@ -253,6 +254,7 @@ class CheckFocus:
 
             async def one(part: int, checked: Sequence[Checked]) -> tuple[int, Focus]:
                 context = [f"{p.title} {p.heading}" for c in checked for p in c.passages]
+                context += [asked for c in checked if (asked := _answers(attempt, c))]
                 return part, await self.focus.check(attempt.parts[part], [c.text for c in checked], context)
 
             focus = dict(await asyncio.gather(*(one(i, cs) for i, cs in sorted(by_part.items()))))
@@ -339,6 +341,14 @@ class Conclude:
             number=attempt.number,
         )
         return attempt.with_gates(faithful, completeness_gate(attempt, attempt.number))
+
+
+def _answers(attempt: Attempt, checked: Checked) -> str:
+    """The FAQ question line a delivered sentence answers, when the writer copied it from one."""
+    if attempt.draft is None or not 0 <= checked.origin_index < len(attempt.draft.sentences):
+        return ""
+    origin = attempt.draft.sentences[checked.origin_index].origin
+    return origin.answers if origin is not None and checked.text == clean_sentence(origin.text) else ""
 
 
 def _about_the_unknown(checked: Checked, unknown: Mapping[int, tuple[str, ...]]) -> Checked:

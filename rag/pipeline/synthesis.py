@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
-from rag.text.facts import clean_sentence, content_words, looks_like_instruction, readable, values, variant_qualifiers
+from rag.text.facts import (
+    asks,
+    clean_sentence,
+    content_words,
+    looks_like_instruction,
+    readable,
+    values,
+    variant_qualifiers,
+)
 from rag.text.names import new_names
 
 SECOND_SENTENCE_MARGIN = 0.12
@@ -48,7 +56,7 @@ class ExtractiveSynthesizer:
             s
             for r in part.ranked[:PASSAGES_CONSIDERED]
             for s in r.sentences
-            if readable(clean_sentence(s.text)) and not looks_like_instruction(s.text)
+            if readable(clean_sentence(s.text)) and not asks(s.text) and not looks_like_instruction(s.text)
         ]
         if not candidates:
             return []

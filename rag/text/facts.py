@@ -222,10 +222,21 @@ def clean_sentence(text: str) -> str:
     text = _LINK.sub(r"\1", text)
     text = _MARKDOWN.sub("", text)
     text = re.sub(r"^#+\s*", "", text)
-    text = " ".join(text.split())
+    text = _ANSWER_LABEL.sub("", " ".join(text.split()))
     if text and text[-1] not in ".!?\"')":
         text += "."
     return text
+
+
+_QUESTION_LABEL = re.compile(r"^(?:Q|Question)\s*[:.]\s*", re.IGNORECASE)
+_ANSWER_LABEL = re.compile(r"^(?:A|Answer)\s*:\s*", re.IGNORECASE)
+
+
+def asks(text: str) -> bool:
+    """A question, not a statement: an FAQ's "Q: ..." line, a question heading, any sentence ending
+    in "?". Context for what follows it, never evidence of its own: its words are the reader's."""
+    stripped = clean_sentence(text)
+    return stripped.endswith("?") or bool(_QUESTION_LABEL.match(stripped))
 
 
 def readable(text: str) -> bool:
