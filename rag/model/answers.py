@@ -78,6 +78,7 @@ GateName = Literal[
     "faithfulness",
     "rescue",
     "writer_conflicts",
+    "relevance",
     "completeness",
     "self_consistency",
     "contradiction",
@@ -86,7 +87,8 @@ GateName = Literal[
 `retrieval_score` (best dense cosine), `premise` (names and codes no evidence mentions), `bridge`
 (multi-hop's second retrieval), `writer` (the configured writer, or its fallback), `faithfulness`
 (the critic's verdicts), `rescue` (per-claim re-retrieval), `writer_conflicts` (a model writer's
-conflict notes, confirmed), `completeness` (every part answered), `self_consistency` (optional),
+conflict notes, confirmed), `relevance` (each answered part states the kind of value it asks
+for), `completeness` (every part answered), `self_consistency` (optional),
 `contradiction` (sources that disagree, over the shortlist)."""
 
 

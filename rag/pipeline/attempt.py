@@ -17,6 +17,7 @@ from rag.model.types import AccessScope, Passage
 from rag.pipeline.bridge import Bridged
 from rag.pipeline.contradictions import FoundConflict
 from rag.pipeline.focus import Focus
+from rag.pipeline.relevance import Relevance
 from rag.pipeline.understand import Understood
 
 
@@ -45,6 +46,8 @@ class Attempt:
     """Per multi-hop part: the bridging name and the second hop's evidence."""
     focus: Mapping[int, Focus] = field(default_factory=dict)
     """Per part with supported sentences: does that answer address every word of the part?"""
+    relevance: Mapping[int, Relevance] = field(default_factory=dict)
+    """Per part whose answer addresses it: does it state the kind of value the part asks for?"""
 
     @property
     def ended(self) -> bool:
@@ -62,7 +65,8 @@ class Attempt:
 
     @property
     def off_topic_parts(self) -> frozenset[int]:
-        return frozenset(i for i, f in self.focus.items() if not f.addressed)
+        unaddressed = {i for i, f in self.focus.items() if not f.addressed}
+        return frozenset(unaddressed | {i for i, r in self.relevance.items() if not r.stated})
 
     @property
     def off_topic(self) -> tuple[Checked, ...]:
@@ -134,7 +138,12 @@ def dropped(attempts: Sequence[Attempt]) -> tuple[DroppedSentence, ...]:
             out.append(DroppedSentence(c.text, cites, attempt.number, c.score, c.reasons))
         for c in attempt.off_topic:
             cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
-            missed = ", ".join(f'"{w.word}"' for w in attempt.focus[c.part].unaddressed)
-            reason = f"supported, but does not address {missed} of: {attempt.parts[c.part]}"
+            focus, relevant = attempt.focus.get(c.part), attempt.relevance.get(c.part)
+            if focus is not None and not focus.addressed:
+                missed = ", ".join(f'"{w.word}"' for w in focus.unaddressed)
+                reason = f"supported, but does not address {missed} of: {attempt.parts[c.part]}"
+            else:
+                wanted = relevant.wanted if relevant is not None else "answer"
+                reason = f"supported, but states no {wanted} for: {attempt.parts[c.part]}"
             out.append(DroppedSentence(c.text, cites, attempt.number, c.score, (reason,), stage="focus"))
     return tuple(out)

@@ -84,7 +84,7 @@ def _resolve(attempt: Attempt, checked: Checked, detector: ContradictionDetector
     """A supported sentence, swapped for the other source's when a conflict prefers that one."""
     origin = _origin(attempt, checked)
     shortlist = [s for r in attempt.evidence[checked.part].ranked[:SHORTLIST_FOR_CONFLICTS] for s in r.sentences]
-    found = detector.find(origin, shortlist)
+    found = detector.find(origin, shortlist, question=attempt.parts[checked.part])
     if not found:
         return Final(checked, checked.passages, checked.text, None)
     conflict = found[0]

@@ -21,14 +21,28 @@ from typing import Protocol
 import numpy as np
 
 from rag.model.evidence import ScoredSentence
-from rag.text.claims import negated
-from rag.text.facts import MONTH_NAMES, Value, content_words, qualifiers, values
+from rag.pipeline.understand import answer_type
+from rag.text.claims import negated, sibling_names
+from rag.text.facts import (
+    MONTH_NAMES,
+    Value,
+    clauses,
+    content_words,
+    qualifiers,
+    same_amount,
+    same_dimension,
+    values,
+    variant_qualifiers,
+)
 from rag.text.names import codes, mentions, names
 
 MIN_OVERLAP = 0.4
 MIN_COSINE = 0.7
 TERMS_RATIO = 0.8
 """The other sentence must cover the question's key terms nearly as well: else it is another fact."""
+ANSWER_TERMS_RATIO = 0.6
+"""Looser for two answers to the question compared value to value (`differing_answers`): a table
+row covers the question's words less well than the prose it contradicts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +59,9 @@ class FoundConflict:
 class ContradictionDetector(Protocol):
     name: str
 
-    def find(self, chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) -> list[FoundConflict]: ...
+    def find(
+        self, chosen: ScoredSentence, shortlist: Sequence[ScoredSentence], *, question: str = ""
+    ) -> list[FoundConflict]: ...
 
 
 class ValueConflicts:
@@ -53,21 +69,31 @@ class ValueConflicts:
 
     name = "value-conflicts-v1"
 
-    def find(self, chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) -> list[FoundConflict]:
-        return find_conflicts(chosen, shortlist)
+    def find(
+        self, chosen: ScoredSentence, shortlist: Sequence[ScoredSentence], *, question: str = ""
+    ) -> list[FoundConflict]:
+        return find_conflicts(chosen, shortlist, question=question)
 
 
-def find_conflicts(chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) -> list[FoundConflict]:
-    """Sentences in `shortlist` from other documents that give another value for `chosen`'s fact."""
+def find_conflicts(
+    chosen: ScoredSentence, shortlist: Sequence[ScoredSentence], *, question: str = ""
+) -> list[FoundConflict]:
+    """Sentences in `shortlist` from other documents that give another value for `chosen`'s fact,
+    or (with the `question`) another value for what the question asks, however it is worded."""
     found: list[FoundConflict] = []
     seen_documents: set[int] = set()
     for other in shortlist:
         document = other.passage.document_id
         if document == chosen.passage.document_id or document in seen_documents:
             continue
-        if other.terms < TERMS_RATIO * chosen.terms:
+        if other.terms < ANSWER_TERMS_RATIO * chosen.terms:
             continue
-        pair = differing_values(chosen, other) or differing_names(chosen, other) or differing_polarity(chosen, other)
+        pair = None
+        if other.terms >= TERMS_RATIO * chosen.terms:
+            pair = (
+                differing_values(chosen, other) or differing_names(chosen, other) or differing_polarity(chosen, other)
+            )
+        pair = pair or differing_answers(chosen, other, question)
         if pair is None:
             continue
         seen_documents.add(document)
@@ -157,6 +183,92 @@ def _polarity(text: str, other: str) -> Value:
     if negated(text):
         return Value("yes/no", "no", f"not {word}" if word else "no")
     return Value("yes/no", "yes", word if word and re.search(rf"\b{re.escape(word)}\b", text) else "yes")
+
+
+def differing_answers(a: ScoredSentence, b: ScoredSentence, question: str) -> tuple[Value, Value] | None:
+    """Two sources answering the same question with different values, however each is worded:
+    "Staff get 20 days of holiday a year" against a policy table's "Annual leave: 26 days", "within
+    two weeks" against "30 days", "49 EUR" against "€59". Each sentence's answer is the value, of
+    the kind the question asks for, in its clause that shares most of the question's words (a table
+    cell read with its row and header). Not a conflict: values for another variant (annual where
+    monthly is asked), a sibling ("Beacon Pro" for "Beacon"), or another subject (a region, plan or
+    product each names that the other does not)."""
+    if not question:
+        return None
+    first, second = answer_value(a.text, question), answer_value(b.text, question)
+    if first is None or second is None:
+        return None
+    (x, clause_a), (y, clause_b) = first, second
+    if not same_dimension(x, y) or same_amount(x, y):
+        return None
+    asked = names(question) | codes(question)
+    where_a, where_b = _where(a), _where(b)
+    if not all(mentions(where_a, n) and mentions(where_b, n) for n in asked):
+        return None
+    own_a = {n for n in names(clause_a) | codes(clause_a) if not mentions(question, n)}
+    own_b = {n for n in names(clause_b) | codes(clause_b) if not mentions(question, n)}
+    if any(not mentions(where_b, n) for n in own_a) and any(not mentions(where_a, n) for n in own_b):
+        return None  # each names something the other does not: two subjects
+    return x, y
+
+
+def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
+    """The value `sentence` gives for what `question` asks, with its clause (rag/text/facts.py,
+    `clauses`): of the kind asked, in the clause sharing most of the question's words (at least
+    one; two for a bare number), not in a clause for another variant (annual when monthly is asked)
+    or naming a sibling of what is asked ("CAM-3 Outdoor" when the "CAM-3" is asked)."""
+    wanted = answer_type(question)
+    asked = names(question) | codes(question)
+    asked_words = content_words(question) - content_words(" ".join(asked))
+    asked_variants = variant_qualifiers(question)
+    best: tuple[int, Value, str] | None = None
+    for clause in clauses(sentence):
+        variants = variant_qualifiers(clause)
+        if asked_variants and variants and not variants & asked_variants:
+            continue
+        siblings = sibling_names(clause, asked, question) | _sibling_codes(clause, asked)
+        if siblings and not all(mentions(_without(clause, siblings), n) for n in asked):
+            continue  # about a sibling ("Beacon Pro" when "Beacon" is asked), not also about the asked
+        in_codes = " ".join(codes(clause))
+        stated = [v for v in values(clause) if _answers_kind(wanted, v) and v.surface not in in_codes]
+        if not stated:
+            continue
+        value = sorted(stated, key=lambda v: v.kind == "number")[0]
+        overlap = len(content_words(clause) & asked_words)
+        if overlap < (2 if value.kind == "number" else 1):
+            continue
+        overlap += 2 * sum(mentions(clause, n) for n in asked)
+        if best is None or overlap > best[0]:
+            best = (overlap, value, clause)
+    return (best[1], best[2]) if best is not None else None
+
+
+def _sibling_codes(clause: str, asked: set[str]) -> set[str]:
+    """Codes in `clause` that extend an asked one: "CAM-3 Outdoor" or "RT-9i" for "CAM-3" or "RT-9"."""
+    return {c for c in codes(clause) for a in asked if c != a and c.startswith(a)}
+
+
+def _without(text: str, removed: set[str]) -> str:
+    for name in sorted(removed, key=len, reverse=True):
+        text = text.replace(name, " ")
+    return text
+
+
+def _answers_kind(wanted: str, value: Value) -> bool:
+    """Values that can answer the question: a date for "when", an amount, count or duration for
+    "how many / how much / how long", a version or an address for other questions (yes/no
+    questions have no value to compare)."""
+    if wanted == "date":
+        return value.kind == "date"
+    if wanted == "quantity":
+        return value.kind not in ("date", "time", "version", "address")
+    if wanted == "other":
+        return value.kind in ("version", "address")
+    return False
+
+
+def _where(sentence: ScoredSentence) -> str:
+    return f"{sentence.text} {sentence.passage.title} {sentence.passage.heading}"
 
 
 def same_subject(a: ScoredSentence, b: ScoredSentence) -> bool:

@@ -26,6 +26,7 @@ from rag.pipeline.steps import (
     BridgeHops,
     CheckConsistency,
     CheckFocus,
+    CheckRelevance,
     Conclude,
     ConfirmWriterConflicts,
     Criticise,
@@ -104,6 +105,7 @@ class GatedAttempt:
             BridgeHops(prober, retriever, reranker, synthesizer, threshold=threshold),  # gate bridge
             Criticise(verifier, ClaimRescuer(retriever, verifier), rescue=config.rescue),  # gate rescue
             CheckFocus(FocusCheck(embedder, threshold=config.focus_threshold)),  # read by completeness
+            CheckRelevance(),  # gate relevance
             ConfirmWriterConflicts(),  # gate writer_conflicts
             CheckConsistency(  # gate self_consistency
                 synthesizer,

@@ -185,4 +185,6 @@ def type_match(wanted: str, text: str) -> float:
         return 1.0 if any(v.kind == "date" for v in values(text)) or _YEAR.search(text) else 0.0
     if wanted == "person":
         return 1.0 if people(text) else 0.0
+    if wanted == "place":
+        return 1.0 if names(text) else 0.0
     return 1.0

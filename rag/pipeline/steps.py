@@ -25,11 +25,13 @@ from rag.pipeline.gates.bridge import bridge_gate
 from rag.pipeline.gates.completeness import completeness_gate
 from rag.pipeline.gates.faithfulness import faithfulness_gate
 from rag.pipeline.gates.premise import alternatives, premise_gate, unknown_names
+from rag.pipeline.gates.relevance import relevance_gate
 from rag.pipeline.gates.rescue import rescue_gate
 from rag.pipeline.gates.retrieval_score import best_cosine, retrieval_score_gate
 from rag.pipeline.gates.self_consistency import SAMPLE_TEMPERATURE, consistency_gate, judged_gate, not_run_gate
 from rag.pipeline.gates.writer import writer_gate
 from rag.pipeline.gates.writer_conflicts import writer_conflicts_gate
+from rag.pipeline.relevance import CHECKED_KINDS, relevance
 from rag.pipeline.rescue import ClaimRescuer
 from rag.pipeline.writer_conflicts import confirm
 from rag.text.exact_checks import contradicts_evidence
@@ -259,6 +261,20 @@ class CheckFocus:
 
             focus = dict(await asyncio.gather(*(one(i, cs) for i, cs in sorted(by_part.items()))))
             return replace(attempt, focus=focus)
+
+
+class CheckRelevance:
+    """Gate `relevance`: per part whose answer addresses it, does that answer state the kind of value
+    the part asks for (rag/pipeline/relevance.py)? A part whose answer does not is unanswered."""
+
+    async def run(self, attempt: Attempt, run: Run) -> Attempt:
+        by_part: dict[int, list[str]] = {}
+        for c in attempt.supported:
+            by_part.setdefault(c.part, []).append(c.text)
+        checked = {i: relevance(attempt.parts[i], texts) for i, texts in sorted(by_part.items())}
+        if not any(r.wanted in CHECKED_KINDS for r in checked.values()):
+            return replace(attempt, relevance=checked)
+        return replace(attempt.with_gates(relevance_gate(attempt.parts, checked, attempt.number)), relevance=checked)
 
 
 class ConfirmWriterConflicts:

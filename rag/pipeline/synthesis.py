@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
+from rag.pipeline.relevance import states
+from rag.pipeline.understand import answer_type
 from rag.text.facts import (
     asks,
     clean_sentence,
@@ -38,33 +40,73 @@ class ExtractiveSynthesizer:
         sentences: list[DraftSentence] = []
         unanswered: list[int] = []
         used: set[str] = set()
+        bests = self.assign(request.parts)
         for index, part in enumerate(request.parts):
-            chosen = self.choose(part) if part.retrieved else []
-            fresh = [s for s in chosen if clean_sentence(s.text) not in used]
-            if not chosen:
+            best = bests.get(index)
+            if best is None:
                 unanswered.append(index)
                 continue
-            for s in fresh:
+            others = {clean_sentence(b.text) for i, b in bests.items() if i != index}
+            chosen = self.choose(part, best, taken=others)
+            for s in chosen:
                 text = clean_sentence(s.text)
-                used.add(text)
-                sentences.append(DraftSentence(text, (numbers[s.passage.chunk_id],), index, s))
+                if text not in used:
+                    used.add(text)
+                    sentences.append(DraftSentence(text, (numbers[s.passage.chunk_id],), index, s))
         return Draft(tuple(sentences), tuple(unanswered))
 
-    def choose(self, part: PartEvidence) -> list[ScoredSentence]:
-        """The best readable sentence of the part's top passages, plus one that completes it."""
-        candidates = [
-            s
-            for r in part.ranked[:PASSAGES_CONSIDERED]
-            for s in r.sentences
-            if readable(clean_sentence(s.text)) and not asks(s.text) and not looks_like_instruction(s.text)
-        ]
-        if not candidates:
-            return []
-        best = max(candidates, key=lambda s: s.score)
-        if best.score < self.answer_threshold:
-            return []
-        second = _completing(best, candidates, self.answer_threshold, part.text)
+    def assign(self, parts: Sequence[PartEvidence]) -> dict[int, ScoredSentence]:
+        """Each part's best sentence, no sentence the best of two parts: when two parts would take the
+        same one ("how big is the battery" and "how many hours will it run" both rank the battery
+        row first), the part with the larger lead of its best over its next keeps it, and the other
+        takes its next best."""
+
+        def lead(index: int) -> float:
+            best = self.best(parts[index])
+            if best is None:
+                return -1.0
+            runner_up = self.best(parts[index], exclude={clean_sentence(best.text)})
+            return best.score - (runner_up.score if runner_up is not None else 0.0)
+
+        bests: dict[int, ScoredSentence] = {}
+        taken: set[str] = set()
+        for index in sorted((i for i, p in enumerate(parts) if p.retrieved), key=lambda i: -lead(i)):
+            best = self.best(parts[index], exclude=taken)
+            if best is not None:
+                bests[index] = best
+                taken.add(clean_sentence(best.text))
+        return bests
+
+    def choose(
+        self, part: PartEvidence, best: ScoredSentence, *, taken: frozenset[str] | set[str] = frozenset()
+    ) -> list[ScoredSentence]:
+        """The part's best sentence, plus one of the same passage that completes it and is not the
+        best sentence of another part (`taken`: that one answers its own part)."""
+        others = [s for s in _candidates(part) if clean_sentence(s.text) not in taken]
+        second = _completing(best, others, self.answer_threshold, part.text)
         return [best] if second is None else sorted([best, second], key=lambda s: s.position)
+
+    def best(self, part: PartEvidence, *, exclude: set[str] | frozenset[str] = frozenset()) -> ScoredSentence | None:
+        """The best readable sentence of the part's top passages that states the kind of value the
+        part asks for (rag/pipeline/relevance.py; the best of all when none does), or None when it
+        scores below the answer threshold. `exclude`: sentences another part took."""
+        candidates = [s for s in _candidates(part) if clean_sentence(s.text) not in exclude]
+        if not candidates:
+            return None
+        wanted = answer_type(part.text)
+        stating = [s for s in candidates if states(wanted, s.text, part.text)]
+        best = max(stating or candidates, key=lambda s: s.score)
+        return best if best.score >= self.answer_threshold else None
+
+
+def _candidates(part: PartEvidence) -> list[ScoredSentence]:
+    """Sentences that can be quoted: readable, not a question line, not addressed to the bot."""
+    return [
+        s
+        for r in part.ranked[:PASSAGES_CONSIDERED]
+        for s in r.sentences
+        if readable(clean_sentence(s.text)) and not asks(s.text) and not looks_like_instruction(s.text)
+    ]
 
 
 def _completing(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from rag.errors import QuestionError
 from rag.model.answers import Question, Turn
+from rag.text.names import codes, names
 
 MAX_QUESTION_CHARS = 4000
 
@@ -143,12 +144,28 @@ def split_parts(text: str) -> tuple[str, ...]:
             sub = sub.strip(" ,;")
             if len(re.findall(r"[\w'-]+", sub)) >= 3:
                 parts.append(_as_question(sub))
+    if len(parts) > 1:
+        parts = [parts[0], *(_standalone(p, parts[0]) for p in parts[1:])]
     if any(_PRONOUN.search(p) for p in parts[1:]):
         return (text,)  # "..., and do I need a card to start it?": the later part leans on the first
     parts = [each for part in parts for each in (_by_named_thing(part) or _by_attribute(part) or [part])]
     return tuple(parts) if len(parts) > 1 else (text,)
 
 
+def _standalone(part: str, first: str) -> str:
+    """A later part that says "it" of the thing the first part names by a code or a name ("How big
+    is the battery in the RT-9i and how many hours will it run?") says it by name."""
+    if not re.search(r"\b(?:it|its)\b", part, re.IGNORECASE) or re.search(_THEY, part, re.IGNORECASE):
+        return part
+    found = sorted(codes(first)) or sorted(names(first) - names(part))
+    if len(found) != 1:
+        return part
+    thing = found[0]
+    part = re.sub(r"\bits\b", f"{thing}'s", part, flags=re.IGNORECASE)
+    return re.sub(r"\bit\b", thing, part, flags=re.IGNORECASE)
+
+
+_THEY = r"\b(?:they|them|their|that one|this one|those|these)\b"
 _NAME = r"[A-Z][\w-]*(?:\s+[A-Z0-9][\w-]*)*"
 _SHARED_HEAD = re.compile(
     rf"\b(?P<items>{_NAME}(?:\s*,\s*{_NAME})*,?\s+(?:and|or)\s+{_NAME})\s+(?P<head>[a-z]{{3,}}s)\b"
@@ -234,24 +251,59 @@ def _as_question(text: str) -> str:
 
 
 _QUANTITY = re.compile(
-    r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old)"
-    r"|(?:what|which)(?:'s| is| are| was| were)? (?:the |a |an )?(?:[\w-]+ ){0,3}"
+    r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old|high|low|early|late)\b"
+    r"|(?:what|which)(?:'s| is| are| was| were)? (?:the |a |an )?(?:[\w+-]+ ){0,3}"
     r"(?:price|cost|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period"
-    r"|capacity|budget|salary|band|duration|deadline|threshold|discount|count|quota)s?\b)"
+    r"|capacity|budget|salary|band|duration|deadline|threshold|discount|count|quota|charge|credit|speed|uptime"
+    r"|percent|timeout|window|term|version)s?\b"
+    r"|what(?:'s| is| are)? (?:the )?(?:biggest|largest|smallest|highest|lowest|most|least|fastest|max|min)\b"
+    r"|what (?:do|does|did|will|would)\b.{0,60}\b(?:pay|cost|costs|charge|charged)\b)"
 )
+_DATE = re.compile(
+    r"^(?:when (?:was|were|did|will|is|are|does)\b|what (?:date|day|year|time|month)\b|which (?:date|day|year|month)\b"
+    r"|until when\b|by when\b|since when\b)"
+)
+_PLACE = re.compile(
+    r"^(?:which|what) (?:city|country|office|region|location|address|town|site|building|data ?cent(?:re|er))s?\b"
+    r"|^where\b.*\b(?:based|located|headquartered|hosted|stored|sit|sits|work|works|end up|go|goes|sent|shipped)\b"
+)
+_PERSON = re.compile(r"^(?:who|whom|whose)\b|^(?:which|what) (?:person|people|team|manager|contact)\b")
+_YES_NO = re.compile(r"^(?:is|are|was|were|do|does|did|can|could|will|would|should|may|must|has|have|am)\b")
+_PROCEDURE = re.compile(r"^(?:how (?:do|can|should|would) (?:i|we|you)\b|how to\b|what (?:should|do) (?:i|we) do\b)")
+_ASKING = re.compile(
+    r"^(?:how|what|which|when|where|who|whom|whose|why|until|by when|since when)\b|" + _YES_NO.pattern[1:]
+)
+_CLAUSE_BREAK = re.compile(r"[.!;:?]\s+|\s[–—-]\s|,\s+")
+
+
+def asked_clause(text: str) -> str:
+    """The clause that asks, lower-cased: "I'm in Leeds - once you have my router, how long does the
+    repair take?" asks "how long does the repair take?". Without one that starts like a question,
+    the last clause."""
+    lowered = " ".join(text.lower().split())
+    if "?" in lowered:
+        lowered = lowered[: lowered.index("?") + 1]
+    clauses = [c.strip() for c in _CLAUSE_BREAK.split(lowered) if c.strip()]
+    asking = [c for c in clauses if _ASKING.match(c)]
+    return asking[-1] if asking else (clauses[-1] if clauses else lowered)
 
 
 def answer_type(text: str) -> str:
-    """What kind of value answers the question: quantity, date, person, yesno or other."""
-    lowered = text.lower()
-    if _QUANTITY.match(lowered):
-        return "quantity"
-    if re.match(
-        r"^(?:when (?:was|were|did|will|is|are|does)|what (?:date|day|year|time)|which (?:date|day|year))\b", lowered
+    """What kind of value answers the question: quantity, date, place, person, procedure, yesno or
+    other, read off the clause that asks. A request without a question word ("I need to know which
+    city ...") is read from the first question phrase in it."""
+    clause = asked_clause(text)
+    for wanted, pattern in (
+        ("procedure", _PROCEDURE),
+        ("quantity", _QUANTITY),
+        ("date", _DATE),
+        ("place", _PLACE),
+        ("person", _PERSON),
+        ("yesno", _YES_NO),
     ):
-        return "date"
-    if re.match(r"^(?:who|whom|whose)\b", lowered):
-        return "person"
-    if re.match(r"^(?:is|are|was|were|do|does|did|can|could|will|would|should|may|must|has|have)\b", lowered):
-        return "yesno"
+        if pattern.match(clause):
+            return wanted
+    embedded = re.search(r"\b(?:which|what|how|when|where)\b.*", clause)
+    if embedded and embedded.start() > 0:
+        return answer_type(embedded.group(0))
     return "other"

@@ -34,16 +34,47 @@ MONTH_NAMES = frozenset(
     ]
 )
 _UNIT_WORDS = (
-    "seconds?|minutes?|hours?|days?|weeks?|months?|years?|business days|working days|"
+    "seconds?|minutes?|hours?|days?|weeks?|months?|years?|business days|working days|business hours|working hours|"
     "users?|hosts?|monitors?|characters?|employees?|engineers?|seats?|checks?|requests?|"
     "GB|MB|TB|KB|ms|percent|%"
 )
 _NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "forty-five": 45,
+    "fifty": 50,
+    "sixty": 60,
+    "ninety": 90,
+    "hundred": 100,
+}
+"""Number words read as values only before a unit ("two weeks", "ten seconds"): "one of the ..." is none."""
+_WORDS = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+_CURRENCY_CODES = {"EUR": "€", "USD": "$", "GBP": "£", "AUD": "A$", "CAD": "C$", "NZD": "NZ$", "CHF": "CHF"}
+_CODES = "|".join(_CURRENCY_CODES)
 _VALUE = re.compile(
-    rf"(?P<cur>[$£€])\s?(?P<amt>{_NUMBER})(?:\s?(?P<mult>k|m|million|billion))?"
+    rf"(?P<ip>\b\d{{1,3}}(?:\.\d{{1,3}}){{3}}\b)"
+    rf"|(?P<version>\bv\d+(?:\.\d+)+(?:-[a-z]+)?\b|\b\d+\.\d+\.\d+\b)"
+    rf"|(?P<pre>\b(?:A|C|NZ|US))?(?P<cur>[$£€])\s?(?P<amt>{_NUMBER})(?:\s?(?P<mult>million|billion|k|m)\b)?"
+    rf"|(?P<code>\b(?:{_CODES}))\s?(?P<camt>{_NUMBER})\b"
     rf"|(?P<date>\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}\s+(?:{_MONTHS})\w*\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\b\w*|(?:{_MONTHS})\w*\s+\d{{1,2}}(?:,\s*\d{{4}})?)"
     rf"|(?P<time>\b\d{{1,2}}:\d{{2}}\b)"
-    rf"|(?P<num>\b{_NUMBER})(?:[\s-]?(?:(?!business|working)[a-z]+\s)?(?P<unit>(?:{_UNIT_WORDS}))\b|(?P<pct>%))?",
+    rf"|(?P<word>\b(?:{_WORDS}))[\s-](?:(?!business|working)[a-z]+\s)?(?P<wunit>(?:{_UNIT_WORDS}))\b"
+    rf"|(?P<num>\b{_NUMBER})(?:\s?(?P<after>{_CODES})\b|[\s-]?(?:(?!business|working)[a-z]+\s)?(?P<unit>(?:{_UNIT_WORDS}))\b|(?P<pct>%))?",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
@@ -175,30 +206,73 @@ def values(text: str) -> list[Value]:
 def _values(text: str) -> tuple[Value, ...]:
     found: list[Value] = []
     for m in _VALUE.finditer(text):
-        if m.group("cur"):
+        if m.group("ip"):
+            found.append(Value("address", m.group("ip"), m.group(0)))
+        elif m.group("version"):
+            found.append(Value("version", m.group("version").lower().lstrip("v"), m.group(0)))
+        elif m.group("cur"):
             amount = m.group("amt").replace(",", "")
-            mult = (m.group("mult") or "").lower()
-            found.append(Value(f"money{m.group('cur')}", amount + mult, m.group(0)))
+            mult = {"million": "m", "billion": "b"}.get(
+                (m.group("mult") or "").lower(), (m.group("mult") or "").lower()
+            )
+            currency = (m.group("pre") or "").upper().replace("US", "") + m.group("cur")
+            found.append(Value(f"money{currency}", amount + mult, m.group(0)))
+        elif m.group("code"):
+            currency = _CURRENCY_CODES[m.group("code").upper()]
+            found.append(Value(f"money{currency}", m.group("camt").replace(",", ""), m.group(0)))
         elif m.group("date"):
             found.append(Value("date", " ".join(m.group("date").lower().split()), m.group(0)))
         elif m.group("time"):
             found.append(Value("time", m.group("time"), m.group(0)))
+        elif m.group("word"):
+            number = NUMBER_WORDS[m.group("word").lower()]
+            found.append(_measured(str(number), m.group("wunit"), m.group(0)))
         else:
             amount = m.group("num").replace(",", "")
-            if m.group("pct"):
+            if m.group("after"):
+                currency = _CURRENCY_CODES[m.group("after").upper()]
+                found.append(Value(f"money{currency}", amount, m.group(0)))
+            elif m.group("pct"):
                 found.append(Value("percent", amount, m.group(0)))
             elif m.group("unit"):
-                found.append(Value(_singular(m.group("unit")), amount, m.group(0)))
+                found.append(_measured(amount, m.group("unit"), m.group(0)))
             else:
                 found.append(Value("number", amount, m.group(0)))
     return tuple(found)
+
+
+def _measured(amount: str, unit: str, surface: str) -> Value:
+    """A number with its unit; working days and hours are business days and hours."""
+    return Value(_singular(unit).replace("working", "business"), amount, surface)
+
+
+DAYS_IN = {"day": 1.0, "week": 7.0, "month": 365.25 / 12, "year": 365.25}
+"""Durations in days, for comparing "two weeks" with "14 days" and "30 days" with "one month"."""
+
+
+def same_dimension(a: Value, b: Value) -> bool:
+    """Comparable values: the same kind, or two durations counted in days, weeks, months or years."""
+    return a.kind == b.kind or (a.kind in DAYS_IN and b.kind in DAYS_IN)
+
+
+def same_amount(a: Value, b: Value) -> bool:
+    """The same amount, durations within 3% of each other ("30 days" is "one month")."""
+    if a.kind == b.kind:
+        return a.amount == b.amount
+    if a.kind in DAYS_IN and b.kind in DAYS_IN:
+        try:
+            x, y = float(a.amount) * DAYS_IN[a.kind], float(b.amount) * DAYS_IN[b.kind]
+        except ValueError:
+            return False
+        return abs(x - y) <= 0.03 * max(x, y)
+    return False
 
 
 def _singular(unit: str) -> str:
     unit = unit.lower()
     if unit in ("%", "percent"):
         return "percent"
-    if unit.endswith("days") and " " in unit:
+    if unit.endswith(("days", "hours")) and " " in unit:
         return unit[:-1]
     return unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
 
@@ -308,3 +382,19 @@ _BOUNDS = frozenset({"minimum", "maximum", "first", "additional"})
 def variant_qualifiers(text: str) -> frozenset[str]:
     """Qualifiers that pick a variant of a fact (monthly/annual, primary/secondary), not a bound."""
     return qualifiers(text) - _BOUNDS
+
+
+_CELL = re.compile(r"^\s*([^:;]{1,80}):\s+(.+?)\s*$")
+_CLAUSE_JOIN = re.compile(r",\s+(?:or|and|but|while|whereas)\s+|;\s+|\s+(?:whereas|while)\s+")
+
+
+def clauses(text: str) -> list[str]:
+    """The parts of a sentence that each state one thing. A table row as Candor stores it ("Plan:
+    Team+; Monthly billing: $24; Annual billing: $20") gives one clause per cell, each led by the
+    row's first cell ("Plan: Team+ - Monthly billing: $24"): a cell is read with its row and header.
+    Prose is cut where a second statement is joined on (", or", ", and", ", but", "; ", "whereas")."""
+    cells = [c.strip() for c in text.strip().rstrip(".").split(";")]
+    if len(cells) >= 3 and sum(bool(_CELL.match(c)) for c in cells[1:]) >= len(cells[1:]) - 1:
+        key = cells[0]
+        return [f"{key} - {cell}" for cell in cells[1:] if cell]
+    return [c.strip() for c in _CLAUSE_JOIN.split(text) if c and c.strip()]

@@ -13,8 +13,12 @@ from functools import lru_cache
 
 from rag.text.facts import STOP_WORDS
 
-_CODE = re.compile(r"\b(?:[A-Z]{1,5}-?\d+[A-Z]*|[A-Z]+\d+[A-Z0-9-]*|\d+[A-Z]{2,})\b")
-_NAME = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:[ -][A-Z][a-zA-Z0-9]+)*\b")
+_SUFFIX_WORDS = "Pro|Max|Plus|Mini|Ultra|Lite|Air|Outdoor|Indoor|Premium|Standard|Basic|Advanced|Home|XL|SE"
+"""Words that finish a product code when they follow it: "NX-6 Pro" is not the "NX-6"."""
+_CODE = re.compile(
+    rf"\b(?:[A-Z]{{1,5}}-?\d+[A-Za-z]*|[A-Z]+\d+[A-Z0-9-]*|\d+[A-Z]{{2,}})\b(?:\+|\s(?:{_SUFFIX_WORDS})\b\+?)?"
+)
+_NAME = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:\+|\b)(?:[ -][A-Z][a-zA-Z0-9]+(?:\+|\b))*")
 
 
 _NOT_PEOPLE = frozenset(
@@ -184,12 +188,21 @@ def mentions(haystack: str, term: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _mention_pattern(term: str) -> re.Pattern[str] | None:
-    words = [_singular_word(w) for w in re.findall(r"[\w-]+", fold(term))]
+    words = re.findall(r"[\w-]+\+?", fold(term))
     if not words:
         return None
-    forms = [re.escape(w[:-1]) + r"(?:y|ies)" if w.endswith("y") else re.escape(w) + r"(?:s|es)?" for w in words]
+    forms = [_form(w) for w in words]
     joined = r"[\s-]+".join(forms)
-    return re.compile(rf"(?<![\w-]){joined}(?!\w)")
+    # "Team" is not mentioned by "Team+", nor "NX-6" by "NX-6 Pro"'s code read as one
+    return re.compile(rf"(?<![\w-]){joined}(?![\w+])")
+
+
+def _form(word: str) -> str:
+    """A word of a name as it may appear: a plural ending aside, a trailing plus sign kept."""
+    if word.endswith("+"):
+        return re.escape(word)
+    word = _singular_word(word)
+    return re.escape(word[:-1]) + r"(?:y|ies)" if word.endswith("y") else re.escape(word) + r"(?:s|es)?"
 
 
 def _singular_word(word: str) -> str:

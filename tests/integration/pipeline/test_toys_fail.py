@@ -42,7 +42,9 @@ class AlwaysPass:
 class NeverConflict:
     name = "never-conflict"
 
-    def find(self, chosen: ScoredSentence, shortlist: Sequence[ScoredSentence]) -> list[FoundConflict]:
+    def find(
+        self, chosen: ScoredSentence, shortlist: Sequence[ScoredSentence], *, question: str = ""
+    ) -> list[FoundConflict]:
         return []
 
 

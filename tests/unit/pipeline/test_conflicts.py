@@ -230,3 +230,100 @@ def test_a_yes_and_a_no_for_the_same_fact_conflict_and_name_both_answers() -> No
 def test_yes_no_look_alikes_are_not_conflicts(other: str) -> None:
     chosen = sentence("Single sign-on is available on the Team plan.", 1)
     assert find_conflicts(chosen, [sentence(other, 2)]) == []
+
+
+# ---------------------------------------------------------------- the same answer, worded differently
+
+
+def answering(text: str, document_id: int, effective: date, *, terms: float = 0.6, heading: str = "") -> ScoredSentence:
+    found = sentence(text, document_id, effective=effective, terms=terms, vector=unit(document_id % 8))
+    return ScoredSentence(
+        Passage(**{**found.passage.__dict__, "heading": heading}) if heading else found.passage,
+        0,
+        text,
+        0.6,
+        0.5,
+        terms,
+        1.0,
+        found.vector,
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "old", "new", "values"),
+    [
+        (
+            "How many days of holiday do staff get?",
+            "Staff get 20 days of holiday a year.",
+            "Employees are entitled to 26 days of paid vacation per calendar year.",
+            ("20 days", "26 days"),
+        ),
+        (
+            "How long do I have to return a product?",
+            "You can return it within two weeks of delivery.",
+            "Products can be returned up to 30 days from the date of delivery.",
+            ("two weeks", "30 days"),
+        ),
+        (
+            "How much is Team+ per user on monthly billing?",
+            "Team+ costs $19 per user per month on monthly billing, or $16 per user per month when billed annually.",
+            "Plan: Team+; Monthly billing (per seat): $24; Annual billing (per seat, per month): $20; Seats: 5-100",
+            ("$19", "$24"),
+        ),
+        (
+            "What does a year of Care+ Premium cost?",
+            "Care+ Premium costs 49 EUR a year per device and includes everything in Care+ Standard.",
+            "Care+ Premium: price €59 per device per year.",
+            ("49 EUR", "€59"),
+        ),
+    ],
+)
+def test_two_answers_to_the_question_conflict_however_they_are_worded(
+    question: str, old: str, new: str, values: tuple[str, str]
+) -> None:
+    stale = answering(old, 1, date(2023, 1, 1))
+    current = answering(new, 2, date(2025, 9, 1))
+    [found] = find_conflicts(stale, [stale, current], question=question)
+    assert (found.chosen_value.surface, found.other_value.surface) == values
+    assert found.preferred == "other"
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "second"),
+    [
+        (  # another variant: annual where monthly is asked
+            "How much is Team+ per user on monthly billing?",
+            "Team+ costs $24 per user per month on monthly billing.",
+            "Plan: Team+; Annual billing (per seat, per month): $20; Seats: 5-100; Regions: EU, US",
+        ),
+        (  # a sibling product
+            "How long does Beacon keep check results?",
+            "Beacon keeps check results for 30 days.",
+            "Beacon Pro keeps check results for 365 days.",
+        ),
+        (  # a sibling code
+            "What is the biggest memory card the CAM-3 takes?",
+            "The CAM-3 takes microSD cards up to 128 GB.",
+            "Fixes microSD cards larger than 256 GB not being recognised on the CAM-3 Outdoor.",
+        ),
+        (  # another plan
+            "How much is Team+ per user on monthly billing?",
+            "Team+ costs $24 per user per month on monthly billing.",
+            "Plan: Team; Monthly billing (per seat): $16; Annual billing (per seat, per month): $13; Seats: 3-25",
+        ),
+        (  # the same amount in other units
+            "How long is the trial?",
+            "The trial lasts 30 days.",
+            "Every trial runs for one month.",
+        ),
+        (  # a yes/no question has no value to compare
+            "Do remote employees get help with their internet bill?",
+            "Remote employees receive an internet allowance of $40 per month.",
+            "Remote employees get a one-off $300 home office budget.",
+        ),
+    ],
+)
+def test_answers_about_something_else_do_not_conflict(question: str, first: str, second: str) -> None:
+    chosen = answering(first, 1, date(2025, 1, 1))
+    other = answering(second, 2, date(2023, 1, 1))
+    assert find_conflicts(chosen, [chosen, other], question=question) == []

@@ -190,7 +190,7 @@ def test_split_parts_splits_independent_questions(question: str, parts: tuple[st
 @pytest.mark.parametrize(
     "question",
     [
-        "How long is the free trial, and do I need a credit card to start it?",  # "it" leans on the first part
+        "How long is the free trial, and do I need a credit card to start it?",  # "it" names nothing by name
         "What are the terms and conditions?",  # "and" not followed by a question word
         "How do I reset my password?",
         "Hi. What is the policy?",  # a greeting is too short to be a part
@@ -203,6 +203,29 @@ def test_split_parts_splits_independent_questions(question: str, parts: tuple[st
 )
 def test_split_parts_keeps_one_question_whole(question: str) -> None:
     assert split_parts(question) == (question,)
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
+            "How big is the battery in the RT-9i and how many hours will it run on a charge?",
+            ("How big is the battery in the RT-9i?", "How many hours will RT-9i run on a charge?"),
+        ),
+        (
+            "When did Acme stop selling the RT-9, and when did it stop getting security patches?",
+            ("When did Acme stop selling the RT-9?", "When did RT-9 stop getting security patches?"),
+        ),
+        (
+            "What is the NX-6 Pro's price and what is its WAN speed?",
+            ("What is the NX-6 Pro's price?", "What is NX-6 Pro's WAN speed?"),
+        ),
+    ],
+)
+def test_a_later_part_saying_it_of_a_named_thing_is_split_and_says_the_name(
+    question: str, parts: tuple[str, ...]
+) -> None:
+    assert split_parts(question) == parts
 
 
 # ---------------------------------------------------------------- follow-ups
@@ -293,6 +316,18 @@ def test_is_follow_up(text: str, expected: bool) -> None:
         ("What is the refund policy?", "other"),
         ("HOW MANY users?", "quantity"),
         ("when did it launch", "date"),
+        ("I'm in Leeds - once you have my router, how long does the repair take?", "quantity"),
+        ("We're on Enterprise. If the app is down, how quickly should support respond?", "quantity"),
+        ("What does a year of Care+ Premium cost in euros?", "quantity"),
+        ("If I drop my router, what do I have to pay to get it fixed?", "quantity"),
+        ("What's the biggest memory card the CAM-3 can take?", "quantity"),
+        ("At what time do updates get installed?", "date"),
+        ("Which city are the EU servers in?", "place"),
+        ("Our legal team wants to know which city the servers are in.", "place"),
+        ("Where is the support team based?", "place"),
+        ("Where do I find the serial number?", "other"),
+        ("How do I generate an API key?", "procedure"),
+        ("do people who only read the results need a paid seat?", "yesno"),
     ],
 )
 def test_answer_type(question: str, kind: str) -> None:

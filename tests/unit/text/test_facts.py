@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from rag.text.facts import clean_sentence, readable, values
+from rag.text.facts import clean_sentence, readable, same_amount, same_dimension, values
 from rag.text.names import acronyms, codes, fold, mentions, names, new_names
 
 
@@ -22,6 +24,16 @@ def keys(text: str) -> list[tuple[str, str]]:
         ("The band runs from £58,000 to £76,000.", [("money£", "58000"), ("money£", "76000")]),
         ("Full-time employees receive 24 days of paid leave.", [("day", "24")]),
         ("The primary carer gets 16 weeks of leave.", [("week", "16")]),
+        ("Returns are accepted within two weeks of delivery.", [("week", "2")]),
+        ("Hold the button for ten seconds.", [("second", "10")]),
+        ("We keep your data for three months.", [("month", "3")]),
+        ("It costs 49 EUR a year, or USD 55.", [("money€", "49"), ("money$", "55")]),
+        ("The fee is A$40 in Australia and $30 in the US.", [("moneyA$", "40"), ("money$", "30")]),
+        ("It raised $1.5 million.", [("money$", "1.5m")]),
+        ("A first reply within 8 working hours.", [("business hour", "8")]),
+        ("Open 192.168.50.1 in a browser.", [("address", "192.168.50.1")]),
+        ("Update to TervaneOS v3.2.1 or 4.0.2.", [("version", "3.2.1"), ("version", "4.0.2")]),
+        ("One of the plans is free.", []),
         ("Uptime is 99.9% each month.", [("percent", "99.9")]),
         ("Uptime is 99.9 percent each month.", [("percent", "99.9")]),
         ("Days must be used by 31 March of the following year.", [("date", "31 march")]),
@@ -38,6 +50,29 @@ def keys(text: str) -> list[tuple[str, str]]:
 )
 def test_values(text: str, expected: list[tuple[str, str]]) -> None:
     assert keys(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("30 days", "one month", True),
+        ("30 days", "three months", False),
+        ("12 months", "one year", True),
+        ("two weeks", "14 days", True),
+        ("€59", "59 EUR", True),
+        ("€59", "49 EUR", False),
+    ],
+)
+def test_amounts_compare_across_units_of_one_dimension(a: str, b: str, same: bool) -> None:
+    [x], [y] = values(a), values(b)
+    assert same_dimension(x, y)
+    assert same_amount(x, y) is same
+
+
+def test_values_of_different_dimensions_do_not_compare() -> None:
+    [days], [money] = values("30 days"), values("$30")
+    assert not same_dimension(days, money)
+    assert not same_amount(days, money)
 
 
 def test_values_keep_the_surface_as_written() -> None:
@@ -196,3 +231,54 @@ def test_readable_sentences(text: str) -> None:
 )
 def test_unreadable_fragments(text: str) -> None:
     assert not readable(text)
+
+
+# ---------------------------------------------------------------- codes and names matched whole
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("The NX-6 Pro handles 128 devices.", {"NX-6 Pro"}),
+        ("Update the RT-9i first.", {"RT-9i"}),
+        ("The CAM-3 Outdoor is weatherproof.", {"CAM-3 Outdoor"}),
+        ("Collectors: NW-200 and NW-200X.", {"NW-200", "NW-200X"}),
+        ("The AX7+ ships in May.", {"AX7+"}),
+    ],
+)
+def test_codes_are_read_whole_with_their_suffix(text: str, found: set[str]) -> None:
+    assert codes(text) == found
+
+
+def test_a_plus_sign_is_part_of_a_name() -> None:
+    assert names("How much is Team+ per user?") == {"Team+"}
+    assert names("What does Care+ Premium cost?") == {"Care+ Premium"}
+    assert mentions("Plan: Team+; Monthly billing: $24", "Team+")
+    assert not mentions("Plan: Team; Monthly billing: $16", "Team+")
+    assert not mentions("Team+ costs $24.", "Team")
+
+
+_PREFIX = st.text(alphabet="ABCDEFGHJKMNPRSTVWXZ", min_size=1, max_size=4)
+_CODE = st.builds(
+    lambda prefix, dash, number, letter, suffix: f"{prefix}{dash}{number}{letter}{suffix}",
+    _PREFIX,
+    st.sampled_from(["", "-"]),
+    st.integers(min_value=1, max_value=9999),
+    st.sampled_from(["", "i", "X", "s"]),
+    st.sampled_from(["", " Pro", " Max", " Outdoor", "+"]),
+)
+
+
+@given(code=_CODE)
+def test_a_generated_code_is_found_whole_and_mentioned_whole(code: str) -> None:
+    text = f"Support for the {code} ends next year."
+    assert code in codes(text)
+    assert mentions(text, code)
+    assert not mentions(text, f"{code}9")  # another model number
+
+
+@given(code=_CODE.filter(lambda c: not c.endswith(("Pro", "Max", "Outdoor", "+"))))
+def test_a_code_with_a_suffix_word_is_not_the_code_without_it(code: str) -> None:
+    sibling = f"{code} Pro"
+    assert codes(f"The {sibling} is new.") == {sibling}
+    assert not mentions(f"The {code} is old.", sibling)

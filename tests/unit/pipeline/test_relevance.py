@@ -1,0 +1,67 @@
+"""`rag.pipeline.relevance`: an answer states the kind of value its question asks for, and the
+`relevance` step withholds a part's answer that does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.model.answers import Question
+from rag.model.evidence import Checked, Draft
+from rag.model.types import AccessScope
+from rag.pipeline.attempt import Attempt, Clock, Run, dropped
+from rag.pipeline.relevance import relevance, states
+from rag.pipeline.steps import CheckRelevance
+from rag.pipeline.understand import understand
+from tests.unit.pipeline.stage_data import passage
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "stated"),
+    [
+        ("How long is the notice period?", "The notice period is one month for all staff.", True),
+        ("How long is the notice period?", "Holidays taken during the notice period are paid out.", False),
+        ("How many routers can I link in one mesh?", "All current routers can be combined in one mesh.", False),
+        ("How many routers can I link in one mesh?", "A mesh can hold up to five units.", False),
+        ("How many routers can I link in one mesh?", "A mesh can hold up to 5 units.", True),
+        ("When did SCIM leave beta?", "SCIM provisioning became generally available on 14 May 2025.", True),
+        ("When did SCIM leave beta?", "SCIM 2.0 provisioning on Enterprise.", False),
+        ("Which city are the EU servers in?", "EU workspaces are hosted in Frankfurt.", True),
+        ("Which city are the EU servers in?", "EU workspaces are hosted in our own data centre.", False),
+        ("Who heads security?", "Security is led by Hannah Lindqvist.", True),
+        ("Who heads security?", "The security team reviews every release.", False),
+        ("Is there a free trial?", "Every workspace starts on a trial.", True),
+        ("How do I reset my PIN?", "Open Settings and choose Reset PIN.", True),
+    ],
+)
+def test_an_answer_states_the_kind_of_value_asked(question: str, sentence: str, stated: bool) -> None:
+    assert relevance(question, [sentence]).stated is stated
+
+
+def test_any_of_a_parts_sentences_may_state_it() -> None:
+    question = "How long is the notice period?"
+    assert relevance(question, ["Notice is given in writing.", "It lasts 30 days."]).stated
+    assert states("date", "Version 2 shipped in 2024.") and not states("date", "Version 2 shipped.")
+
+
+async def test_a_part_whose_answer_states_nothing_asked_is_withheld_and_says_why() -> None:
+    understood = understand(Question("How long is the notice period, and who approves leave?"))
+    policy = passage(1, "x")
+    checked = (
+        Checked("Holidays taken during the notice period are paid out.", (policy,), 0, True, 0.9, (), 0),
+        Checked("Leave is approved by Maria Lopez.", (policy,), 1, True, 0.9, (), 1),
+    )
+    attempt = Attempt(1, understood.parts, draft=Draft(()), checked=checked)
+    after = await CheckRelevance().run(attempt, Run(understood, AccessScope(), understood.parts, 3, Clock({})))
+    gate = after.gate("relevance")
+    assert gate is not None and not gate.passed and gate.score == 0.5
+    assert [c.text for c in after.supported] == ["Leave is approved by Maria Lopez."]
+    [withheld] = dropped([after])
+    assert withheld.stage == "focus" and "states no quantity" in withheld.reasons[0]
+
+
+async def test_parts_asking_for_no_value_get_no_gate() -> None:
+    understood = understand(Question("Is there a free trial?"))
+    checked = (Checked("Every workspace starts on a trial.", (passage(1, "x"),), 0, True, 0.9, (), 0),)
+    attempt = Attempt(1, understood.parts, draft=Draft(()), checked=checked)
+    after = await CheckRelevance().run(attempt, Run(understood, AccessScope(), understood.parts, 3, Clock({})))
+    assert after.gate("relevance") is None and len(after.supported) == 1

@@ -1,0 +1,50 @@
+"""`rag.pipeline.synthesis`: the extractive writer's choice of sentences per part."""
+
+from __future__ import annotations
+
+from rag.model.evidence import PartEvidence, Ranked, ScoredSentence, SynthesisRequest
+from rag.pipeline.synthesis import ExtractiveSynthesizer
+from rag.text.facts import clauses
+from tests.unit.pipeline.stage_data import passage
+
+BATTERY = "Battery; RT-9: 3000 mAh; RT-9i: 5000 mAh."
+RUNTIME = "Battery life; RT-9: up to 5 hours; RT-9i: up to 8 hours."
+
+
+def part(text: str, scored: dict[str, float]) -> PartEvidence:
+    source = passage(1, " ".join(scored))
+    sentences = tuple(ScoredSentence(source, i, t, s, s, 0.5, 1.0) for i, (t, s) in enumerate(scored.items()))
+    return PartEvidence(text, (Ranked(source, max(scored.values()), sentences),), True)
+
+
+async def test_two_parts_ranking_the_same_sentence_first_each_get_their_own() -> None:
+    size = part("How big is the battery in the RT-9i?", {BATTERY: 0.73, RUNTIME: 0.74})
+    hours = part("How many hours does the RT-9i run?", {BATTERY: 0.50, RUNTIME: 0.73})
+    request = SynthesisRequest("q", (size, hours), (size.ranked[0].passage,), 1)
+    draft = await ExtractiveSynthesizer(answer_threshold=0.6).synthesise(request)
+    assert [(s.part, s.text) for s in draft.sentences] == [(0, BATTERY), (1, RUNTIME)]
+    assert draft.unanswered_parts == ()
+
+
+async def test_the_sentence_stating_the_asked_kind_is_chosen_over_a_better_scored_one() -> None:
+    question = "How many units can one mesh hold?"
+    evidence = part(
+        question, {"All current routers can be combined in one mesh network.": 0.8, "A mesh holds up to 5 units.": 0.7}
+    )
+    draft = await ExtractiveSynthesizer(answer_threshold=0.6).synthesise(
+        SynthesisRequest(question, (evidence,), (evidence.ranked[0].passage,), 1)
+    )
+    assert "A mesh holds up to 5 units." in [s.text for s in draft.sentences]
+    assert ExtractiveSynthesizer(answer_threshold=0.6).best(evidence).text == "A mesh holds up to 5 units."  # type: ignore[union-attr]
+
+
+def test_a_table_row_is_read_cell_by_cell_with_its_row() -> None:
+    assert clauses("Plan: Team+; Monthly billing: $24; Annual billing: $20") == [
+        "Plan: Team+ - Monthly billing: $24",
+        "Plan: Team+ - Annual billing: $20",
+    ]
+    assert clauses("Team+ costs $19 on monthly billing, or $16 when billed annually.") == [
+        "Team+ costs $19 on monthly billing",
+        "$16 when billed annually.",
+    ]
+    assert clauses("A plain sentence with one statement.") == ["A plain sentence with one statement."]
