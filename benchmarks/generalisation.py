@@ -25,7 +25,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from rag.insights.evaluation.golden import load_golden
 from rag.insights.evaluation.run import Scored, run_eval, summarise
 from rag.model.answers import Answer, Question
 from rag.model.types import AccessScope, Passage
-from rag.runtime import open_candor
+from rag.runtime import Candor, open_candor
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO / "eval" / "blind"
@@ -85,12 +85,7 @@ async def measure(names: Sequence[str], home: Path, show: bool) -> dict[str, Any
         for name in names:
             corpus = CORPORA / name
             answers: dict[str, Answer] = {}
-
-            async def ask(question: Question) -> Answer:
-                answer = await candor.answer(question)
-                if question.scope is not None and question.scope.groups or question.text not in answers:
-                    answers[question.text] = answer
-                return answer
+            ask = _recording(candor, answers)
 
             async def search(text: str, scope: AccessScope) -> list[Passage]:
                 return await candor.retriever.run(text, scope, k=5)
@@ -103,6 +98,18 @@ async def measure(names: Sequence[str], home: Path, show: bool) -> dict[str, Any
                 print_misses(name, results, answers)
     out["pooled"] = {"measures": measures(pooled), "summary": summarise(pooled)}
     return out
+
+
+def _recording(candor: Candor, answers: dict[str, Answer]) -> Callable[[Question], Awaitable[Answer]]:
+    """`Candor.answer`, keeping each question's first answer (a restricted question is asked again
+    without its groups, to check for leaks: the first is the one scored)."""
+
+    async def ask(question: Question) -> Answer:
+        answer = await candor.answer(question)
+        answers.setdefault(question.text, answer)
+        return answer
+
+    return ask
 
 
 def print_misses(name: str, results: Sequence[Scored], answers: dict[str, Answer]) -> None:

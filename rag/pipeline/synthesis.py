@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
-from rag.pipeline.relevance import states
+from rag.pipeline.relevance import CHECKED_KINDS, states
 from rag.pipeline.understand import answer_type
 from rag.text.facts import (
     asks,
@@ -25,6 +25,8 @@ from rag.text.facts import (
 )
 from rag.text.names import new_names
 
+STATING_MARGIN = 0.1
+"""A sentence stating the kind of value asked is chosen over a better-scored one this close ahead."""
 SECOND_SENTENCE_MARGIN = 0.12
 """A sentence this close behind the best one completes it when it adds a value or several words."""
 
@@ -94,8 +96,10 @@ class ExtractiveSynthesizer:
         if not candidates:
             return None
         wanted = answer_type(part.text)
-        stating = [s for s in candidates if states(wanted, s.text, part.text)]
-        best = max(stating or candidates, key=lambda s: s.score)
+        best = max(candidates, key=lambda s: s.score)
+        near = [s for s in candidates if s.score >= best.score - STATING_MARGIN]
+        stating = [s for s in near if wanted in CHECKED_KINDS and states(wanted, s.text, part.text)]
+        best = max(stating, key=lambda s: s.score) if stating else best
         return best if best.score >= self.answer_threshold else None
 
 

@@ -254,8 +254,8 @@ _QUANTITY = re.compile(
     r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old|high|low|early|late)\b"
     r"|(?:what|which)(?:'s| is| are| was| were)? (?:the |a |an )?(?:[\w+-]+ ){0,3}"
     r"(?:price|cost|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period"
-    r"|capacity|budget|salary|band|duration|deadline|threshold|discount|count|quota|charge|credit|speed|uptime"
-    r"|percent|timeout|window|term|version)s?\b"
+    r"|capacity|budget|salary|band|duration|deadline|threshold|discount|count|quota|speed|uptime"
+    r"|percent|timeout|version)s?\b"
     r"|what(?:'s| is| are)? (?:the )?(?:biggest|largest|smallest|highest|lowest|most|least|fastest|max|min)\b"
     r"|what (?:do|does|did|will|would)\b.{0,60}\b(?:pay|cost|costs|charge|charged)\b)"
 )
@@ -265,7 +265,7 @@ _DATE = re.compile(
 )
 _PLACE = re.compile(
     r"^(?:which|what) (?:city|country|office|region|location|address|town|site|building|data ?cent(?:re|er))s?\b"
-    r"|^where\b.*\b(?:based|located|headquartered|hosted|stored|sit|sits|work|works|end up|go|goes|sent|shipped)\b"
+    r"|^where\b.*\b(?:based|located|headquartered|hosted)\b"
 )
 _PERSON = re.compile(r"^(?:who|whom|whose)\b|^(?:which|what) (?:person|people|team|manager|contact)\b")
 _YES_NO = re.compile(r"^(?:is|are|was|were|do|does|did|can|could|will|would|should|may|must|has|have|am)\b")
