@@ -8,7 +8,10 @@ Calibration sets (thresholds are chosen on these only):
   `required_access` groups over that knowledge base, as `candor eval --kb handbook` asks it;
 - the SQuAD 2.0 calibration half (article titles at even positions, see `split_by_title`): every
   paragraph is its own knowledge base and every question is asked of its own paragraph only
-  (benchmarks/squad_kb.py).
+  (benchmarks/squad_kb.py);
+- the blind development corpora eval/blind/hardware and eval/blind/saas (documents and questions
+  written by helpers that never saw Candor: eval/blind/README.md), each in a knowledge base of its
+  own in a cached home. The third blind corpus, eval/blind/handbook, is held back: never calibrated on.
 
 Report sets (only printed as a check, never used to choose): the SQuAD report half, and
 sample/golden.yaml asked through the same handbook home.
@@ -24,11 +27,12 @@ sentence score reaches a and its focus shift reaches -f.
 - retrieval_threshold: the largest r (0.01 steps) at which the retrieval gate blocks at most 2% of
   the answerable questions of both calibration sets pooled: a coarse off-topic filter that almost
   never blocks an answerable question;
-- answer_threshold: with r fixed, the a (0.01 steps) maximising the mean over the two calibration
+- answer_threshold: with r fixed, the a (0.01 steps) maximising the mean over the three calibration
   sets of (answerable answered % - unanswerable answered %), subject to at most 10% wrong
-  abstention (every cause counted) on the dev set's answerable questions, the product target; the
+  abstention (every cause counted) on the in-domain answerable questions (sample/dev.yaml and the
+  blind development corpora pooled), the product target; the
   lowest a whose mean gap is within one point of the best (a tie, at this sample size). When no a
-  meets the 10%, the a maximising the mean among those answering as many dev answerable
+  meets the 10%, the a maximising the mean among those answering as many in-domain answerable
   questions as any;
 - focus_threshold: with r and a fixed, the smallest f (0.01 steps) at which the focus check takes the
   answer from at most 2% of the answerable questions answered at (r, a), both calibration sets
@@ -56,7 +60,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import handbook_kb
-from benchmarks.common import CACHE, REPO, load_squad, split_by_title
+from benchmarks.common import CACHE, REPO, cached_home, load_squad, split_by_title
 from benchmarks.squad_kb import (
     Record,
     ask_all,
@@ -73,12 +77,21 @@ from rag.runtime import open_candor
 
 RECORDS = CACHE / "calibration-records.json"
 HANDBOOK_RECORDS = {"dev": CACHE / "calibration-dev-records.json", "golden": CACHE / "calibration-golden-records.json"}
+BLIND_RECORDS = CACHE / "calibration-blind-records.json"
+BLIND_HOME = CACHE / "blind-calibration-home"
+BLIND_DEV = ("hardware", "saas")
+"""The blind corpora calibrated on; eval/blind/handbook is held back."""
 DEV = REPO / "sample" / "dev.yaml"
 GOLDEN = REPO / "sample" / "golden.yaml"
 MAX_RETRIEVAL_BLOCK = 0.02
 MAX_FOCUS_BLOCK = 0.02
 OPEN_FOCUS = 2.0
 MAX_WRONG_ABSTENTION = 0.10
+MAX_CEILING_COST = 0.05
+"""The wrong-abstention ceiling is a product target, and so is abstaining when the documents do not
+answer: the ceiling is kept only while it costs at most five points of mean gap. On the blind
+corpora (2026-12-01) meeting it meant 0.49, 13 points below the best, answering 11 of 20
+unanswerable questions instead of 6: the best is kept and the ceiling reported as missed."""
 NEAR_BEST = 0.01
 """Mean gaps within one point of the best are a tie: on ~240 calibration questions one point is two
 or three questions, noise. Among ties the lowest threshold wins: it answers more, and every
@@ -338,6 +351,39 @@ async def collect_handbook(rebuild: bool) -> dict[str, tuple[dict[str, Any], lis
     return out
 
 
+async def collect_blind(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
+    """The blind development corpora, each ingested into a knowledge base of its own, every question
+    asked with every threshold open and no retry."""
+    settings = load_settings(
+        home=cached_home(BLIND_HOME, rebuild),
+        database_url=None,
+        retrieval_threshold=-1.0,
+        answer_threshold=-1.0,
+        focus_threshold=OPEN_FOCUS,
+        retry=False,
+    )
+    records: list[Record] = []
+    start = time.perf_counter()
+    async with open_candor(settings) as candor:
+        for name in BLIND_DEV:
+            await candor.ingest([REPO / "eval" / "blind" / name / "docs"], kb=f"blind-{name}", prune=True)
+        for name in BLIND_DEV:
+            items = load_golden(REPO / "eval" / "blind" / name / "golden.yaml")
+            print(f"asking the {len(items)} questions of eval/blind/{name} with every threshold open and no retry")
+            progress = lambda line: print(line, flush=True)  # noqa: E731
+            records += await handbook_kb.ask_items(candor, items, progress, kb=f"blind-{name}")
+        embedder = candor.embedder.name
+    meta = {
+        "code": code_version(),
+        "questions": len(records),
+        "embedder": embedder,
+        "seconds": round(time.perf_counter() - start, 1),
+        "date": date.today().isoformat(),
+    }
+    save_records(BLIND_RECORDS, meta, records)
+    return meta, records
+
+
 def dump(value: Any, indent: str = "") -> str:
     """JSON with one line per curve row: nested objects indented, objects of scalars on one line."""
     inner = indent + "  "
@@ -369,6 +415,11 @@ def main() -> None:
         print(f"reusing the handbook records (code {handbook['dev'][0].get('code')})")
     else:
         handbook = asyncio.run(collect_handbook(args.rebuild))
+    if args.reuse and BLIND_RECORDS.exists():
+        blind_meta, blind_records = load_records(BLIND_RECORDS)
+        print(f"reusing the blind corpora's records (code {blind_meta.get('code')})")
+    else:
+        blind_meta, blind_records = asyncio.run(collect_blind(args.rebuild))
 
     by_question = {(r.question, r.paragraph_id): r for r in records}
     _, questions = load_squad()
@@ -378,7 +429,9 @@ def main() -> None:
     squad = Set("squad", "squad2-1000 calibration half", [by_question[(q.question, q.paragraph_id)] for q in calib_q])
     golden = Set("golden", f"sample/golden.yaml ({len(handbook['golden'][1])} questions)", handbook["golden"][1])
     report = Set("report", "squad2-1000 report half", [by_question[(q.question, q.paragraph_id)] for q in report_q])
-    calibration = (dev, squad)
+    blind = Set("blind", f"eval/blind {' + '.join(BLIND_DEV)} ({len(blind_records)} questions)", blind_records)
+    calibration = (dev, squad, blind)
+    in_domain = Set("in-domain", "sample/dev.yaml and the blind development corpora", dev.records + blind.records)
     for s in (*calibration, golden, report):
         print(f"{s.label}: {len(s.records)} questions ({sum(r.answerable for r in s.records)} answerable)")
     for s in calibration:
@@ -396,8 +449,17 @@ def main() -> None:
         lambda tau: pooled_blocked(calibration, tau),
         "blocked answerable (pooled)",
     )
-    answer, note = choose_answer(calibration, dev, retrieval)
-    unconstrained, _ = choose_answer(calibration, dev, retrieval, ceiling=None)
+    answer, note = choose_answer(calibration, in_domain, retrieval)
+    unconstrained, _ = choose_answer(calibration, in_domain, retrieval, ceiling=None)
+    cost = objective(calibration, retrieval, unconstrained) - objective(calibration, retrieval, answer)
+    if cost > MAX_CEILING_COST:
+        note = (
+            f"at most {MAX_WRONG_ABSTENTION:.0%} in-domain wrong abstention is met only at {answer}, "
+            f"{100 * cost:.1f} points of mean gap below the best ({unconstrained}): more than "
+            f"{100 * MAX_CEILING_COST:.0f}, so the best is chosen and the ceiling is missed "
+            f"({100 * wrong_abstention(in_domain.records, retrieval, unconstrained):.1f}%)"
+        )
+        answer = unconstrained
     answer_points = curve_points([r.sentence_score for s in calibration for r in s.records], answer)
     print_curves(
         f"answer threshold (best sentence rerank score), retrieval threshold {retrieval} -- calibration sets",
@@ -407,9 +469,9 @@ def main() -> None:
         answer,
         lambda tau: (
             f"{100 * objective(calibration, retrieval, tau):>6.1f}   "
-            f"{100 * wrong_abstention(dev.records, retrieval, tau):>5.1f}%"
+            f"{100 * wrong_abstention(in_domain.records, retrieval, tau):>5.1f}%"
         ),
-        "mean gap   dev wrong abstention",
+        "mean gap   in-domain wrong abstention",
     )
 
     focus = choose_focus(calibration, retrieval, answer)
@@ -435,14 +497,14 @@ def main() -> None:
         print(
             f"chosen answer_threshold = {answer}: the largest mean gap "
             f"({100 * objective(calibration, retrieval, answer):.1f} points) "
-            f"with dev wrong abstention <= {MAX_WRONG_ABSTENTION:.0%}"
+            f"with in-domain wrong abstention <= {MAX_WRONG_ABSTENTION:.0%}"
         )
     else:
         print(f"chosen answer_threshold = {answer}: {note}")
     print(
         f"  (for reference, the largest mean gap without the 10% ceiling is at {unconstrained}: "
-        f"{100 * objective(calibration, retrieval, unconstrained):.1f} points, dev wrong abstention "
-        f"{100 * wrong_abstention(dev.records, retrieval, unconstrained):.1f}%)"
+        f"{100 * objective(calibration, retrieval, unconstrained):.1f} points, in-domain wrong abstention "
+        f"{100 * wrong_abstention(in_domain.records, retrieval, unconstrained):.1f}%)"
     )
     print(
         f"chosen focus_threshold = {focus}: the smallest taking the answer from <= {MAX_FOCUS_BLOCK:.0%} of the "
@@ -469,6 +531,7 @@ def main() -> None:
         "calibrated_on": [
             f"sample/dev.yaml ({n_dev} questions)",
             f"squad2-1000 calibration half (titles at even positions), {len(squad.records)} questions",
+            f"eval/blind {' and '.join(BLIND_DEV)} ({len(blind.records)} questions)",
         ],
         "reported_on": [
             f"sample/golden.yaml ({len(golden.records)} questions)",
@@ -477,19 +540,24 @@ def main() -> None:
         "date": meta.get("date", date.today().isoformat()),
         "command": "python benchmarks/calibrate.py",
         "embedder": meta.get("embedder"),
-        "code": {"squad": meta.get("code"), "handbook": handbook["dev"][0].get("code")},
+        "code": {
+            "squad": meta.get("code"),
+            "handbook": handbook["dev"][0].get("code"),
+            "blind": blind_meta.get("code"),
+        },
         "rule": {
             "answered": "delivered with every threshold open and no retry (premise gate and critic count), "
             "best cosine >= retrieval_threshold, best sentence score >= answer_threshold, "
             "focus shift >= -focus_threshold",
-            "retrieval_threshold": "largest tau (0.01 grid) blocking <= 2% of the answerable questions of both "
+            "retrieval_threshold": "largest tau (0.01 grid) blocking <= 2% of the answerable questions of the "
             "calibration sets pooled",
-            "answer_threshold": "tau (0.01 grid) maximising the mean over the two calibration sets of "
-            "(answerable answered % - unanswerable answered %), with wrong abstention <= 10% on the dev set's "
-            "answerable questions (lowest on ties); when no tau meets 10%, among those answering as many dev "
-            "answerable questions as any",
+            "answer_threshold": "tau (0.01 grid) maximising the mean over the three calibration sets of "
+            "(answerable answered % - unanswerable answered %), with wrong abstention <= 10% on the in-domain "
+            "answerable questions (sample dev and the blind development corpora; lowest on ties); when no tau "
+            "meets 10%, among those answering as many in-domain answerable questions as any; when meeting 10% "
+            "costs more than 5 points of mean gap, the best mean gap, with the ceiling reported as missed",
             "focus_threshold": "with both fixed, the smallest tau (0.01 grid) at which the focus check takes the "
-            "answer from <= 2% of the answerable questions answered, both calibration sets pooled",
+            "answer from <= 2% of the answerable questions answered, the calibration sets pooled",
         },
         **({"note": note} if note else {}),
         "curves": {

@@ -49,8 +49,8 @@ async def ensure_handbook(candor: Candor, progress: Callable[[str], None] = prin
     )
 
 
-def scope_for(item: GoldenItem) -> AccessScope:
-    return AccessScope(frozenset(item.required_access), frozenset({KB}))
+def scope_for(item: GoldenItem, kb: str = KB) -> AccessScope:
+    return AccessScope(frozenset(item.required_access), frozenset({kb}))
 
 
 def record_for(item: GoldenItem, record: Record) -> Record:
@@ -60,14 +60,14 @@ def record_for(item: GoldenItem, record: Record) -> Record:
 
 
 async def ask_items(
-    candor: Candor, items: Sequence[GoldenItem], progress: Callable[[str], None] = print
+    candor: Candor, items: Sequence[GoldenItem], progress: Callable[[str], None] = print, *, kb: str = KB
 ) -> list[Record]:
-    """Every item through `Candor.answer` with its own scope; `paragraph_id` holds the item id."""
+    """Every item through `Candor.answer` with its own scope over `kb`; `paragraph_id` holds the item id."""
     records: list[Record] = []
     start = time.perf_counter()
     for item in items:
         q = SquadQuestion(item.question, item.answer or "No answer", item.id, ",".join(item.sources), item.answerable)
-        answer = await candor.answer(Question(item.question, scope=scope_for(item), platform="eval"))
+        answer = await candor.answer(Question(item.question, scope=scope_for(item, kb), platform="eval"))
         records.append(record_for(item, record_of(q, answer)))
     ms = [r.total_ms for r in records]
     progress(
