@@ -30,7 +30,7 @@ from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
 from rag.text.claims import sibling_names
 from rag.text.facts import asks, values
-from rag.text.names import acronyms, mentions, names, people
+from rag.text.names import acronyms, codes, mentions, names, people
 
 MEANING_WEIGHT = 0.5
 TERMS_WEIGHT = 0.3
@@ -64,7 +64,7 @@ class EvidenceReranker:
         vectors = await self._vectors(query, evidence.sentences)
         weights = term_weights(query.term_frequency or {})
         wanted = answer_type(query.text)
-        asked_names = names(query.text)
+        asked_names = names(query.text) | codes(query.text)
         ranked = []
         for passage in passages:
             stored = sorted(

@@ -15,6 +15,7 @@ from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEv
 from rag.pipeline.relevance import CHECKED_KINDS, states
 from rag.pipeline.understand import answer_type
 from rag.text.facts import (
+    about_the_page,
     asks,
     clean_sentence,
     content_words,
@@ -23,7 +24,7 @@ from rag.text.facts import (
     values,
     variant_qualifiers,
 )
-from rag.text.names import new_names
+from rag.text.names import codes, mentions, new_names
 
 STATING_MARGIN = 0.1
 """A sentence stating the kind of value asked is chosen over a better-scored one this close ahead."""
@@ -104,13 +105,28 @@ class ExtractiveSynthesizer:
 
 
 def _candidates(part: PartEvidence) -> list[ScoredSentence]:
-    """Sentences that can be quoted: readable, not a question line, not addressed to the bot."""
+    """Sentences that can be quoted: readable, not a question line, not about the page itself, not
+    addressed to the bot, and not about another model than the one asked (a sentence naming the
+    "RT-9" or "NX-8 Pro" and not the "RT-9i" or "NX-6 Pro" asked, wherever its passage is)."""
+    asked = codes(part.text)
     return [
         s
         for r in part.ranked[:PASSAGES_CONSIDERED]
         for s in r.sentences
-        if readable(clean_sentence(s.text)) and not asks(s.text) and not looks_like_instruction(s.text)
+        if readable(clean_sentence(s.text))
+        and not asks(s.text)
+        and not about_the_page(s.text)
+        and not looks_like_instruction(s.text)
+        and not _another_model(s, asked)
     ]
+
+
+def _another_model(sentence: ScoredSentence, asked: set[str]) -> bool:
+    named = codes(sentence.text)
+    if not asked or not named:
+        return False
+    where = f"{sentence.text} {sentence.passage.title} {sentence.passage.heading}"
+    return not any(mentions(where, code) for code in asked)
 
 
 def _completing(

@@ -313,13 +313,26 @@ def asks(text: str) -> bool:
     return stripped.endswith("?") or bool(_QUESTION_LABEL.match(stripped))
 
 
+_ABOUT_THE_PAGE = re.compile(
+    r"^(?:tip|note|see also|related)\s*:|\b(?:this|the following) (?:page|document|guide|article|section|faq)\b"
+    r"|\bbelow you(?:'ll| will) find\b|\bon this page\b|\bread on\b",
+    re.IGNORECASE,
+)
+
+
+def about_the_page(text: str) -> bool:
+    """A sentence about the document itself ("This page lists ...", "Below you'll find answers",
+    "Tip: skim the ... page"): a signpost, never an answer."""
+    return bool(_ABOUT_THE_PAGE.search(text))
+
+
 def readable(text: str) -> bool:
     """Whole sentences only: long enough, ends like a sentence, starts like one, not a list intro."""
     stripped = text.strip()
+    if stripped.endswith((":.", ":")):
+        return False
     words = _WORD.findall(stripped)
     if len(words) < 4 or len(stripped) < 20:
-        return False
-    if stripped.endswith(":"):
         return False
     first = stripped[0]
     return first.isupper() or first.isdigit() or first in "$£€\"'("

@@ -54,3 +54,18 @@ async def test_a_far_better_sentence_is_kept_when_the_stating_one_is_far_behind(
     question = "How many units can one mesh hold?"
     evidence = part(question, {"Every router in the mesh can be a unit of its own.": 0.9, "There are 5 colours.": 0.7})
     assert ExtractiveSynthesizer(answer_threshold=0.6).best(evidence).text.startswith("Every router")  # type: ignore[union-attr]
+
+
+async def test_signposts_list_intros_and_other_models_are_never_the_answer() -> None:
+    question = "What is the battery life of the RT-9i?"
+    evidence = part(
+        question,
+        {
+            "This page lists the battery life of every travel router.": 0.95,
+            "If the battery runs low, the following applies:": 0.94,
+            "The RT-9 runs for up to 5 hours on a charge.": 0.93,
+            "The RT-9i runs for up to 8 hours on a charge.": 0.80,
+        },
+    )
+    best = ExtractiveSynthesizer(answer_threshold=0.6).best(evidence)
+    assert best is not None and best.text == "The RT-9i runs for up to 8 hours on a charge."

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.text.facts import clean_sentence, readable, same_amount, same_dimension, values
+from rag.text.facts import about_the_page, clean_sentence, readable, same_amount, same_dimension, values
 from rag.text.names import acronyms, codes, fold, mentions, names, new_names
 
 
@@ -282,3 +282,21 @@ def test_a_code_with_a_suffix_word_is_not_the_code_without_it(code: str) -> None
     sibling = f"{code} Pro"
     assert codes(f"The {sibling} is new.") == {sibling}
     assert not mentions(f"The {code} is old.", sibling)
+
+
+@pytest.mark.parametrize(
+    ("text", "signpost"),
+    [
+        ("This page lists the releases of the last eighteen months.", True),
+        ("Below you'll find answers to the questions we hear most often.", True),
+        ("Tip: skim the Security page before you invite others.", True),
+        ("The page size defaults to 50 items.", False),
+        ("Invitations expire after 7 days.", False),
+    ],
+)
+def test_sentences_about_the_page_itself_are_signposts(text: str, signpost: bool) -> None:
+    assert about_the_page(text) is signpost
+
+
+def test_a_list_intro_is_not_readable_once_cleaned() -> None:
+    assert not readable(clean_sentence("If an Owner has lost their second factor and no Admin can help:"))
