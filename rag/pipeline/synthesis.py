@@ -43,14 +43,15 @@ class ExtractiveSynthesizer:
         sentences: list[DraftSentence] = []
         unanswered: list[int] = []
         used: set[str] = set()
-        bests = self.assign(request.parts)
+        pools = [_candidates(part) if part.retrieved else [] for part in request.parts]
+        bests = self.assign(request.parts, pools)
         for index, part in enumerate(request.parts):
             best = bests.get(index)
             if best is None:
                 unanswered.append(index)
                 continue
             others = {clean_sentence(b.text) for i, b in bests.items() if i != index}
-            chosen = self.choose(part, best, taken=others)
+            chosen = self.choose(part, best, taken=others, pool=pools[index])
             for s in chosen:
                 text = clean_sentence(s.text)
                 if text not in used:
@@ -58,42 +59,63 @@ class ExtractiveSynthesizer:
                     sentences.append(DraftSentence(text, (numbers[s.passage.chunk_id],), index, s))
         return Draft(tuple(sentences), tuple(unanswered))
 
-    def assign(self, parts: Sequence[PartEvidence]) -> dict[int, ScoredSentence]:
+    def assign(
+        self, parts: Sequence[PartEvidence], pools: Sequence[Sequence[ScoredSentence]]
+    ) -> dict[int, ScoredSentence]:
         """Each part's best sentence, no sentence the best of two parts: when two parts would take the
         same one ("how big is the battery" and "how many hours will it run" both rank the battery
         row first), the part with the larger lead of its best over its next keeps it, and the other
-        takes its next best."""
+        takes its next best. `pools`: each part's quotable sentences (`_candidates`)."""
+        retrieved = [i for i, p in enumerate(parts) if p.retrieved]
+        first = {i: self.best(parts[i], pool=pools[i]) for i in retrieved}
 
         def lead(index: int) -> float:
-            best = self.best(parts[index])
+            best = first[index]
             if best is None:
                 return -1.0
-            runner_up = self.best(parts[index], exclude={clean_sentence(best.text)})
+            runner_up = self.best(parts[index], exclude={clean_sentence(best.text)}, pool=pools[index])
             return best.score - (runner_up.score if runner_up is not None else 0.0)
 
+        shared = len({clean_sentence(b.text) for b in first.values() if b is not None}) < sum(
+            b is not None for b in first.values()
+        )
+        if not shared:
+            return {i: b for i, b in first.items() if b is not None}
         bests: dict[int, ScoredSentence] = {}
         taken: set[str] = set()
-        for index in sorted((i for i, p in enumerate(parts) if p.retrieved), key=lambda i: -lead(i)):
-            best = self.best(parts[index], exclude=taken)
+        for index in sorted(retrieved, key=lambda i: -lead(i)):
+            best = self.best(parts[index], exclude=taken, pool=pools[index])
             if best is not None:
                 bests[index] = best
                 taken.add(clean_sentence(best.text))
         return bests
 
     def choose(
-        self, part: PartEvidence, best: ScoredSentence, *, taken: frozenset[str] | set[str] = frozenset()
+        self,
+        part: PartEvidence,
+        best: ScoredSentence,
+        *,
+        taken: frozenset[str] | set[str] = frozenset(),
+        pool: Sequence[ScoredSentence] | None = None,
     ) -> list[ScoredSentence]:
         """The part's best sentence, plus one of the same passage that completes it and is not the
         best sentence of another part (`taken`: that one answers its own part)."""
-        others = [s for s in _candidates(part) if clean_sentence(s.text) not in taken]
+        others = [s for s in (_candidates(part) if pool is None else pool) if clean_sentence(s.text) not in taken]
         second = _completing(best, others, self.answer_threshold, part.text)
         return [best] if second is None else sorted([best, second], key=lambda s: s.position)
 
-    def best(self, part: PartEvidence, *, exclude: set[str] | frozenset[str] = frozenset()) -> ScoredSentence | None:
+    def best(
+        self,
+        part: PartEvidence,
+        *,
+        exclude: set[str] | frozenset[str] = frozenset(),
+        pool: Sequence[ScoredSentence] | None = None,
+    ) -> ScoredSentence | None:
         """The best readable sentence of the part's top passages that states the kind of value the
         part asks for (rag/pipeline/relevance.py; the best of all when none does), or None when it
-        scores below the answer threshold. `exclude`: sentences another part took."""
-        candidates = [s for s in _candidates(part) if clean_sentence(s.text) not in exclude]
+        scores below the answer threshold. `exclude`: sentences another part took; `pool`: the
+        part's quotable sentences when already found."""
+        candidates = [s for s in (_candidates(part) if pool is None else pool) if clean_sentence(s.text) not in exclude]
         if not candidates:
             return None
         wanted = answer_type(part.text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rag.errors import QuestionError
 from rag.model.answers import Question, Turn
@@ -288,6 +289,7 @@ def asked_clause(text: str) -> str:
     return asking[-1] if asking else (clauses[-1] if clauses else lowered)
 
 
+@lru_cache(maxsize=4096)
 def answer_type(text: str) -> str:
     """What kind of value answers the question: quantity, date, place, person, procedure, yesno or
     other, read off the clause that asks. A request without a question word ("I need to know which

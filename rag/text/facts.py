@@ -289,6 +289,7 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=16384)
 def clean_sentence(text: str) -> str:
     """A stored sentence as a person should read it: no list markers, Markdown or link syntax."""
     lines = [_LIST_MARKER.sub("", line).strip() for line in text.splitlines()]
