@@ -34,7 +34,7 @@ from rag.text.facts import (
     values,
     variant_qualifiers,
 )
-from rag.text.names import codes, mentions, names
+from rag.text.names import codes, fold, mentions, names
 
 MIN_OVERLAP = 0.4
 MIN_COSINE = 0.7
@@ -192,7 +192,8 @@ def differing_answers(a: ScoredSentence, b: ScoredSentence, question: str) -> tu
     the kind the question asks for, in its clause that shares most of the question's words (a table
     cell read with its row and header). Not a conflict: values for another variant (annual where
     monthly is asked), a sibling ("Beacon Pro" for "Beacon"), or another subject (a region, plan or
-    product each names that the other does not)."""
+    product each names that the other does not). Known gap: a side that alone names a region or plan
+    ("In Germany, the fee is €59" against "The fee is €49") is still compared."""
     if not question:
         return None
     first, second = answer_value(a.text, question), answer_value(b.text, question)
@@ -222,18 +223,23 @@ def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
     asked_words = content_words(question) - content_words(" ".join(asked))
     asked_variants = variant_qualifiers(question)
     best: tuple[int, Value, str] | None = None
-    for clause in clauses(sentence):
+    parts = clauses(sentence)
+    key = sentence.split(";")[0].strip()
+    row_key = f"{key} - " if parts and parts[0].startswith(f"{key} - ") else ""
+    for clause in parts:
         variants = variant_qualifiers(clause)
         if asked_variants and variants and not variants & asked_variants:
             continue
         siblings = sibling_names(clause, asked, question) | _sibling_codes(clause, asked)
-        if siblings and not all(mentions(_without(clause, siblings), n) for n in asked):
+        rest = _without(clause, siblings)
+        if siblings and not all(mentions(rest, n) for n in asked):
             continue  # about a sibling ("Beacon Pro" when "Beacon" is asked), not also about the asked
-        in_codes = " ".join(codes(clause))
-        stated = [v for v in values(clause) if _answers_kind(wanted, v) and v.surface not in in_codes]
+        body = rest[len(row_key) :] if row_key and rest.startswith(row_key) else rest  # a row's label gives no value
+        in_codes = " ".join(codes(body))
+        stated = [v for v in values(body) if _answers_kind(wanted, v) and v.surface not in in_codes]
         if not stated:
             continue
-        value = sorted(stated, key=lambda v: v.kind == "number")[0]
+        value = _nearest(stated, body, asked)
         overlap = len(content_words(clause) & asked_words)
         if overlap < (2 if value.kind == "number" else 1):
             continue
@@ -241,6 +247,21 @@ def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
         if best is None or overlap > best[0]:
             best = (overlap, value, clause)
     return (best[1], best[2]) if best is not None else None
+
+
+def _nearest(stated: list[Value], text: str, asked: set[str]) -> Value:
+    """The value closest to where the text names what is asked ("the NX-6 Pro costs $499 and the
+    NX-6 costs $399": $399 for the NX-6); without a name, the first value with a unit."""
+    folded = fold(text)
+    anchors = [m.start() for n in asked for m in re.finditer(re.escape(fold(n)), folded)]
+    if not anchors:
+        return sorted(stated, key=lambda v: v.kind == "number")[0]
+
+    def distance(v: Value) -> int:
+        at = text.find(v.surface)
+        return min(abs(at - a) for a in anchors) if at >= 0 else len(text)
+
+    return min(stated, key=lambda v: (distance(v), v.kind == "number"))
 
 
 def _sibling_codes(clause: str, asked: set[str]) -> set[str]:

@@ -17,19 +17,28 @@ from typing import Any
 
 from rag.pipeline.understand import answer_type
 from rag.text.facts import values
-from rag.text.names import new_names, people
+from rag.text.names import codes, mentions, names, people
 
 CHECKED_KINDS = frozenset({"quantity", "date", "place"})
 """Person is not checked: "who approves leave?" is answered by "your manager" as often as by a name."""
 _WHEN = re.compile(
     r"\b(?:1\d{3}|20\d{2}|\d{3})\b(?!\s*(?:%|percent|people|users|km|miles))|\b\d{2,4}s\b"
     r"|\b\d+(?:st|nd|rd|th)\s+(?:century|centuries|millennium)\b|\bcentur(?:y|ies)\b|\bdecades?\b"
-    r"|\byears?\s+(?:ago|before|after|later|earlier)\b|\b(?:War|Era|Age|Dynasty|Period|Revolution)\b"
-    r"|\b(?:spring|summer|autumn|fall|winter|yesterday|today|tomorrow|weekly|monthly|daily|annually)\b"
-    r"|\b(?:january|february|march|april|may|june|july|august|september|october|november|december)\b",
+    r"|\byears?\s+(?:ago|before|after|later|earlier)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\bnoon\b|\bmidnight\b"
+    r"|\b(?:spring|summer|autumn|fall|winter|yesterday|today|tomorrow|tonight|weekends?|weekdays?)\b"
+    r"|\b(?:hourly|nightly|daily|weekly|fortnightly|monthly|quarterly|annually|yearly)\b"
+    r"|\b(?:each|every|per|next|last|first)\s+(?:day|week|month|quarter|year|morning|evening|night)\b"
+    r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
+    r"|\bday of (?:the|each|every)\b",
     re.IGNORECASE,
 )
-"""What answers "when": a year, a century, a decade, "years ago", an era or war, a season, a month."""
+_NAMED_WHEN = re.compile(
+    r"\b(?:War|Era|Dynasty|Revolution)\b|\b(?:January|February|March|April|May|June|July|August|September"
+    r"|October|November|December)\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d"
+)
+"""What answers "when": a year, a century, a decade, "years ago", a time of day, a season, a weekday,
+"each month", "nightly"; `_NAMED_WHEN`: a named war or era and a month, capitalised or beside a day
+("you may cancel" is no date)."""
 
 
 _COUNT_WORD = re.compile(  # not "one": "combined in one mesh" counts nothing
@@ -40,16 +49,27 @@ _COUNT_WORD = re.compile(  # not "one": "combined in one mesh" counts nothing
 )
 
 
+_FREQUENCY = re.compile(
+    r"\b(?:hourly|nightly|daily|weekly|fortnightly|monthly|quarterly|annually|yearly|once|twice)\b"
+    r"|\b(?:each|every)\s+(?:hour|day|night|week|month|quarter|year)\b",
+    re.IGNORECASE,
+)
+
+
 def states(wanted: str, sentence: str, question: str = "") -> bool:
     """Whether `sentence` holds a value of the kind `wanted` (answer types outside CHECKED_KINDS: always)."""
     if wanted == "quantity":
-        return any(v.kind != "date" for v in values(sentence)) or bool(_COUNT_WORD.search(sentence))
+        in_codes = " ".join(codes(sentence))  # the 9 of "RT-9" counts nothing
+        stated = [v for v in values(sentence) if v.kind != "date" and v.surface not in in_codes]
+        often = "how often" in question.lower() and bool(_FREQUENCY.search(sentence))
+        return bool(stated) or bool(_COUNT_WORD.search(sentence)) or often
     if wanted == "date":
-        return any(v.kind in ("date", "time") for v in values(sentence)) or bool(_WHEN.search(sentence))
+        dated = any(v.kind in ("date", "time") for v in values(sentence))
+        return dated or bool(_WHEN.search(sentence) or _NAMED_WHEN.search(sentence))
     if wanted == "person":
         return bool(people(sentence) - people(question))
-    if wanted == "place":
-        return bool(new_names(sentence, question))
+    if wanted == "place":  # a name the question does not say, not the sentence's first word ("Acme is ...")
+        return any(not mentions(question, n) for n in names(sentence))
     return True
 
 

@@ -120,7 +120,7 @@ class ExtractiveSynthesizer:
             return None
         wanted = answer_type(part.text)
         best = max(candidates, key=lambda s: s.score)
-        near = [s for s in candidates if s.score >= best.score - STATING_MARGIN]
+        near = [s for s in candidates if s.score >= max(best.score - STATING_MARGIN, self.answer_threshold)]
         stating = [s for s in near if wanted in CHECKED_KINDS and states(wanted, s.text, part.text)]
         best = max(stating, key=lambda s: s.score) if stating else best
         return best if best.score >= self.answer_threshold else None

@@ -156,14 +156,19 @@ def split_parts(text: str) -> tuple[str, ...]:
 def _standalone(part: str, first: str) -> str:
     """A later part that says "it" of the thing the first part names by a code or a name ("How big
     is the battery in the RT-9i and how many hours will it run?") says it by name."""
-    if not re.search(r"\b(?:it|its)\b", part, re.IGNORECASE) or re.search(_THEY, part, re.IGNORECASE):
+    if not re.search(r"\b(?:it|its)\b", part) or re.search(_THEY, part, re.IGNORECASE) or part.count(" it") > 1:
         return part
-    found = sorted(codes(first)) or sorted(names(first) - names(part))
+    found = sorted(codes(first)) or sorted(
+        n for n in names(first) - names(part) if re.search(rf"{re.escape(n)}\s+(?:{_KINDS})\b", first)
+    )
     if len(found) != 1:
         return part
     thing = found[0]
-    part = re.sub(r"\bits\b", f"{thing}'s", part, flags=re.IGNORECASE)
-    return re.sub(r"\bit\b", thing, part, flags=re.IGNORECASE)
+    part = re.sub(r"\bits\b", f"{thing}'s", part)
+    return re.sub(r"\bit\b", thing, part)
+
+
+_KINDS = r"plans?|products?|models?|routers?|cameras?|devices?|services?|apps?|tiers?|editions?|versions?"
 
 
 _THEY = r"\b(?:they|them|their|that one|this one|those|these)\b"
@@ -255,9 +260,9 @@ _QUANTITY = re.compile(
     r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old|high|low|early|late)\b"
     r"|(?:what|which)(?:'s| is| are| was| were)? (?:the |a |an )?(?:[\w+-]+ ){0,3}"
     r"(?:price|cost|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period"
-    r"|capacity|budget|salary|band|duration|deadline|threshold|discount|count|quota|speed|uptime"
+    r"|capacity|budget|salary|band|duration|threshold|discount|count|quota|speed|uptime"
     r"|percent|timeout|version)s?\b"
-    r"|what(?:'s| is| are)? (?:the )?(?:biggest|largest|smallest|highest|lowest|most|least|fastest|max|min)\b"
+    r"|what(?:'s| is| are)? (?:the )?(?:biggest|largest|smallest|highest|lowest|max|min)\b"
     r"|what (?:do|does|did|will|would)\b.{0,60}\b(?:pay|cost|costs|charge|charged)\b)"
 )
 _DATE = re.compile(
@@ -274,6 +279,10 @@ _PROCEDURE = re.compile(r"^(?:how (?:do|can|should|would) (?:i|we|you)\b|how to\
 _ASKING = re.compile(
     r"^(?:how|what|which|when|where|who|whom|whose|why|until|by when|since when)\b|" + _YES_NO.pattern[1:]
 )
+_LEAD_IN = re.compile(
+    r"^(?:(?:can|could) you (?:please )?tell me|do you know|i(?:'d| would) like to know|i want to know|"
+    r"please tell me|tell me)\s+"
+)
 _CLAUSE_BREAK = re.compile(r"[.!;:?]\s+|\s[–—-]\s|,\s+")
 
 
@@ -281,12 +290,13 @@ def asked_clause(text: str) -> str:
     """The clause that asks, lower-cased: "I'm in Leeds - once you have my router, how long does the
     repair take?" asks "how long does the repair take?". Without one that starts like a question,
     the last clause."""
-    lowered = " ".join(text.lower().split())
+    lowered = _LEAD_IN.sub("", " ".join(text.lower().split()))
     if "?" in lowered:
         lowered = lowered[: lowered.index("?") + 1]
     clauses = [c.strip() for c in _CLAUSE_BREAK.split(lowered) if c.strip()]
     asking = [c for c in clauses if _ASKING.match(c)]
-    return asking[-1] if asking else (clauses[-1] if clauses else lowered)
+    wh = [c for c in asking if not _YES_NO.match(c)]  # "How much, roughly, does it cost?" asks "how much"
+    return (wh or asking or clauses or [lowered])[-1]
 
 
 @lru_cache(maxsize=4096)
@@ -305,6 +315,8 @@ def answer_type(text: str) -> str:
     ):
         if pattern.match(clause):
             return wanted
+    if clause.startswith("why"):
+        return "other"  # "why does X cost more than what Y costs?" asks for a reason
     embedded = re.search(r"\b(?:which|what|how|when|where)\b.*", clause)
     if embedded and embedded.start() > 0:
         return answer_type(embedded.group(0))

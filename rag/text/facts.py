@@ -69,11 +69,12 @@ _CODES = "|".join(_CURRENCY_CODES)
 _VALUE = re.compile(
     rf"(?P<ip>\b\d{{1,3}}(?:\.\d{{1,3}}){{3}}\b)"
     rf"|(?P<version>\bv\d+(?:\.\d+)+(?:-[a-z]+)?\b|\b\d+\.\d+\.\d+\b)"
-    rf"|(?P<pre>\b(?:A|C|NZ|US))?(?P<cur>[$£€])\s?(?P<amt>{_NUMBER})(?:\s?(?P<mult>million|billion|k|m)\b)?"
+    rf"|(?P<pre>\b(?:A|C|NZ|US))?(?P<cur>[$£€])\s?(?P<amt>{_NUMBER})(?:\s?(?P<mult>million|billion|bn|k|m|b)\b)?"
     rf"|(?P<code>\b(?:{_CODES}))\s?(?P<camt>{_NUMBER})\b"
     rf"|(?P<date>\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}\s+(?:{_MONTHS})\w*\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\b\w*|(?:{_MONTHS})\w*\s+\d{{1,2}}(?:,\s*\d{{4}})?)"
     rf"|(?P<time>\b\d{{1,2}}:\d{{2}}\b)"
-    rf"|(?P<word>\b(?:{_WORDS}))[\s-](?:(?!business|working)[a-z]+\s)?(?P<wunit>(?:{_UNIT_WORDS}))\b"
+    rf"|(?P<word>\b(?:{_WORDS})(?:-(?:{_WORDS}))?(?:\s+(?:hundred|thousand))?)[\s-]"
+    rf"(?:(?!business|working)[a-z]+\s)?(?P<wunit>(?:{_UNIT_WORDS}))\b"
     rf"|(?P<num>\b{_NUMBER})(?:\s?(?P<after>{_CODES})\b|[\s-]?(?:(?!business|working)[a-z]+\s)?(?P<unit>(?:{_UNIT_WORDS}))\b|(?P<pct>%))?",
     re.IGNORECASE,
 )
@@ -119,9 +120,8 @@ def _values(text: str) -> tuple[Value, ...]:
             found.append(Value("version", m.group("version").lower().lstrip("v"), m.group(0)))
         elif m.group("cur"):
             amount = m.group("amt").replace(",", "")
-            mult = {"million": "m", "billion": "b"}.get(
-                (m.group("mult") or "").lower(), (m.group("mult") or "").lower()
-            )
+            mult = (m.group("mult") or "").lower()
+            mult = {"million": "m", "billion": "b", "bn": "b"}.get(mult, mult)
             currency = (m.group("pre") or "").upper().replace("US", "") + m.group("cur")
             found.append(Value(f"money{currency}", amount + mult, m.group(0)))
         elif m.group("code"):
@@ -132,8 +132,7 @@ def _values(text: str) -> tuple[Value, ...]:
         elif m.group("time"):
             found.append(Value("time", m.group("time"), m.group(0)))
         elif m.group("word"):
-            number = NUMBER_WORDS[m.group("word").lower()]
-            found.append(_measured(str(number), m.group("wunit"), m.group(0)))
+            found.append(_measured(_in_words(m.group("word")), m.group("wunit"), m.group(0)))
         else:
             amount = m.group("num").replace(",", "")
             if m.group("after"):
@@ -148,6 +147,17 @@ def _values(text: str) -> tuple[Value, ...]:
     return tuple(found)
 
 
+def _in_words(words: str) -> str:
+    """ "twenty-five" → "25", "two hundred" → "200"."""
+    total = 0
+    for word in re.split(r"[\s-]+", words.lower()):
+        if word in ("hundred", "thousand"):
+            total = max(total, 1) * (100 if word == "hundred" else 1000)
+        else:
+            total += NUMBER_WORDS[word]
+    return str(total)
+
+
 def _measured(amount: str, unit: str, surface: str) -> Value:
     """A number with its unit; working days and hours are business days and hours."""
     return Value(_singular(unit).replace("working", "business"), amount, surface)
@@ -155,6 +165,19 @@ def _measured(amount: str, unit: str, surface: str) -> Value:
 
 DAYS_IN = {"day": 1.0, "week": 7.0, "month": 365.25 / 12, "year": 365.25}
 """Durations in days, for comparing "two weeks" with "14 days" and "30 days" with "one month"."""
+
+
+_MULTIPLIERS = {"k": 1e3, "m": 1e6, "b": 1e9}
+
+
+def _number(amount: str) -> float | None:
+    """ "20.00" → 20.0, "5k" → 5000.0; None for what is not a number (a date, a version)."""
+    multiplier = _MULTIPLIERS.get(amount[-1:].lower(), 1.0) if amount else 1.0
+    digits = amount[:-1] if multiplier != 1.0 else amount
+    try:
+        return float(digits) * multiplier
+    except ValueError:
+        return None
 
 
 def same_dimension(a: Value, b: Value) -> bool:
@@ -165,7 +188,8 @@ def same_dimension(a: Value, b: Value) -> bool:
 def same_amount(a: Value, b: Value) -> bool:
     """The same amount, durations within 3% of each other ("30 days" is "one month")."""
     if a.kind == b.kind:
-        return a.amount == b.amount
+        x, y = _number(a.amount), _number(b.amount)
+        return a.amount == b.amount if x is None or y is None else abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1.0)
     if a.kind in DAYS_IN and b.kind in DAYS_IN:
         try:
             x, y = float(a.amount) * DAYS_IN[a.kind], float(b.amount) * DAYS_IN[b.kind]
@@ -222,8 +246,8 @@ def asks(text: str) -> bool:
 
 
 _ABOUT_THE_PAGE = re.compile(
-    r"^(?:tip|note|see also|related)\s*:|\b(?:this|the following) (?:page|document|guide|article|section|faq)\b"
-    r"|\bbelow you(?:'ll| will) find\b|\bon this page\b|\bread on\b",
+    r"^(?:tip|see also|related)\s*:|^(?:this|the following) (?:page|document|guide|article|section|faq)\b"
+    r"|^below you(?:'ll| will) find\b|\bon this page\b|^read on\b",
     re.IGNORECASE,
 )
 

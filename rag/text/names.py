@@ -15,8 +15,10 @@ from rag.text.facts import STOP_WORDS
 
 _SUFFIX_WORDS = "Pro|Max|Plus|Mini|Ultra|Lite|Air|Outdoor|Indoor|Premium|Standard|Basic|Advanced|Home|XL|SE"
 """Words that finish a product code when they follow it: "NX-6 Pro" is not the "NX-6"."""
+_UNITS = "(?:GB|MB|TB|KB|AM|PM|MS|HZ|GHZ|MHZ|KM|KG|MBPS|GBPS|MAH|KW|KWH|FPS|DPI|MP|GBIT|MBIT)"
+"""Sizes and times written without a space ("512GB", "9AM") are not model codes."""
 _CODE = re.compile(
-    rf"\b(?:[A-Z]{{1,5}}-?\d+[A-Za-z]*|[A-Z]+\d+[A-Z0-9-]*|\d+[A-Z]{{2,}})\b(?:\+|\s(?:{_SUFFIX_WORDS})\b\+?)?"
+    rf"\b(?:[A-Z]{{1,5}}-?\d+[A-Za-z]*|[A-Z]+\d+[A-Z0-9-]*|\d+(?!{_UNITS}\b)[A-Z]{{2,}})\b(?:\+|\s(?:{_SUFFIX_WORDS})\b\+?)?"
 )
 _NAME = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:\+|\b)(?:[ -][A-Z][a-zA-Z0-9]+(?:\+|\b))*")
 

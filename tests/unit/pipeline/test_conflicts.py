@@ -9,7 +9,7 @@ import pytest
 
 from rag.model.evidence import ScoredSentence
 from rag.model.types import Passage
-from rag.pipeline.contradictions import find_conflicts, prefer
+from rag.pipeline.contradictions import answer_value, find_conflicts, prefer
 from rag.pipeline.rerank import coverage, term_weights
 from rag.text.facts import qualifiers, variant_qualifiers
 
@@ -327,3 +327,30 @@ def test_answers_about_something_else_do_not_conflict(question: str, first: str,
     chosen = answering(first, 1, date(2025, 1, 1))
     other = answering(second, 2, date(2023, 1, 1))
     assert find_conflicts(chosen, [chosen, other], question=question) == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "question", "value"),
+    [  # found by review: the value that answers, not the first in the clause
+        ("The NX-6 Pro costs $499 and the NX-6 costs $399.", "How much does the NX-6 cost?", "$399"),
+        (
+            "Plan: Team+; Monthly billing (per seat): $24; Annual billing (per seat, per month): $20; Seats: 5-100",
+            "How much is Team+ per user on monthly billing?",
+            "$24",
+        ),
+        (
+            "Standard shipping: 5 days; Express shipping: 2 days; Overnight: 1 day",
+            "How long is express shipping?",
+            "2 days",
+        ),
+    ],
+)
+def test_the_answer_value_is_the_one_nearest_what_is_asked(sentence: str, question: str, value: str) -> None:
+    found = answer_value(sentence, question)
+    assert found is not None and found[0].surface == value
+
+
+def test_the_same_amount_written_differently_is_no_conflict() -> None:
+    chosen = answering("The Team plan costs $20 per user per month.", 1, date(2025, 1, 1))
+    other = answering("Team plan: $20.00 per user per month.", 2, date(2023, 1, 1))
+    assert find_conflicts(chosen, [other], question="How much does the Team plan cost per month?") == []

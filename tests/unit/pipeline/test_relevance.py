@@ -69,3 +69,21 @@ async def test_parts_asking_for_no_value_get_no_gate() -> None:
     attempt = Attempt(1, understood.parts, draft=Draft(()), checked=checked)
     after = await CheckRelevance().run(attempt, Run(understood, AccessScope(), understood.parts, 3, Clock({})))
     assert after.gate("relevance") is None and len(after.supported) == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "stated"),
+    [  # found by review: right answers the first rules withheld, and non-answers they let through
+        ("What time does support open?", "Support opens at 9am UK time on weekdays.", True),
+        ("When is payday?", "Staff are paid on the last working day of each month.", True),
+        ("How often are backups taken?", "Backups are taken nightly.", True),
+        ("How many ports does the RT-9 have?", "The RT-9 is our flagship home router.", False),
+        ("Which office does the design team work from?", "Acme is a hybrid company.", False),
+        ("When did the plan launch?", "You may cancel the plan at any time.", False),
+        ("When did the plan launch?", "The plan launched in May 2024.", True),
+    ],
+)
+def test_times_weekdays_and_frequencies_answer_and_codes_and_verbs_do_not(
+    question: str, sentence: str, stated: bool
+) -> None:
+    assert relevance(question, [sentence]).stated is stated

@@ -199,6 +199,8 @@ def test_split_parts_splits_independent_questions(question: str, parts: tuple[st
         "What is the difference between the Team and Business plans?",  # a comparison is one question
         "How many SMS alerts are included with Beacon Pro and Beacon?",
         "Which laptops can new employees choose from?",
+        "I'm in Leeds, so how long does the repair take and how much will it cost?",  # "it" is no place
+        "How much does the RT-9 cost and how do I contact IT about it?",  # IT is a team
     ],
 )
 def test_split_parts_keeps_one_question_whole(question: str) -> None:
@@ -328,6 +330,10 @@ def test_is_follow_up(text: str, expected: bool) -> None:
         ("Where do I find the serial number?", "other"),
         ("How do I generate an API key?", "procedure"),
         ("do people who only read the results need a paid seat?", "yesno"),
+        ("How much, roughly, does the Team plan cost?", "quantity"),
+        ("Can you tell me how much the Team plan costs?", "quantity"),
+        ("Why does the Team plan cost more than what the Starter plan costs?", "other"),
+        ("What's the most popular plan?", "other"),
     ],
 )
 def test_answer_type(question: str, kind: str) -> None:

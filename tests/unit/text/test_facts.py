@@ -300,3 +300,27 @@ def test_sentences_about_the_page_itself_are_signposts(text: str, signpost: bool
 
 def test_a_list_intro_is_not_readable_once_cleaned() -> None:
     assert not readable(clean_sentence("If an Owner has lost their second factor and no Admin can help:"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # found by review
+        ("It includes twenty-five users.", [("user", "25")]),
+        ("Up to two hundred users.", [("user", "200")]),
+        ("Revenue passed $5b, then $2bn.", [("money$", "5b"), ("money$", "2b")]),
+    ],
+)
+def test_compound_number_words_and_multipliers(text: str, expected: list[tuple[str, str]]) -> None:
+    assert keys(text) == expected
+
+
+def test_amounts_compare_as_numbers() -> None:
+    assert same_amount(values("$20")[0], values("$20.00")[0])
+    assert same_amount(values("$5k")[0], values("$5,000")[0])
+    assert not same_amount(values("$5k")[0], values("$500")[0])
+
+
+def test_sizes_and_times_are_not_model_codes() -> None:
+    assert codes("Every model ships with 512GB of storage and opens at 9AM.") == set()
+    assert not about_the_page("Note: Refunds are processed within 5 business days.")
+    assert not about_the_page("Employees must sign this document before travel is booked.")
