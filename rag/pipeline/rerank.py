@@ -129,7 +129,8 @@ class EvidenceReranker:
             meaning = max(meaning, float(np.dot(vectors[(-1, -1)], asked)) if asked is not None else 0.0)
             lexemes |= faq.lexemes | acronyms(faq.text)
             where = f"{where} {faq.text}"
-        terms = coverage(weights, lexemes, context)
+        # a "Key: value" line says no more than its key: its headings name what it is about
+        terms = coverage(weights, lexemes, context, at=1.0 if _KEY_VALUE.match(sentence.text) else 0.5)
         fits = type_match(wanted, sentence.text)
         score = MEANING_WEIGHT * meaning + TERMS_WEIGHT * terms + TYPE_WEIGHT * fits
         if asked_names:
@@ -165,15 +166,19 @@ def term_weights(frequencies: Mapping[str, float]) -> dict[str, float]:
     return {term: min(9.0, max(0.05, -math.log(max(freq, 1e-4)))) for term, freq in frequencies.items()}
 
 
-def coverage(weights: Mapping[str, float], lexemes: frozenset[str], context: frozenset[str] = frozenset()) -> float:
-    """Weighted share of the question's terms in the sentence (or, at half weight, its headings)."""
+def coverage(
+    weights: Mapping[str, float], lexemes: frozenset[str], context: frozenset[str] = frozenset(), *, at: float = 0.5
+) -> float:
+    """Weighted share of the question's terms in the sentence (or, at weight `at`, its headings)."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    found = sum(w if t in lexemes else 0.5 * w if t in context else 0.0 for t, w in weights.items())
+    found = sum(w if t in lexemes else at * w if t in context else 0.0 for t, w in weights.items())
     return found / total
 
 
+_KEY_VALUE = re.compile(r"^\s*[^:;.!?]{1,40}:\s+\S[^;]{0,120}$")
+"""A definition or key-value line ("Price: €59 per device per year"), not a table row (those hold ";")."""
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 
 

@@ -90,3 +90,29 @@ async def test_the_answer_after_the_question_line_is_chosen_not_the_line(embedde
     draft = await ExtractiveSynthesizer(answer_threshold=0.3).synthesise(request)
     assert draft.sentences[0].text == "On the label on the underside of the device."
     assert all(not asks(s.text) for s in draft.sentences)
+
+
+async def test_a_key_value_line_is_read_with_its_headings(embedder: Embedder) -> None:
+    """ "Price: €59 per device per year" under the heading "Care+ Premium" says the price of Care+
+    Premium: its heading words count in full, as a prose sentence's count half."""
+    question = "What does Care+ Premium cost per year?"
+    vector = (await embedder.embed([question]))[0]
+    terms = {"care": 0.05, "premium": 0.05, "cost": 0.1, "year": 0.2}
+    line = "Price: €59 per device per year"
+    prose = "The price is €59 per device per year"
+
+    class Headed:
+        async def __call__(self, chunk_ids: Sequence[int]) -> SentenceEvidence:
+            return SentenceEvidence(
+                (
+                    StoredSentence(1, 0, line, None, frozenset({"price", "devic", "year"})),
+                    StoredSentence(2, 0, prose, None, frozenset({"price", "devic", "year"})),
+                ),
+                {1: frozenset({"care", "premium"}), 2: frozenset({"care", "premium"})},
+            )
+
+    ranked = await EvidenceReranker(Headed(), embedder).rerank(
+        Query(question, vector, terms), [passage(1, line), passage(2, prose)]
+    )
+    by_text = {r.sentences[0].text: r.sentences[0] for r in ranked}
+    assert by_text[line].terms > by_text[prose].terms
