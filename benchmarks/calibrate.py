@@ -71,7 +71,7 @@ from benchmarks.squad_kb import (
     save_records,
 )
 from rag.calibration import CALIBRATION
-from rag.config import load_settings
+from rag.config import Settings, load_settings
 from rag.insights.evaluation.golden import load_golden
 from rag.runtime import open_candor
 
@@ -290,10 +290,9 @@ def print_questions(s: Set, retrieval: float, answer: float, focus: float) -> No
         )
 
 
-async def collect_squad(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
-    paragraphs, questions = load_squad()
-    home = prepare_home(rebuild)
-    settings = load_settings(
+def open_gates(home: Path) -> Settings:
+    """Settings for collecting: every threshold open and no retry, so no gate decides anything."""
+    return load_settings(
         home=home,
         database_url=None,
         retrieval_threshold=-1.0,
@@ -301,19 +300,30 @@ async def collect_squad(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
         focus_threshold=OPEN_FOCUS,
         retry=False,
     )
-    start = time.perf_counter()
-    async with open_candor(settings) as candor:
-        await ensure_knowledge_bases(candor, paragraphs, progress=lambda line: print(line, flush=True))
-        print(f"asking {len(questions)} SQuAD questions with every threshold open and no retry", flush=True)
-        records = await ask_all(candor, questions, progress=lambda line: print(line, flush=True))
-        embedder = candor.embedder.name
-    meta = {
+
+
+def run_meta(records: Sequence[Record], embedder: str, start: float) -> dict[str, Any]:
+    """What a cached set of records was collected with."""
+    return {
         "code": code_version(),
         "questions": len(records),
         "embedder": embedder,
         "seconds": round(time.perf_counter() - start, 1),
         "date": date.today().isoformat(),
     }
+
+
+async def collect_squad(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
+    paragraphs, questions = load_squad()
+    home = prepare_home(rebuild)
+    settings = open_gates(home)
+    start = time.perf_counter()
+    async with open_candor(settings) as candor:
+        await ensure_knowledge_bases(candor, paragraphs, progress=lambda line: print(line, flush=True))
+        print(f"asking {len(questions)} SQuAD questions with every threshold open and no retry", flush=True)
+        records = await ask_all(candor, questions, progress=lambda line: print(line, flush=True))
+        embedder = candor.embedder.name
+    meta = run_meta(records, embedder, start)
     save_records(RECORDS, meta, records)
     print(f"per-question records cached in {RECORDS} ({meta['seconds']}s)")
     return meta, records
@@ -321,14 +331,7 @@ async def collect_squad(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
 
 async def collect_handbook(rebuild: bool) -> dict[str, tuple[dict[str, Any], list[Record]]]:
     home = handbook_kb.prepare_home(rebuild)
-    settings = load_settings(
-        home=home,
-        database_url=None,
-        retrieval_threshold=-1.0,
-        answer_threshold=-1.0,
-        focus_threshold=OPEN_FOCUS,
-        retry=False,
-    )
+    settings = open_gates(home)
     out = {}
     async with open_candor(settings) as candor:
         await handbook_kb.ensure_handbook(candor, progress=lambda line: print(line, flush=True))
@@ -339,13 +342,7 @@ async def collect_handbook(rebuild: bool) -> dict[str, tuple[dict[str, Any], lis
                 f"asking the {len(items)} questions of {path.relative_to(REPO)} with every threshold open and no retry"
             )
             records = await handbook_kb.ask_items(candor, items, progress=lambda line: print(line, flush=True))
-            meta = {
-                "code": code_version(),
-                "questions": len(records),
-                "embedder": candor.embedder.name,
-                "seconds": round(time.perf_counter() - start, 1),
-                "date": date.today().isoformat(),
-            }
+            meta = run_meta(records, candor.embedder.name, start)
             save_records(HANDBOOK_RECORDS[key], meta, records)
             out[key] = (meta, records)
     return out
@@ -354,14 +351,7 @@ async def collect_handbook(rebuild: bool) -> dict[str, tuple[dict[str, Any], lis
 async def collect_blind(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
     """The blind development corpora, each ingested into a knowledge base of its own, every question
     asked with every threshold open and no retry."""
-    settings = load_settings(
-        home=cached_home(BLIND_HOME, rebuild),
-        database_url=None,
-        retrieval_threshold=-1.0,
-        answer_threshold=-1.0,
-        focus_threshold=OPEN_FOCUS,
-        retry=False,
-    )
+    settings = open_gates(cached_home(BLIND_HOME, rebuild))
     records: list[Record] = []
     start = time.perf_counter()
     async with open_candor(settings) as candor:
@@ -373,13 +363,7 @@ async def collect_blind(rebuild: bool) -> tuple[dict[str, Any], list[Record]]:
             progress = lambda line: print(line, flush=True)  # noqa: E731
             records += await handbook_kb.ask_items(candor, items, progress, kb=f"blind-{name}")
         embedder = candor.embedder.name
-    meta = {
-        "code": code_version(),
-        "questions": len(records),
-        "embedder": embedder,
-        "seconds": round(time.perf_counter() - start, 1),
-        "date": date.today().isoformat(),
-    }
+    meta = run_meta(records, embedder, start)
     save_records(BLIND_RECORDS, meta, records)
     return meta, records
 
