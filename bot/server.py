@@ -1,7 +1,8 @@
 """`candor serve`: one aiohttp application that every adapter mounts its routes on.
 
 `build_app` wires the pieces: `/healthz` (here, because it belongs to the process, not to any one
-adapter) and the local chat page (`bot.web.routes.add_routes`). Slack and Teams mount the same way,
+adapter) and, with a login to run it with, the local chat page (`bot.web.routes.add_routes`;
+`bot.web.identity.chat_login` chooses the login from CANDOR_WEB_CHAT, or none). Slack and Teams mount the same way,
 each with its own `add_routes(app, service)`. `serve` runs the app until SIGINT or SIGTERM, then
 stops accepting connections and lets the requests in flight finish (up to `shutdown_timeout`).
 
@@ -28,6 +29,7 @@ from aiohttp.typedefs import Handler
 
 from bot.web.dashboard import ReportService
 from bot.web.dashboard import add_routes as add_dashboard_routes
+from bot.web.identity import ChatLogin
 from bot.web.routes import add_routes as add_web_routes
 from rag.errors import CandorError
 from rag.model.answers import Answer, Feedback, Question
@@ -69,18 +71,21 @@ class ChatCore(Protocol):
 def build_app(
     service: AnswerService,
     *,
+    chat: ChatLogin | None = None,
     max_question_chars: int = 4000,
     max_body_bytes: int = MAX_BODY_BYTES,
     reports: ReportService | None = None,
     admin_token: str | None = None,
 ) -> web.Application:
-    """The application `candor serve` runs: `/healthz` and the chat page at `/`; `/dashboard` (the
-    report page, `bot.web.dashboard`) only with an admin token and a core that makes reports."""
+    """The application `candor serve` runs: `/healthz`; the chat page at `/` only with a `chat`
+    login; `/dashboard` (the report page, `bot.web.dashboard`) only with an admin token and a core
+    that makes reports."""
     if max_question_chars < 1:
         raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
     app = web.Application(client_max_size=max_body_bytes)
     app.router.add_get("/healthz", _healthz_handler(service))
-    add_web_routes(app, service, max_question_chars=max_question_chars)
+    if chat is not None:
+        add_web_routes(app, service, chat, max_question_chars=max_question_chars)
     if admin_token:
         if reports is None:
             raise ValueError("an admin token was given but no report service to show")

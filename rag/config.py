@@ -7,7 +7,9 @@ start-up, casts and checks them, and fails loudly naming the variable that is wr
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -183,6 +185,11 @@ class Settings(BaseSettings):
     microsoft_app_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_ID"))
     microsoft_app_password: SecretStr | None = Field(None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
     microsoft_app_tenant_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_TENANT_ID"))
+    teams_tenants: str | None = Field(None, validation_alias=_env("CANDOR_TEAMS_TENANTS"))
+    """CANDOR_TEAMS_TENANTS: the organisations (Entra tenant ids, comma-separated) the Teams bot
+    answers, besides MICROSOFT_APP_TENANT_ID; `*`: any organisation (a public multi-tenant app).
+    One of the two is required with MICROSOFT_APP_ID; messages from other tenants are refused and
+    logged."""
     teams_ask_human: str | None = Field(None, validation_alias=_env("TEAMS_ASK_HUMAN"))
     """TEAMS_ASK_HUMAN: shown in Teams under a refusal and in the welcome: a URL (a help page, a
     channel link) or an address."""
@@ -247,6 +254,20 @@ class Settings(BaseSettings):
     """CANDOR_ADMIN_TOKEN: `candor serve` shows the report page at /dashboard to whoever sends it
     (`Authorization: Bearer <token>`, or typed once into its login form); unset, there is no /dashboard.
     At least 16 characters, e.g. from `python -c "import secrets; print(secrets.token_urlsafe(32))"`."""
+
+    # --- the chat page ---------------------------------------------------------------------
+    web_chat: Literal["auto", "off", "anonymous", "proxy"] = Field("auto", validation_alias=_env("CANDOR_WEB_CHAT"))
+    """CANDOR_WEB_CHAT: the chat page at / and /api/ask. `auto`: anonymous (public documents only)
+    when `candor serve` listens on a loopback address and serves no Slack or Teams, else off;
+    `anonymous`: anonymous on any address; `proxy`: behind an authenticating reverse proxy that
+    passes who signed in (CANDOR_WEB_USER_HEADER, believed from CANDOR_WEB_TRUSTED_PROXIES only);
+    `off`: no page (bot/web/identity.py)."""
+    web_user_header: str = Field("X-Forwarded-Email", min_length=1, validation_alias=_env("CANDOR_WEB_USER_HEADER"))
+    """CANDOR_WEB_USER_HEADER: the header the sign-in proxy names the person in (oauth2-proxy:
+    X-Forwarded-Email or X-Forwarded-User; Google IAP: X-Goog-Authenticated-User-Email)."""
+    web_trusted_proxies: str | None = Field(None, validation_alias=_env("CANDOR_WEB_TRUSTED_PROXIES"))
+    """CANDOR_WEB_TRUSTED_PROXIES: the sign-in proxy's addresses or networks, comma-separated
+    (`10.0.0.5, 10.1.0.0/16`); required by CANDOR_WEB_CHAT=proxy."""
 
     # --- exports -------------------------------------------------------------------------
     export_users: Literal["keyed", "plain", "omit"] = Field("keyed", validation_alias=_env("CANDOR_EXPORT_USERS"))
@@ -334,6 +355,56 @@ class Settings(BaseSettings):
             )
         return self
 
+    @field_validator("web_trusted_proxies", mode="after")
+    @classmethod
+    def _proxy_networks(cls, value: str | None) -> str | None:
+        for item in _list_items(value):
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an address or a network (10.0.0.5, 10.1.0.0/16)") from None
+        return value
+
+    @field_validator("slack_bot_token", "slack_app_token", "slack_signing_secret", "microsoft_app_password")
+    @classmethod
+    def _secret_is_real(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        """An empty or placeholder secret is a mistake, never "set": Slack's signature check would
+        run with an empty key, and anyone could forge events."""
+        if value is None:
+            return None
+        secret = value.get_secret_value().strip()
+        if not secret:
+            raise ValueError("is set but empty: give the real value or remove the variable")
+        prefix = {"slack_bot_token": "xoxb-", "slack_app_token": "xapp-"}.get(info.field_name or "")
+        if prefix and not (secret.startswith(prefix) and len(secret) > len(prefix)):
+            raise ValueError(f"does not look like a Slack token of its kind (it starts with {prefix})")
+        if info.field_name == "slack_signing_secret" and len(secret) < 16:
+            raise ValueError(
+                f"is too short ({len(secret)} characters; Slack's signing secrets are 32): copy it from "
+                "the app's Basic Information page"
+            )
+        return SecretStr(secret)
+
+    @model_validator(mode="after")
+    def _proxy_login_needs_the_proxy(self) -> Settings:
+        if self.web_chat == "proxy" and not _list_items(self.web_trusted_proxies):
+            raise ValueError(
+                "CANDOR_WEB_CHAT=proxy needs CANDOR_WEB_TRUSTED_PROXIES: the sign-in proxy's addresses "
+                "(a user header from anywhere else could be typed by anyone)"
+            )
+        return self
+
+    @property
+    def teams_tenant_ids(self) -> frozenset[str]:
+        """MICROSOFT_APP_TENANT_ID and CANDOR_TEAMS_TENANTS together (`*` among them: any)."""
+        named = set(_list_items(self.teams_tenants))
+        return frozenset(named | {self.microsoft_app_tenant_id} if self.microsoft_app_tenant_id else named)
+
+    @property
+    def trusted_proxies(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        """CANDOR_WEB_TRUSTED_PROXIES as networks (an address is a network of one)."""
+        return tuple(ipaddress.ip_network(item, strict=False) for item in _list_items(self.web_trusted_proxies))
+
     @cached_property
     def pgdata(self) -> Path:
         return self.home / "pgdata"
@@ -351,6 +422,11 @@ class Settings(BaseSettings):
         """Connections kept for hybrid searches besides CANDOR_DB_POOL_SIZE: a quarter as many, at
         least 2 (rag/store/database.py says why searches have their own)."""
         return max(2, self.db_pool_size // 4)
+
+
+def _list_items(value: str | None) -> list[str]:
+    """A list setting written with commas or spaces between its items."""
+    return [item for item in re.split(r"[,\s]+", value or "") if item]
 
 
 def offline_model_environment() -> None:

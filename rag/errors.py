@@ -20,6 +20,7 @@ it into a friendly message.
     ├── CrossEncoderError           a cross-encoder (reranker, verifier) failed to score its pairs
     ├── RetrievalError              a search request is invalid (empty query, bad k, ...)
     ├── QuestionError               a question cannot be answered as asked (empty, too long)
+    │   └── RateLimited             its asker or conversation asked too many questions just now
     ├── TrackingError               a trace, feedback or eval run could not be stored
     │   └── UnknownTrace            feedback names a trace that does not exist
     ├── DeliveryError               a chat platform did not take a reply (after retries)
@@ -111,6 +112,14 @@ class RetrievalError(CandorError):
 
 class QuestionError(CandorError):
     """A question cannot be answered as asked: empty, too long, or nothing left after markup."""
+
+
+class RateLimited(QuestionError):
+    """The asker or the conversation asked more questions than the limit allows in a minute."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class TrackingError(CandorError):

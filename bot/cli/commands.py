@@ -256,6 +256,7 @@ def serve(
     """Run the server: the chat page at /, health at /healthz, Slack at /slack/events (or Socket Mode)."""
     from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app, settle_heap
     from bot.server import serve as run_server
+    from bot.web.identity import chat_login, chat_page_line
 
     async def work(candor: Candor) -> None:
         await candor.warm_up()
@@ -267,8 +268,16 @@ def serve(
         slack = settings.slack_bot_token is not None
         teams = bool(settings.microsoft_app_id) or settings.teams
         token = settings.admin_token.get_secret_value() if settings.admin_token else None
+        chat = chat_login(
+            settings.web_chat,
+            host=host,
+            platforms=slack or teams,
+            header=settings.web_user_header,
+            trusted=settings.trusted_proxies,
+        )
         app_ = build_app(
             candor,
+            chat=chat,
             max_body_bytes=PLATFORM_BODY_BYTES if slack or teams else MAX_BODY_BYTES,
             reports=candor,
             admin_token=token,
@@ -293,6 +302,7 @@ def serve(
             where = "in this process" if config.answers_here else "in a child process"
             err.print(f"Slack: {mode}; answers made {where}", highlight=False)
         err.print(f"Candor is listening on http://{host}:{port}/", highlight=False)
+        err.print(chat_page_line(chat, settings.web_chat), highlight=False)
         settle_heap()
         await run_server(app_, host, port)
 

@@ -120,6 +120,7 @@ class Responder:
                 thread=job.thread_root,
                 history=await self._history(job),
                 audience=await self.audience(job.channel, job.channel_type),
+                private_reply=job.private,
             )
             answer = await self.core.answer(question)
             trace_id = answer.trace_id

@@ -40,7 +40,7 @@ from bot.teams.job import TeamsJob, channel_data, question_text
 from bot.worker import EventClaims, Worker
 from rag import Claim
 from rag.config import Settings
-from rag.errors import CandorError, DeliveryError, QuestionError, StoreError, UnknownTrace
+from rag.errors import CandorError, ConfigError, DeliveryError, QuestionError, StoreError, UnknownTrace
 from rag.model.answers import Feedback, Question, Turn
 
 log = logging.getLogger("candor.teams")
@@ -58,6 +58,8 @@ class TeamsConfig:
     app_password: str | None = None
     app_type: str = "MultiTenant"
     tenant_id: str | None = None
+    tenants: frozenset[str] | None = None
+    """The tenants whose messages are answered; None: any (the emulator, or an explicit `*`)."""
     ask_human: str | None = None
     concurrency: int | None = None
     """Answers made at once (`CANDOR_ANSWER_CONCURRENCY`); None: the worker's default, the CPU count."""
@@ -68,8 +70,16 @@ class TeamsConfig:
 
 
 def teams_config(settings: Settings) -> TeamsConfig:
+    """The Teams part of the settings; an authenticated bot must name the organisations it answers."""
     password = settings.microsoft_app_password
+    tenants = settings.teams_tenant_ids
+    if settings.microsoft_app_id and not tenants:
+        raise ConfigError(
+            "MICROSOFT_APP_ID needs MICROSOFT_APP_TENANT_ID or CANDOR_TEAMS_TENANTS: the organisations "
+            "the bot answers (comma-separated tenant ids; `*` for any organisation, a public app)"
+        )
     return TeamsConfig(
+        tenants=None if "*" in tenants or not settings.microsoft_app_id else tenants,
         app_id=settings.microsoft_app_id or None,
         app_password=password.get_secret_value() if password is not None else None,
         app_type=settings.microsoft_app_type,
@@ -140,6 +150,15 @@ class TeamsAdapter:
         except Exception as exc:  # PermissionError, PyJWT's errors, and botbuilder's IndexError/AttributeError
             log.warning("refused a Teams request: %s: %s", type(exc).__name__, exc)
             raise web.HTTPUnauthorized() from None
+        tenant = channel_data(activity, "tenant")
+        if self.config.tenants is not None and tenant not in self.config.tenants:
+            log.warning(
+                "refused a Teams %s from tenant %r, which CANDOR_TEAMS_TENANTS does not name",
+                activity.type,
+                tenant,
+                extra={"tenant": tenant, "conversation": activity.conversation.id if activity.conversation else None},
+            )
+            raise web.HTTPForbidden()
         invoke = await self.cloud.process_activity(auth, activity, self.bot.on_turn)
         if invoke:  # an invoke's answer, or the replies of an `expectReplies` turn (a Model)
             body = invoke.body.serialize() if hasattr(invoke.body, "serialize") else invoke.body

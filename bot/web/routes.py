@@ -1,13 +1,14 @@
 """The local chat page's routes: the page at `/`, `POST /api/ask` and `POST /api/feedback`.
 
 A thin adapter: JSON in → `Question` / `Feedback` → the service → JSON (and the rendered answer) out.
-Each browser gets a random id in the ``candor_user`` cookie; it is the asker of its questions and the
-user of its feedback (a ``"user"`` field in the body takes precedence, for scripts). It identifies a
-browser, it does not authenticate anyone: the pipeline's access policy decides what "web" may read.
+Who asks is the login's to say (`bot.web.identity`), never the body's: an anonymous browser (its
+cookie id) reads public documents only, and no access rule matches it; a person an authenticating
+proxy vouched for asks as themselves, in a conversation only they read (``audience="direct"``),
+so their ``platform: web`` access rules count.
 
 Every failure becomes a JSON ``{"error": ...}`` with a status that says whose fault it was (400 bad
-input, 404 unknown trace, 413 too large, 415 not JSON, 503 database down, 500 anything else, logged
-with its traceback), and the server keeps serving.
+input, 401 not signed in, 404 unknown trace, 413 too large, 415 not JSON, 429 too many questions,
+503 database down, 500 anything else, logged with its traceback), and the server keeps serving.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from bot.web.identity import ChatLogin, NotSignedIn, WebUser
 from bot.web.render import answer_html
-from rag.errors import CandorError, QuestionError, StoreError, UnknownTrace
+from rag.errors import CandorError, QuestionError, RateLimited, StoreError, UnknownTrace
 from rag.model.answers import Feedback, Question, Rating, Turn
+from rag.model.types import AccessScope
 
 if TYPE_CHECKING:
     from bot.server import AnswerService
@@ -33,11 +35,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("candor.web")
 
 STATIC = Path(__file__).parent / "static"
-USER_COOKIE = "candor_user"
 MAX_FEEDBACK_COMMENT_CHARS = 4000
-_USER_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+MAX_API_BODY_BYTES = 64 * 1024
+"""The largest body `/api/*` reads, whatever the server allows other routes (Slack, Teams: 1 MB)."""
+MAX_HISTORY_TURNS = 20
+MAX_TURN_CHARS = 4000
 _CONVERSATION_ID = re.compile(r"[A-Za-z0-9._:/@-]{1,200}")
-_COOKIE_MAX_AGE = 365 * 24 * 3600
 
 UNEXPECTED = "Something went wrong while answering. It has been logged; please try again."
 UNAVAILABLE = "The knowledge base is unavailable right now. Please try again in a moment."
@@ -70,21 +73,26 @@ class _Asset:
         return web.Response(body=self.body, content_type=self.content_type, charset="utf-8", headers=_PAGE_HEADERS)
 
 
-def add_routes(app: web.Application, service: AnswerService, *, max_question_chars: int = 4000) -> None:
+def add_routes(
+    app: web.Application, service: AnswerService, login: ChatLogin, *, max_question_chars: int = 4000
+) -> None:
     """Mount the chat page on `app`: ``/``, ``/web/app.js``, ``/web/style.css``, ``/api/ask``, ``/api/feedback``."""
-    chat = WebChat(service, max_question_chars=max_question_chars)
+    chat = WebChat(service, login, max_question_chars=max_question_chars)
     assets = {name: _Asset((STATIC / name).read_bytes(), kind) for name, kind in _ASSETS.items()}
-    app.router.add_get("/", _asset_handler(assets["index.html"]))
-    app.router.add_get("/web/app.js", _asset_handler(assets["app.js"]))
-    app.router.add_get("/web/style.css", _asset_handler(assets["style.css"]))
+    app.router.add_get("/", _asset_handler(assets["index.html"], login))
+    app.router.add_get("/web/app.js", _asset_handler(assets["app.js"], login))
+    app.router.add_get("/web/style.css", _asset_handler(assets["style.css"], login))
     app.router.add_post("/api/ask", chat.ask)
     app.router.add_post("/api/feedback", chat.feedback)
 
 
-def _asset_handler(asset: _Asset) -> Handler:
+def _asset_handler(asset: _Asset, login: ChatLogin) -> Handler:
     async def handler(request: web.Request) -> web.Response:
         response = asset.response()
-        _user(request, {}, response)  # give the browser its id on first visit
+        try:
+            login.identify(request, response)  # and give an anonymous browser its id on first visit
+        except NotSignedIn as exc:
+            return web.Response(status=401, text=str(exc), headers=_PAGE_HEADERS)
         return response
 
     return handler
@@ -93,22 +101,27 @@ def _asset_handler(asset: _Asset) -> Handler:
 class WebChat:
     """The two API handlers, bound to one service."""
 
-    def __init__(self, service: AnswerService, *, max_question_chars: int) -> None:
+    def __init__(self, service: AnswerService, login: ChatLogin, *, max_question_chars: int) -> None:
         if max_question_chars < 1:
             raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
         self.service = service
+        self.login = login
         self.max_question_chars = max_question_chars
 
     async def ask(self, request: web.Request) -> web.Response:
         response = web.Response()
         try:
+            user = self._user(request, response)
             body = await _json_object(request)
             question = Question(
                 text=self._question_text(body),
                 platform="web",
-                asker=_user(request, body, response),
+                asker=user.id,
                 conversation=_optional_id(body, "conversation", _CONVERSATION_ID),
                 history=_history(body),
+                audience="direct",
+                private_reply=True,
+                scope=None if user.authenticated else AccessScope.public(),
             )
         except BadRequest as exc:
             return _error(exc.status, str(exc))
@@ -124,11 +137,12 @@ class WebChat:
     async def feedback(self, request: web.Request) -> web.Response:
         response = web.Response()
         try:
+            user = self._user(request, response)
             body = await _json_object(request)
             feedback = Feedback(
                 trace_id=_required_text(body, "trace_id", max_chars=200),
                 rating=_rating(body),
-                user=_user(request, body, response),
+                user=user.id,
                 platform="web",
                 comment=_comment(body),
             )
@@ -143,6 +157,12 @@ class WebChat:
             return _error(500, "Something went wrong while saving your feedback. It has been logged.")
         return _json({"ok": True}, response)
 
+    def _user(self, request: web.Request, response: web.StreamResponse) -> WebUser:
+        try:
+            return self.login.identify(request, response)
+        except NotSignedIn as exc:
+            raise BadRequest(str(exc), status=401) from None
+
     def _question_text(self, body: dict[str, Any]) -> str:
         text = _required_text(body, "question", max_chars=None)
         if len(text) > self.max_question_chars:
@@ -155,17 +175,34 @@ class WebChat:
 async def _json_object(request: web.Request) -> dict[str, Any]:
     if request.content_type != "application/json":
         raise BadRequest("Send the request body as JSON (Content-Type: application/json).", status=415)
-    try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise BadRequest("The request body is too large.", status=413) from None
+    raw = await _read_limited(request, MAX_API_BODY_BYTES)
     try:
         body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise BadRequest("The request body is not valid JSON.") from None
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
+    if "user" in body:
+        raise BadRequest('"user" is not accepted: who asks is who signed in (the README\'s security section).')
     return body
+
+
+async def _read_limited(request: web.Request, limit: int) -> bytes:
+    """The body, refused (413) past `limit` bytes before more than that is read."""
+    too_large = BadRequest(f"The request body is too large (the limit is {limit // 1024} KB).", status=413)
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while chunk := await request.content.read(16 * 1024):
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+    except web.HTTPRequestEntityTooLarge:
+        raise too_large from None
+    return b"".join(chunks)
 
 
 def _required_text(body: dict[str, Any], key: str, *, max_chars: int | None) -> str:
@@ -190,10 +227,14 @@ def _history(body: dict[str, Any]) -> tuple[Turn, ...]:
     turns = body.get("history", [])
     if not isinstance(turns, list):
         raise BadRequest('"history" must be a list of {"text": str, "from_bot": bool}.')
+    if len(turns) > MAX_HISTORY_TURNS:
+        raise BadRequest(f'"history" has {len(turns)} turns; send at most the latest {MAX_HISTORY_TURNS}.')
     history: list[Turn] = []
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
             raise BadRequest(f'"history[{i}]" must be an object with a "text" string.')
+        if len(turn["text"]) > MAX_TURN_CHARS:
+            raise BadRequest(f'"history[{i}].text" is too long (the limit is {MAX_TURN_CHARS} characters).')
         from_bot = turn.get("from_bot", False)
         if not isinstance(from_bot, bool):
             raise BadRequest(f'"history[{i}].from_bot" must be true or false.')
@@ -221,22 +262,13 @@ def _comment(body: dict[str, Any]) -> str | None:
     return comment.strip() or None
 
 
-def _user(request: web.Request, body: dict[str, Any], response: web.StreamResponse) -> str:
-    """The browser's id: the body's "user", else the cookie, else a new one set on `response`."""
-    named = _optional_id(body, "user", _USER_ID)
-    if named is not None:
-        return named
-    cookie = request.cookies.get(USER_COOKIE)
-    if cookie is not None and _USER_ID.fullmatch(cookie):
-        return cookie
-    minted = "web-" + secrets.token_hex(8)
-    response.set_cookie(USER_COOKIE, minted, max_age=_COOKIE_MAX_AGE, httponly=True, samesite="Strict", path="/")
-    return minted
-
-
 def _candor_error(exc: CandorError, action: str) -> web.Response:
     if isinstance(exc, UnknownTrace):
         return _error(404, "That answer is not known here, so the feedback could not be attached to it.")
+    if isinstance(exc, RateLimited):
+        response = _error(429, str(exc))
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, QuestionError):
         return _error(400, str(exc))
     if isinstance(exc, StoreError):

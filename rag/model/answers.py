@@ -53,6 +53,9 @@ class Question:
     audience: Audience | None = None
     """Reported by chat adapters; a public or shared conversation never gets restricted documents,
     whatever the access rules grant (`AccessPolicy`)."""
+    private_reply: bool = False
+    """The answer is shown to the asker alone (a Slack ephemeral reply, the chat page), whoever else
+    is in the conversation: the asker's own access rules count (`AccessPolicy`)."""
 
     def __post_init__(self) -> None:
         # a NUL or a lone surrogate would fail the trace's write and the tokenizer, not the asker

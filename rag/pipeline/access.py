@@ -1,22 +1,36 @@
 """`AccessPolicy`: where a question came from → the knowledge bases and access groups it may read.
 
 Adapters only report the platform, the conversation ("T123/C456" for a Slack channel, a Teams
-conversation id, ...) and the asker; the policy decides. Rules come from a YAML file
-(`CANDOR_ACCESS_POLICY`), each matching on any of `platform`, `conversation` and `asker`
-(shell-style wildcards) and granting `groups` and, optionally, limiting `knowledge_bases`:
+conversation id, ...), the asker as the platform authenticated them, who can read the conversation
+(`Question.audience`) and whether the reply is shown to the asker alone (`Question.private_reply`);
+the policy decides. Rules come from a YAML file (`CANDOR_ACCESS_POLICY`); each names its `platform`
+(slack, teams or web), may match on `conversation` and `asker` (shell-style wildcards), grants
+`groups` and, optionally, limits `knowledge_bases`:
 
     - platform: slack
       conversation: "T0001/C0HR*"
       groups: [hr-confidential]
-    - asker: "U0ADMIN"
+    - platform: slack
+      asker: "U0ADMIN"
       groups: [hr-confidential, finance]
 
-Every matching rule adds its groups; knowledge bases are limited only when every matching rule
-limits them (to the union of their lists). Without a file, or when no rule matches, a question
-reads public documents only, in every knowledge base. A question from a public or shared
-conversation (`Question.audience`: a public Slack channel, a Slack Connect channel) gets no groups
-whatever the rules say: everyone there, guests of other organisations included, would read the
-answer.
+Every matching rule adds its groups (where it counts, below); knowledge bases are limited only
+when every matching rule limits them (to the union of their lists), wherever the question is
+asked. Without a file, or when no rule matches, a question reads public documents only, in every
+knowledge base.
+
+Who reads the answer decides which rules count:
+- a rule naming an `asker` grants that person's groups only where nobody else reads the answer: a
+  direct message, or a reply shown to the asker alone (a Slack ephemeral reply, the chat page). In a
+  private channel or a group chat it does not count: one HR person's question would post restricted
+  text to everyone there;
+- a rule about the conversation (or the whole platform) counts in private channels, group chats and
+  direct messages;
+- in a public or shared conversation (a public Slack channel, a Slack Connect channel) no rule about
+  the conversation or the platform counts: everyone there, guests of other organisations included,
+  would read the answer (a reply to the asker alone still gets the asker's own rules).
+A chat page conversation is chosen by the browser, so a `web` rule may name askers only (the
+identity an authenticating proxy vouched for); an anonymous web question never reaches the policy.
 """
 
 from __future__ import annotations
@@ -48,12 +62,21 @@ class AccessRule:
             and _match(self.asker, question.asker)
         )
 
+    def grants_groups_to(self, question: Question) -> bool:
+        """Matches, and everyone who reads the answer is covered by what the rule is about."""
+        if not self.matches(question):
+            return False
+        if self.asker is not None:
+            return question.audience == "direct" or question.private_reply
+        return question.audience not in OPEN_AUDIENCES
+
 
 def _match(pattern: str | None, value: str | None) -> bool:
     return pattern is None or (value is not None and fnmatchcase(value, pattern))
 
 
 OPEN_AUDIENCES = frozenset({"public", "shared"})
+PLATFORMS = ("slack", "teams", "web")
 
 
 class AccessPolicy:
@@ -77,9 +100,7 @@ class AccessPolicy:
         if question.scope is not None:
             return question.scope
         matching = [rule for rule in self.rules if rule.matches(question)]
-        groups = frozenset().union(*(rule.groups for rule in matching))
-        if question.audience in OPEN_AUDIENCES:
-            groups = frozenset()
+        groups = frozenset().union(*(rule.groups for rule in matching if rule.grants_groups_to(question)))
         if not matching or any(rule.knowledge_bases is None for rule in matching):
             return AccessScope(groups, None)  # a rule without a limit grants every knowledge base
         return AccessScope(groups, frozenset().union(*(rule.knowledge_bases or () for rule in matching)))
@@ -101,6 +122,12 @@ def _rule(entry: object, path: Path, number: int) -> AccessRule:
     for key in ("platform", "conversation", "asker"):
         if entry.get(key) is not None and not isinstance(entry[key], str):
             raise ConfigError(f"{where}: {key} must be a string")
+    platform = entry.get("platform")
+    if platform not in PLATFORMS:
+        named = "has no platform" if platform is None else f"names platform {platform!r}"
+        raise ConfigError(f"{where} {named}: every rule names one of {', '.join(PLATFORMS)}")
+    if platform == "web" and entry.get("conversation") is not None:
+        raise ConfigError(f"{where}: a web rule cannot name a conversation (the browser chooses it); name an asker")
     return AccessRule(
         groups=frozenset(groups),
         knowledge_bases=None if bases is None else frozenset(bases),

@@ -16,6 +16,11 @@ from rag.model.answers import Question, Turn
 from rag.text.names import codes, names
 
 MAX_QUESTION_CHARS = 4000
+"""Longer questions (as typed, and as rewritten from the thread) are refused with a clear message."""
+MAX_HISTORY_TURNS = 20
+"""A follow-up is read against the thread's latest turns only; older ones are not looked at."""
+MAX_PARTS = 8
+"""A message with more questions in it is refused: each part is retrieved and checked on its own."""
 
 _SLACK_USER = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 _SLACK_CHANNEL = re.compile(r"<#[A-Z0-9]+(?:\|([^>]*))?>")
@@ -71,8 +76,13 @@ def understand(question: Question) -> Understood:
         raise QuestionError("the question is empty")
     if len(text) > MAX_QUESTION_CHARS:
         raise QuestionError(f"the question is too long ({len(text)} characters, at most {MAX_QUESTION_CHARS})")
-    standalone = rewrite_follow_up(text, question.history)
-    return Understood(question.text, standalone, split_parts(standalone), standalone != text)
+    standalone = rewrite_follow_up(text, question.history[-MAX_HISTORY_TURNS:])
+    if len(standalone) > MAX_QUESTION_CHARS:
+        standalone = text  # the thread's earlier question was long: read this one as typed
+    parts = split_parts(standalone)
+    if len(parts) > MAX_PARTS:
+        raise QuestionError(f"the message asks {len(parts)} questions at once; ask at most {MAX_PARTS} at a time")
+    return Understood(question.text, standalone, parts, standalone != text)
 
 
 def rewrite_follow_up(text: str, history: tuple[Turn, ...]) -> str:

@@ -44,6 +44,16 @@ def test_overrides_by_field_name_win_over_the_environment(monkeypatch: pytest.Mo
         ("CANDOR_AUDIT_VERIFIER", "llm:gpt-4o"),
         ("CANDOR_EMBEDDER_BACKEND", "onnx-int4"),
         ("CANDOR_ONNX_TARGET", "avx3"),
+        ("CANDOR_WEB_CHAT", "on"),
+        ("CANDOR_WEB_TRUSTED_PROXIES", "10.0.0.300"),
+        ("SLACK_SIGNING_SECRET", ""),
+        ("SLACK_SIGNING_SECRET", "   "),
+        ("SLACK_SIGNING_SECRET", "abc123"),
+        ("SLACK_BOT_TOKEN", ""),
+        ("SLACK_BOT_TOKEN", "xoxb-"),
+        ("SLACK_BOT_TOKEN", "my-token"),
+        ("SLACK_APP_TOKEN", "xoxb-the-wrong-kind"),
+        ("MICROSOFT_APP_PASSWORD", ""),
     ],
 )
 def test_a_bad_value_names_its_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
@@ -116,3 +126,20 @@ def test_the_int8_target_setting_reaches_the_embedder(monkeypatch: pytest.Monkey
     monkeypatch.setenv("CANDOR_ONNX_TARGET", "auto")
     detected = build_embedder(load_settings(home=tmp_path))
     assert isinstance(detected, SentenceTransformerEmbedder) and detected.onnx_target is None  # this CPU's
+
+
+def test_an_empty_slack_secret_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "")
+    with pytest.raises(ConfigError, match="SLACK_SIGNING_SECRET: .*is set but empty"):
+        load_settings()
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "0123456789abcdef")
+    assert load_settings().slack_signing_secret is not None
+
+
+def test_the_proxy_login_needs_the_proxys_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CANDOR_WEB_CHAT", "proxy")
+    monkeypatch.delenv("CANDOR_WEB_TRUSTED_PROXIES", raising=False)
+    with pytest.raises(ConfigError, match="CANDOR_WEB_CHAT=proxy needs CANDOR_WEB_TRUSTED_PROXIES"):
+        load_settings()
+    monkeypatch.setenv("CANDOR_WEB_TRUSTED_PROXIES", "10.0.0.5, 10.1.0.0/16 fd00::/8")
+    assert [str(n) for n in load_settings().trusted_proxies] == ["10.0.0.5/32", "10.1.0.0/16", "fd00::/8"]

@@ -104,3 +104,4 @@ def test_ask_eval_and_serve_from_the_command_line(fresh_home: Path) -> None:
     log = server.stderr.read() if server.stderr else ""
     assert code == 0, log
     assert f"Embedder: minilm on {DEFAULT_BACKEND}" in log
+    assert "Chat page: at /, anonymous: public documents only" in log  # the default on 127.0.0.1

@@ -77,7 +77,7 @@ async def served(candor: Candor, handbook: KnowledgeBase, auth: FakeBotAuth, tmp
             "TO_CHANNEL_FROM_BOT_LOGIN_URL": f"{fake.base_url}/botframework.com",
         }
         adapter = TeamsAdapter(
-            TeamsConfig(app_id=APP_ID, app_password="secret"),
+            TeamsConfig(app_id=APP_ID, app_password="secret", tenants=frozenset({TENANT_ID})),
             core,
             ledger,
             drain_seconds=2,
@@ -159,6 +159,27 @@ async def test_a_valid_channel_token_is_accepted_and_the_question_claimed(served
     assert {"/v1/.well-known/openidconfiguration", "/v1/.well-known/keys"} <= set(served.auth.requests)
     # the answer's delivery needs an outgoing token the fake can't give (MSAL refuses http://):
     # the worker logs that; nothing reaches the Connector and the test does not wait for it.
+
+
+async def test_a_message_from_another_organisation_is_refused_and_logged(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A multi-tenant registration lets any organisation install the bot; only the tenants named
+    in the settings are answered (a valid Bot Framework token says nothing about the tenant)."""
+    question = personal_message(QUESTION, service_url=served.fake.service_url, tenant_id="tenant-elsewhere")
+    token = served.auth.sign(served.claims(question))
+    with caplog.at_level(logging.WARNING, logger="candor.teams"):
+        status = await served.post(question, token)
+    assert status == 403
+    assert (
+        await served.ledger.get("teams", f"tenant-elsewhere/{question['conversation']['id']}/{question['id']}") is None
+    )
+    assert any("tenant 'tenant-elsewhere'" in r.getMessage() for r in caplog.records)
+    assert served.fake.activities() == []
+
+    ours = served.question()
+    assert await served.post(ours, served.auth.sign(served.claims(ours))) in (200, 201, 202)
+    assert await served.row(ours) is not None
 
 
 async def test_anonymous_mode_is_logged_loudly_when_served(candor: Candor, caplog: pytest.LogCaptureFixture) -> None:

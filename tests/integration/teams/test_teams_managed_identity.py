@@ -22,7 +22,7 @@ from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.fakes.bot_auth import FakeBotAuth
 from tests.fakes.bot_connector import IDENTITY_HEADER, ThreadedFakeConnector
-from tests.fakes.teams_activities import personal_message
+from tests.fakes.teams_activities import TENANT_ID, personal_message
 from tests.fakes.teams_server import ingest_handbook, post_activity, serve_teams, teams_core
 from tests.integration.teams.test_teams_outgoing_auth import OUTGOING, PARENTAL_LEAVE, SCOPE, SICK_LEAVE
 
@@ -63,6 +63,7 @@ async def url(
     monkeypatch.setenv("MICROSOFT_APP_ID", CLIENT_ID)
     monkeypatch.setenv("MICROSOFT_APP_TYPE", "UserAssignedMSI")
     monkeypatch.setenv("MICROSOFT_APP_TENANT_ID", TENANT)
+    monkeypatch.setenv("CANDOR_TEAMS_TENANTS", TENANT_ID)  # the organisation the test's messages come from
     monkeypatch.delenv("MICROSOFT_APP_PASSWORD", raising=False)
     config = teams_config(load_settings(home=tmp_path / "home"))
     assert (config.app_id, config.app_password, config.app_type) == (CLIENT_ID, None, "UserAssignedMSI")

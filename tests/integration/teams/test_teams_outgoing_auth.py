@@ -40,7 +40,7 @@ from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.fakes.bot_auth import FakeBotAuth
 from tests.fakes.bot_connector import Call, ThreadedFakeConnector
-from tests.fakes.teams_activities import personal_message
+from tests.fakes.teams_activities import TENANT_ID, personal_message
 from tests.fakes.teams_server import ingest_handbook, post_activity, serve_teams, teams_core
 from tests.fakes.tls import LocalCA
 from tests.fakes.tunnel import TunnelProxy
@@ -106,6 +106,7 @@ def config(tenancy: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tea
     monkeypatch.setenv("MICROSOFT_APP_ID", APP_ID)
     monkeypatch.setenv("MICROSOFT_APP_PASSWORD", APP_PASSWORD)
     monkeypatch.setenv("MICROSOFT_APP_TYPE", tenancy)
+    monkeypatch.setenv("CANDOR_TEAMS_TENANTS", TENANT_ID)  # the organisation the test's messages come from
     if tenancy == "SingleTenant":
         monkeypatch.setenv("MICROSOFT_APP_TENANT_ID", BOT_TENANT)
     else:

@@ -9,6 +9,7 @@ shows that the server keeps serving after the error.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import os
@@ -25,8 +26,10 @@ from aiohttp import ClientSession, CookieJar
 from aiohttp.test_utils import TestServer, unused_port
 
 from bot.server import AnswerService, build_app, serve
+from bot.web.identity import AnonymousVisitors, ChatLogin, ProxyLogin
 from rag.errors import QuestionError, StoreError, UnknownTrace
 from rag.model.answers import Answer, AnswerSentence, Conflict, Feedback, Question, Source
+from rag.model.types import AccessScope
 
 QUESTION = "How many days of annual leave do I get?"
 
@@ -118,10 +121,12 @@ def answer_service() -> FakeAnswerService:
 
 
 @asynccontextmanager
-async def started(service: AnswerService) -> AsyncIterator[ClientSession]:
-    """`build_app(service)` on a free port of 127.0.0.1, and a client session (with cookies) for it."""
+async def started(service: AnswerService, login: ChatLogin | None = None) -> AsyncIterator[ClientSession]:
+    """`build_app(service)` with the chat page (anonymous unless `login` says otherwise) on a free
+    port of 127.0.0.1, and a client session (with cookies) for it."""
+    chat = login or AnonymousVisitors()
     async with (
-        TestServer(build_app(service, max_question_chars=200), host="127.0.0.1") as server,
+        TestServer(build_app(service, chat=chat, max_question_chars=200), host="127.0.0.1") as server,
         ClientSession(base_url=server.make_url("/"), cookie_jar=CookieJar(unsafe=True)) as session,
     ):
         yield session
@@ -163,8 +168,10 @@ async def test_ask_returns_answer_json_and_html(http: ClientSession, answer_serv
     assert f'<sup><a href="#src-{trace}-1">[1]</a></sup>' in body["html"]
     assert '<aside class="conflict"' in body["html"]
     (question,) = answer_service.questions
-    assert question.platform == "web" and question.scope is None and question.history == ()
+    assert question.platform == "web" and question.history == ()
     assert question.asker is not None and question.asker.startswith("web-")
+    # anonymous: public documents only, decided here, so that no access rule can match the browser
+    assert question.scope == AccessScope.public()
 
 
 async def test_follow_up_sends_history_and_keeps_the_browser_id(
@@ -182,9 +189,72 @@ async def test_follow_up_sends_history_and_keeps_the_browser_id(
     assert follow_up.asker == earlier.asker
 
 
-async def test_body_user_field_names_the_asker(http: ClientSession, answer_service: FakeAnswerService) -> None:
-    assert (await ask(http, user="alice@example.com")).status == 200
-    assert answer_service.questions[0].asker == "alice@example.com"
+async def test_the_body_cannot_name_the_asker(http: ClientSession, answer_service: FakeAnswerService) -> None:
+    response = await ask(http, user="U0ADMIN")
+    assert response.status == 400
+    assert '"user" is not accepted: who asks is who signed in' in (await response.json())["error"]
+    feedback = await http.post("/api/feedback", json={"trace_id": "t", "rating": "up", "user": "U0ADMIN"})
+    assert feedback.status == 400
+    assert answer_service.questions == [] and answer_service.feedback == []
+
+
+async def test_a_forged_cookie_is_replaced_by_an_anonymous_id(
+    http: ClientSession, answer_service: FakeAnswerService
+) -> None:
+    http.cookie_jar.update_cookies({"candor_user": "U0ADMIN"})
+    assert (await ask(http)).status == 200
+    (question,) = answer_service.questions
+    assert question.asker != "U0ADMIN" and question.asker is not None and question.asker.startswith("web-")
+    assert question.scope == AccessScope.public()
+
+
+def proxy_login(trusted: str) -> ProxyLogin:
+    return ProxyLogin("X-Forwarded-Email", [ipaddress.ip_network(trusted)])
+
+
+async def test_behind_the_sign_in_proxy_the_asker_is_who_it_vouched_for(answer_service: FakeAnswerService) -> None:
+    async with started(answer_service, proxy_login("127.0.0.1/32")) as http:
+        signed_in = {"X-Forwarded-Email": "alice@example.com"}
+        assert (await http.get("/", headers=signed_in)).status == 200
+        response = await http.post("/api/ask", json={"question": QUESTION}, headers=signed_in)
+        assert response.status == 200
+        trace = (await response.json())["answer"]["trace_id"]
+        voted = await http.post("/api/feedback", json={"trace_id": trace, "rating": "up"}, headers=signed_in)
+        assert voted.status == 200
+
+        anonymous = await http.post("/api/ask", json={"question": QUESTION})
+        assert anonymous.status == 401 and "Sign in first" in (await anonymous.json())["error"]
+        assert (await http.get("/")).status == 401
+        unusable = await http.post("/api/ask", json={"question": QUESTION}, headers={"X-Forwarded-Email": "a b<c>"})
+        assert unusable.status == 401
+
+    (question,) = answer_service.questions
+    assert question.asker == "alice@example.com" and question.scope is None  # the access policy decides
+    assert question.audience == "direct" and question.private_reply
+    assert answer_service.feedback[0].user == "alice@example.com"
+
+
+async def test_the_proxy_header_from_an_address_that_is_not_the_proxy_is_refused(
+    answer_service: FakeAnswerService, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with started(answer_service, proxy_login("10.0.0.0/8")) as http:
+        forged = {"X-Forwarded-Email": "U0ADMIN"}
+        response = await http.post("/api/ask", json={"question": QUESTION}, headers=forged)
+        assert response.status == 401 and "Sign in first" in (await response.json())["error"]
+        assert (await http.get("/", headers=forged)).status == 401
+    assert answer_service.questions == []
+    assert any("not a trusted proxy" in r.getMessage() for r in caplog.records)
+
+
+async def test_without_a_login_there_is_no_chat_page(answer_service: FakeAnswerService) -> None:
+    async with (
+        TestServer(build_app(answer_service), host="127.0.0.1") as server,
+        ClientSession(base_url=server.make_url("/")) as http,
+    ):
+        assert (await http.get("/")).status == 404
+        assert (await http.post("/api/ask", json={"question": QUESTION})).status == 404
+        assert (await http.get("/healthz")).status == 200
+    assert answer_service.questions == []
 
 
 @pytest.mark.parametrize(
@@ -198,6 +268,8 @@ async def test_body_user_field_names_the_asker(http: ClientSession, answer_servi
         ({"question": "ok", "history": "nope"}, '"history" must be a list'),
         ({"question": "ok", "history": [{"text": "hi", "from_bot": "yes"}]}, '"history[0].from_bot"'),
         ({"question": "ok", "conversation": "has spaces"}, '"conversation" must be a short id'),
+        ({"question": "ok", "history": [{"text": "hi"}] * 21}, '"history" has 21 turns; send at most the latest 20'),
+        ({"question": "ok", "history": [{"text": "y" * 4001}]}, '"history[0].text" is too long'),
         (["not", "an", "object"], "must be a JSON object"),
     ],
 )
@@ -223,6 +295,28 @@ async def test_body_over_64_kb_gets_413(http: ClientSession, answer_service: Fak
     assert response.status == 413 and "too large" in (await response.json())["error"]
     assert answer_service.questions == []
     assert (await ask(http)).status == 200
+
+
+async def test_api_bodies_stay_small_when_the_server_takes_large_platform_bodies(
+    answer_service: FakeAnswerService,
+) -> None:
+    """With Slack or Teams mounted the server takes 1 MB bodies; `/api/*` still reads 64 KB at most,
+    with or without a Content-Length (a chunked body is cut off as it arrives)."""
+    app = build_app(answer_service, chat=AnonymousVisitors(), max_body_bytes=1024 * 1024)
+    async with TestServer(app, host="127.0.0.1") as server, ClientSession(base_url=server.make_url("/")) as http:
+        payload = json.dumps({"question": "x", "history": [{"text": "y" * 3000}] * 30}).encode()
+        assert 64 * 1024 < len(payload) < 1024 * 1024
+        sized = await http.post("/api/ask", data=payload, headers={"Content-Type": "application/json"})
+        assert sized.status == 413 and "the limit is 64 KB" in (await sized.json())["error"]
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for start in range(0, len(payload), 8192):
+                yield payload[start : start + 8192]
+
+        chunked = await http.post("/api/ask", data=chunks(), headers={"Content-Type": "application/json"})
+        assert chunked.status == 413
+        assert (await http.post("/api/ask", json={"question": QUESTION})).status == 200
+    assert len(answer_service.questions) == 1
 
 
 async def test_store_error_is_503_then_the_next_request_works(answer_service: FakeAnswerService) -> None:
@@ -319,7 +413,8 @@ async def test_serve_finishes_requests_in_flight_on_sigterm(answer_service: Fake
     before = signal.getsignal(signal.SIGTERM)
     port = unused_port()
     base = f"http://127.0.0.1:{port}"
-    server = asyncio.create_task(serve(build_app(held), "127.0.0.1", port, shutdown_timeout=10))
+    app = build_app(held, chat=AnonymousVisitors())
+    server = asyncio.create_task(serve(app, "127.0.0.1", port, shutdown_timeout=10))
     async with ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
         for _ in range(100):
             try:

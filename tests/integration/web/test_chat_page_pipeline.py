@@ -1,17 +1,23 @@
 """The chat page on the real pipeline: `build_app(candor)` on a real socket, the sample handbook in
-the embedded Postgres, questions and votes over HTTP, the vote stored on the trace."""
+the embedded Postgres, questions and votes over HTTP, the vote stored on the trace; and who may read
+the restricted salary bands: a person the sign-in proxy vouched for, whom a `platform: web` rule
+grants hr-confidential, and nobody who merely claims to be that person."""
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
 from bot.server import build_app
-from rag.runtime import Candor
+from bot.web.identity import AnonymousVisitors, ProxyLogin
+from rag.runtime import Candor, build_answerer
 from tests.conftest import SAMPLE
 
 
@@ -21,10 +27,59 @@ async def server(candor: Candor) -> AsyncIterator[TestServer]:
     assert kb is not None
     assert (await candor.ingestor().ingest([SAMPLE], kb=kb)).ok
     await candor.store.analyze()
-    test_server = TestServer(build_app(candor), host="127.0.0.1")
+    test_server = TestServer(build_app(candor, chat=AnonymousVisitors()), host="127.0.0.1")
     await test_server.start_server()
     yield test_server
     await test_server.close()
+
+
+SALARY = "What is the salary band for an L3 Senior Software Engineer?"
+HR_PERSON = "hr.lead@example.com"
+
+
+@pytest.fixture(scope="module")
+async def signed_in_server(
+    candor: Candor, server: TestServer, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[TestServer]:
+    """The page behind a sign-in proxy on 127.0.0.1, with an access rule for one HR person."""
+    policy = Path(tmp_path_factory.mktemp("web-policy")) / "access.yaml"
+    policy.write_text(f'- platform: web\n  asker: "{HR_PERSON}"\n  groups: [hr-confidential]\n', encoding="utf-8")
+    settings = candor.settings.model_copy(update={"access_policy": policy})
+    answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
+    core = dataclasses.replace(candor, settings=settings, answerer=answerer)
+    login = ProxyLogin("X-Forwarded-Email", [ipaddress.ip_network("127.0.0.1/32")])
+    test_server = TestServer(build_app(core, chat=login), host="127.0.0.1")
+    await test_server.start_server()
+    yield test_server
+    await test_server.close()
+
+
+async def test_the_person_the_proxy_vouched_for_reads_their_restricted_documents(
+    signed_in_server: TestServer,
+) -> None:
+    async with aiohttp.ClientSession() as session:
+        asked = await session.post(
+            signed_in_server.make_url("/api/ask"), json={"question": SALARY}, headers={"X-Forwarded-Email": HR_PERSON}
+        )
+        answer = (await asked.json())["answer"]
+    assert answer["route"] == "answered" and "£" in answer["text"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X-Forwarded-Email": "someone.else@example.com"}, {"X-Forwarded-User": HR_PERSON}, {}],
+)
+async def test_nobody_else_reads_them_behind_the_proxy(signed_in_server: TestServer, headers: dict[str, str]) -> None:
+    async with aiohttp.ClientSession() as session:
+        asked = await session.post(signed_in_server.make_url("/api/ask"), json={"question": SALARY}, headers=headers)
+        body = await asked.json()
+    if "X-Forwarded-Email" not in headers:
+        assert asked.status == 401 and "answer" not in body
+        return
+    assert body["answer"]["route"] == "abstained"
+    shown = str(body)
+    for restricted in ("£", "Salary Bands and Severance", "Engineering salary bands", "hr-compensation"):
+        assert restricted not in shown
 
 
 async def test_page_loads_and_answers_and_stores_the_vote(candor: Candor, server: TestServer) -> None:
@@ -61,10 +116,7 @@ async def test_page_loads_and_answers_and_stores_the_vote(candor: Candor, server
 
 async def test_a_restricted_question_from_the_page_reads_public_documents_only(server: TestServer) -> None:
     async with aiohttp.ClientSession() as session:
-        asked = await session.post(
-            server.make_url("/api/ask"),
-            json={"question": "What is the salary band for an L3 Senior Software Engineer?"},
-        )
+        asked = await session.post(server.make_url("/api/ask"), json={"question": SALARY})
         answer = (await asked.json())["answer"]
     assert answer["route"] == "abstained"
     assert "£" not in answer["text"]

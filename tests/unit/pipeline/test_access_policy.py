@@ -15,7 +15,8 @@ POLICY = """\
 - platform: slack
   conversation: "T0001/C0HR*"
   groups: [hr-confidential]
-- asker: "U0ADMIN"
+- platform: slack
+  asker: "U0ADMIN"
   groups: [hr-confidential, finance]
 - platform: teams
   groups: [sales]
@@ -79,15 +80,44 @@ def test_matching_is_case_sensitive(policy: AccessPolicy) -> None:
 
 
 def test_every_matching_rule_adds_its_groups(policy: AccessPolicy) -> None:
-    question = Question("q", platform="slack", conversation="T0001/C0HR42", asker="U0ADMIN")
+    question = Question("q", platform="slack", conversation="T0001/C0HR42", asker="U0ADMIN", audience="direct")
     assert policy.scope_for(question).groups == {"hr-confidential", "finance"}
 
 
-def test_an_asker_rule_applies_on_every_platform(policy: AccessPolicy) -> None:
-    for platform in ("slack", "web", "cli"):
-        scope = policy.scope_for(Question("q", platform=platform, asker="U0ADMIN"))  # type: ignore[arg-type]
-        assert scope.groups == {"hr-confidential", "finance"}
-    assert policy.scope_for(Question("q", platform="slack", asker="U0ADMIN2")) == AccessScope.public()
+def test_an_asker_rule_applies_on_its_own_platform_only(policy: AccessPolicy) -> None:
+    slack = Question("q", platform="slack", asker="U0ADMIN", audience="direct")
+    assert policy.scope_for(slack).groups == {"hr-confidential", "finance"}
+    for platform in ("teams", "web", "cli"):
+        elsewhere = Question("q", platform=platform, asker="U0ADMIN", audience="direct")  # type: ignore[arg-type]
+        assert not policy.scope_for(elsewhere).groups & {"hr-confidential", "finance"}
+    other = Question("q", platform="slack", asker="U0ADMIN2", audience="direct")
+    assert policy.scope_for(other) == AccessScope.public()
+
+
+@pytest.mark.parametrize(
+    ("audience", "private_reply", "granted"),
+    [
+        ("direct", False, True),  # a DM: the asker alone reads it
+        ("public", True, True),  # an ephemeral reply in a public channel: the asker alone reads it
+        ("private", True, True),
+        ("private", False, False),  # a private channel: its other members would read HR's text
+        ("public", False, False),
+        ("shared", False, False),
+        (None, False, False),  # an adapter that does not say who reads: the safe answer
+    ],
+)
+def test_an_askers_own_groups_count_only_where_the_asker_alone_reads_the_answer(
+    policy: AccessPolicy, audience: str | None, private_reply: bool, granted: bool
+) -> None:
+    question = Question(
+        "q",
+        platform="slack",
+        conversation="T0001/C0GENERAL",
+        asker="U0ADMIN",
+        audience=audience,  # type: ignore[arg-type]
+        private_reply=private_reply,
+    )
+    assert policy.scope_for(question).groups == ({"hr-confidential", "finance"} if granted else set())
 
 
 def test_knowledge_bases_limit_the_scope(policy: AccessPolicy) -> None:
@@ -127,11 +157,15 @@ def test_a_rule_without_groups_grants_nothing(tmp_path: Path) -> None:
     [
         ("platform: slack\ngroups: [hr]\n", "must hold a list of rules"),
         ("- slack\n", "rule 1: each rule is a mapping"),
-        ("- groups: [a]\n- platfrom: slack\n  groups: [hr]\n", r"rule 2: unknown keys \['platfrom'\]"),
-        ("- groups: hr-confidential\n", "rule 1: groups must be a list"),
-        ("- groups: [hr, 3]\n", "rule 1: groups must be a list"),
-        ("- groups: [hr]\n  knowledge_bases: hr-kb\n", "rule 1: knowledge_bases must be a list"),
-        ("- groups: [hr]\n  asker: 42\n", "rule 1: asker must be a string"),
+        ("- platform: web\n  groups: [a]\n- platfrom: slack\n  groups: [hr]\n", r"rule 2: unknown keys \['platfrom'\]"),
+        ("- platform: slack\n  groups: hr-confidential\n", "rule 1: groups must be a list"),
+        ("- platform: slack\n  groups: [hr, 3]\n", "rule 1: groups must be a list"),
+        ("- platform: slack\n  groups: [hr]\n  knowledge_bases: hr-kb\n", "rule 1: knowledge_bases must be a list"),
+        ("- platform: slack\n  groups: [hr]\n  asker: 42\n", "rule 1: asker must be a string"),
+        ("- asker: U0ADMIN\n  groups: [hr]\n", "rule 1 has no platform: every rule names one of slack, teams, web"),
+        ("- platform: '*'\n  groups: [hr]\n", "rule 1 names platform '\\*'"),
+        ("- platform: cli\n  groups: [hr]\n", "rule 1 names platform 'cli'"),
+        ("- platform: web\n  conversation: 'web/*'\n  groups: [hr]\n", "a web rule cannot name a conversation"),
         ("- groups: [hr\n", "cannot read"),
     ],
 )
@@ -157,6 +191,12 @@ def test_a_public_or_shared_conversation_never_gets_groups(policy: AccessPolicy,
         audience=audience,  # type: ignore[arg-type]
     )
     assert policy.scope_for(question) == AccessScope(frozenset(), None)
+
+
+def test_a_public_channel_keeps_the_knowledge_base_limits(tmp_path: Path) -> None:
+    policy = policy_from(tmp_path, "- platform: slack\n  groups: [staff]\n  knowledge_bases: [handbook]\n")
+    question = Question("q", platform="slack", conversation="T0001/C0GENERAL", audience="public")
+    assert policy.scope_for(question) == AccessScope(frozenset(), frozenset({"handbook"}))
 
 
 @pytest.mark.parametrize("audience", ["private", "direct", None])

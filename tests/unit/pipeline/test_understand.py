@@ -14,6 +14,8 @@ from rag.errors import QuestionError
 from rag.model.answers import Feedback, Question, Turn
 from rag.model.types import clean_text
 from rag.pipeline.understand import (
+    MAX_HISTORY_TURNS,
+    MAX_PARTS,
     MAX_QUESTION_CHARS,
     answer_type,
     is_follow_up,
@@ -110,6 +112,30 @@ def test_understand_rejects_an_overlong_question_but_accepts_the_limit() -> None
         understand(Question("a" * (MAX_QUESTION_CHARS + 1)))
     assert understand(Question("a" * MAX_QUESTION_CHARS)).text == "a" * MAX_QUESTION_CHARS
     assert understand(Question("<@U123> " + "a" * MAX_QUESTION_CHARS)).text == "a" * MAX_QUESTION_CHARS
+
+
+def test_a_follow_up_rewritten_past_the_limit_is_read_as_typed() -> None:
+    long_earlier = "How much does the Team plan cost per month " + "and per seat " * 330 + "?"
+    assert len(long_earlier) > MAX_QUESTION_CHARS - 20
+    understood = understand(Question("and for it?", history=(Turn(long_earlier),)))
+    assert (understood.text, understood.rewritten) == ("and for it?", False)
+
+
+def test_only_the_latest_turns_of_a_thread_are_read() -> None:
+    older = (Turn(TEAM_PRICE),)
+    filler = tuple(Turn("The Team plan costs $10 per seat.", from_bot=True) for _ in range(MAX_HISTORY_TURNS))
+    assert understand(Question("and for the Business plan?", history=older + filler[:2])).rewritten
+    # the question twenty turns back is out of reach: the follow-up reads as typed
+    understood = understand(Question("and for the Business plan?", history=older + filler))
+    assert understood.text == "and for the Business plan?"
+
+
+def test_a_message_with_too_many_questions_is_refused_clearly() -> None:
+    many = " ".join(f"What is the price of the plan number {n}?" for n in range(MAX_PARTS + 1))
+    with pytest.raises(QuestionError, match=f"asks {MAX_PARTS + 1} questions at once; ask at most {MAX_PARTS}"):
+        understand(Question(many))
+    allowed = " ".join(f"What is the price of the plan number {n}?" for n in range(MAX_PARTS))
+    assert len(understand(Question(allowed)).parts) == MAX_PARTS
 
 
 def test_understand_keeps_the_original_and_reports_no_rewrite() -> None:
