@@ -255,6 +255,12 @@ class Settings(BaseSettings):
     (`Authorization: Bearer <token>`, or typed once into its login form); unset, there is no /dashboard.
     At least 16 characters, e.g. from `python -c "import secrets; print(secrets.token_urlsafe(32))"`."""
 
+    rate_limit_user: int = Field(10, ge=0, le=100_000, validation_alias=_env("CANDOR_RATE_LIMIT_USER"))
+    """CANDOR_RATE_LIMIT_USER: questions one person (or one anonymous chat page address) may ask a
+    minute on Slack, Teams and the chat page, counted across replicas; 0: no limit."""
+    rate_limit_conversation: int = Field(30, ge=0, le=100_000, validation_alias=_env("CANDOR_RATE_LIMIT_CONVERSATION"))
+    """CANDOR_RATE_LIMIT_CONVERSATION: questions one channel, chat or DM may ask a minute; 0: no limit."""
+
     # --- the chat page ---------------------------------------------------------------------
     web_chat: Literal["auto", "off", "anonymous", "proxy"] = Field("auto", validation_alias=_env("CANDOR_WEB_CHAT"))
     """CANDOR_WEB_CHAT: the chat page at / and /api/ask. `auto`: anonymous (public documents only)

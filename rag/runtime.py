@@ -36,6 +36,7 @@ from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequen
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.tracking import TraceStore
 from rag.tracking.events import EventLedger
+from rag.tracking.limits import QuestionLimits
 
 if TYPE_CHECKING:  # imported on use (see the commands below)
     from rag.insights.audit.answers import AuditRequest, AuditResult
@@ -69,9 +70,14 @@ class Candor:
     """The answerer's reranker: `rerank` uses it to show what the stage adds over retrieval alone."""
     events: EventLedger
     """Chat platform events claimed for answering, so each is answered once by one replica."""
+    limits: QuestionLimits | None = None
+    """Questions per minute per asker and conversation, shared by the replicas; None: no limits."""
 
     async def answer(self, question: Question) -> Answer:
-        """The gated answer to one question, logged (DESIGN.md, "The flow")."""
+        """The gated answer to one question, logged (DESIGN.md, "The flow"); `RateLimited` when its
+        asker or conversation asked too many just now."""
+        if self.limits is not None:
+            await self.limits.admit(question)
         return await self.answerer.answer(question)
 
     async def rerank(self, text: str, scope: AccessScope, *, k: int | None = None) -> list[Ranked]:
@@ -273,7 +279,10 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             settings, store, embedder, retriever, reranker=reranker, vectors=vectors, tracker=tracker
         )
         events = EventLedger(store.engine, lease_seconds=settings.event_lease_seconds)
-        yield Candor(settings, store, embedder, retriever, answerer, tracker, reranker, events)
+        limits = QuestionLimits(
+            store.engine, per_user=settings.rate_limit_user, per_conversation=settings.rate_limit_conversation
+        )
+        yield Candor(settings, store, embedder, retriever, answerer, tracker, reranker, events, limits)
     finally:
         await close_chat_models()
         await store.close()

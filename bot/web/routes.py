@@ -122,6 +122,7 @@ class WebChat:
                 audience="direct",
                 private_reply=True,
                 scope=None if user.authenticated else AccessScope.public(),
+                client_address=None if user.authenticated else request.remote,
             )
         except BadRequest as exc:
             return _error(exc.status, str(exc))

@@ -56,6 +56,9 @@ class Question:
     private_reply: bool = False
     """The answer is shown to the asker alone (a Slack ephemeral reply, the chat page), whoever else
     is in the conversation: the asker's own access rules count (`AccessPolicy`)."""
+    client_address: str | None = None
+    """The network address of an anonymous chat page visitor: a browser can shed its cookie id, not
+    its address, so the rate limit counts both (`rag.tracking.limits`). Never stored with the trace."""
 
     def __post_init__(self) -> None:
         # a NUL or a lone surrogate would fail the trace's write and the tokenizer, not the asker

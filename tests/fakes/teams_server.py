@@ -40,7 +40,9 @@ def teams_core(candor: Candor, kb: KnowledgeBase, folder: Path) -> Candor:
     policy.write_text(f'- platform: teams\n  knowledge_bases: ["{kb.name}"]\n', encoding="utf-8")
     settings = candor.settings.model_copy(update={"access_policy": policy})
     answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
-    return dataclasses.replace(candor, settings=settings, answerer=answerer)
+    # one fake user asks here far more often than any person would: the rate limits have their own
+    # tests (tests/integration/tracking/test_limits.py, tests/integration/abuse/)
+    return dataclasses.replace(candor, settings=settings, answerer=answerer, limits=None)
 
 
 def serve_teams(core: Candor, adapter: TeamsAdapter) -> AbstractAsyncContextManager[str]:

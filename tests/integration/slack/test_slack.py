@@ -113,7 +113,9 @@ async def serving(core: Candor, ledger: EventLedger) -> AsyncIterator[Served]:
 async def core(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> Candor:
     settings = candor.settings.model_copy(update={"access_policy": policy(tmp_path / "access.yaml", handbook.name)})
     answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
-    return dataclasses.replace(candor, settings=settings, answerer=answerer)
+    # one fake user asks here far more often than any person would: the rate limits have their own
+    # tests (tests/integration/tracking/test_limits.py, tests/integration/abuse/)
+    return dataclasses.replace(candor, settings=settings, answerer=answerer, limits=None)
 
 
 @pytest.fixture
