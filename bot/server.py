@@ -18,10 +18,12 @@ no thresholds, no pipeline logic here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Protocol
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -106,6 +108,26 @@ def _healthz_handler(service: AnswerService) -> Handler:
         return web.json_response({**components, "status": "ok"})
 
     return healthz
+
+
+def in_background(app: web.Application, work: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+    """Run `work()` for as long as `app` serves (started with it, cancelled when it stops); a
+    crash of the task is logged, never silent."""
+
+    async def running(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(work(), name=name)
+        task.add_done_callback(_log_crash)
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    app.cleanup_ctx.append(running)
+
+
+def _log_crash(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background task %s stopped: %s", task.get_name(), task.exception(), exc_info=task.exception())
 
 
 class AccessLogger(AbstractAccessLogger):

@@ -261,6 +261,12 @@ class Settings(BaseSettings):
     rate_limit_conversation: int = Field(30, ge=0, le=100_000, validation_alias=_env("CANDOR_RATE_LIMIT_CONVERSATION"))
     """CANDOR_RATE_LIMIT_CONVERSATION: questions one channel, chat or DM may ask a minute; 0: no limit."""
 
+    spool_max_mb: int = Field(256, ge=1, le=1_048_576, validation_alias=_env("CANDOR_SPOOL_MAX_MB"))
+    """CANDOR_SPOOL_MAX_MB: the most disk the spool (`<home>/spool`: traces and votes waiting for the
+    database) may take; past it a record is lost with an ERROR line naming it."""
+    spool_replay_seconds: float = Field(30.0, ge=1, le=3600, validation_alias=_env("CANDOR_SPOOL_REPLAY_SECONDS"))
+    """CANDOR_SPOOL_REPLAY_SECONDS: how often `candor serve` writes spooled records to the database."""
+
     # --- the chat page ---------------------------------------------------------------------
     web_chat: Literal["auto", "off", "anonymous", "proxy"] = Field("auto", validation_alias=_env("CANDOR_WEB_CHAT"))
     """CANDOR_WEB_CHAT: the chat page at / and /api/ask. `auto`: anonymous (public documents only)

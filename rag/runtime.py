@@ -104,6 +104,10 @@ class Candor:
     async def record_feedback(self, feedback: Feedback) -> None:
         await self.tracker.record_feedback(feedback)
 
+    async def replay_spool_while_serving(self) -> None:
+        """Write spooled traces and votes every CANDOR_SPOOL_REPLAY_SECONDS, until cancelled."""
+        await self.tracker.replay_while_serving(self.settings.spool_replay_seconds)
+
     async def report(self, window: Window) -> dict[str, Any]:
         """`candor report`'s object for `window` (the dashboard's page); raises `StoreError`."""
         return await build_report(self.tracker.engine, window)
@@ -265,7 +269,7 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             rrf_k=settings.rrf_k,
             max_term_frequency=settings.max_term_frequency,
         )
-        tracker = TraceStore(store.engine, settings.home / "spool")
+        tracker = TraceStore(store.engine, settings.home / "spool", spool_max_bytes=settings.spool_max_mb * 1024 * 1024)
         try:
             replayed = await tracker.replay_spool()
         except TrackingError as exc:

@@ -254,7 +254,7 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8080,
 ) -> None:
     """Run the server: the chat page at /, health at /healthz, Slack at /slack/events (or Socket Mode)."""
-    from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app, settle_heap
+    from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app, in_background, settle_heap
     from bot.server import serve as run_server
     from bot.web.identity import chat_login, chat_page_line
 
@@ -282,6 +282,7 @@ def serve(
             reports=candor,
             admin_token=token,
         )
+        in_background(app_, candor.replay_spool_while_serving, "spool replay")
         if token:
             err.print(f"Dashboard: http://{host}:{port}/dashboard (CANDOR_ADMIN_TOKEN)", highlight=False)
         if teams:

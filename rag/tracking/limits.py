@@ -55,9 +55,7 @@ class _Bucket:
 class QuestionLimits:
     """Per-minute limits on questions (0: no limit of that kind)."""
 
-    def __init__(
-        self, engine: AsyncEngine, *, per_user: int, per_conversation: int, window_seconds: int = 60
-    ) -> None:
+    def __init__(self, engine: AsyncEngine, *, per_user: int, per_conversation: int, window_seconds: int = 60) -> None:
         """`window_seconds`: the span the limits count over, a minute unless a test needs longer."""
         if per_user < 0 or per_conversation < 0:
             raise ValueError("a rate limit is a number of questions per minute, 0 for none")

@@ -2,7 +2,10 @@
 
 Files are written atomically (a hidden temporary file, fsynced, then renamed), so a reader sees a
 whole record or none. A file that cannot be read back is moved to `rejected/`, never deleted.
-Blocking file I/O: call these methods from a thread.
+They hold questions and asker ids: the folder is made 0700 and every file 0600, readable by the
+process' user only. The spool has a size cap (`max_bytes`): past it a write fails with `SpoolFull`,
+which the caller logs as a lost record (a database down for days must not fill the disk the
+database itself may need). Blocking file I/O: call these methods from a thread.
 """
 
 from __future__ import annotations
@@ -17,24 +20,53 @@ KIND_ORDER = ("trace", "feedback")
 """Traces replay before feedback, which may name a trace that was spooled too."""
 
 
+class SpoolFull(OSError):
+    """The spool holds `max_bytes` already: the record cannot be kept."""
+
+
 class Spool:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, max_bytes: int | None = None) -> None:
+        """`max_bytes`: the most the spooled files may take together; None: no cap."""
         self.directory = directory
         self.rejected = directory / "rejected"
+        self.max_bytes = max_bytes
 
     def write(self, name: str, record: dict[str, Any]) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(record, ensure_ascii=False).encode("utf-8")
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.max_bytes is not None and self.size() + len(data) > self.max_bytes:
+            cap = f"{self.max_bytes // 1048576} MB" if self.max_bytes >= 1048576 else f"{self.max_bytes} bytes"
+            raise SpoolFull(f"the spool is full ({cap}, CANDOR_SPOOL_MAX_MB)")
         final = self.directory / name
         temporary = self.directory / f".{name}.{uuid.uuid4().hex}.tmp"
         try:
-            with temporary.open("w", encoding="utf-8") as handle:
-                json.dump(record, handle, ensure_ascii=False)
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temporary, final)
         finally:
             temporary.unlink(missing_ok=True)
         return final
+
+    def size(self) -> int:
+        """Bytes the spooled records take (not counting `rejected/`)."""
+        total = 0
+        try:
+            with os.scandir(self.directory) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_file():
+                            total += entry.stat().st_size
+                    except FileNotFoundError:
+                        continue
+        except FileNotFoundError:
+            return 0
+        return total
+
+    def holds(self, name: str) -> bool:
+        return (self.directory / name).is_file()
 
     def pending(self) -> list[Path]:
         """Spooled files, traces first, each kind oldest first."""
@@ -62,7 +94,7 @@ class Spool:
         path.unlink(missing_ok=True)
 
     def reject(self, path: Path) -> Path:
-        self.rejected.mkdir(parents=True, exist_ok=True)
+        self.rejected.mkdir(mode=0o700, parents=True, exist_ok=True)
         target = self.rejected / path.name
         if target.exists():
             target = self.rejected / f"{path.stem}-{uuid.uuid4().hex[:8]}{path.suffix}"

@@ -3,8 +3,11 @@
 
 Recording never costs the user an answer: when the database cannot take a trace or a vote, the
 record goes to the spool directory (one JSON file each) with an ERROR log line, and
-`replay_spool` writes it later, marked `recorded_late`. Only when the spool cannot be written
-either does `record` raise `TrackingError`, for the caller to report while it still delivers.
+`replay_spool` writes it later, marked `recorded_late` (`candor serve` replays every
+CANDOR_SPOOL_REPLAY_SECONDS while it runs: `replay_while_serving`). A vote on an answer whose trace
+is itself still spooled is spooled too, and replays after it. Only when the spool cannot be
+written either (a full disk, its size cap) does `record` raise `TrackingError`, for the caller to
+report while it still delivers.
 """
 
 from __future__ import annotations
@@ -39,10 +42,10 @@ DATATYPE_MISMATCH = "42804"
 class TraceStore:
     """The operational record in Postgres (migration 0002), with a spool for when Postgres is away."""
 
-    def __init__(self, engine: AsyncEngine, spool_dir: Path) -> None:
+    def __init__(self, engine: AsyncEngine, spool_dir: Path, *, spool_max_bytes: int | None = None) -> None:
         self.engine = engine
         self.spool_dir = spool_dir
-        self._spool = Spool(spool_dir)
+        self._spool = Spool(spool_dir, max_bytes=spool_max_bytes)
 
     # --- writing -------------------------------------------------------------------------
 
@@ -66,10 +69,15 @@ class TraceStore:
         if trace_id is None:
             raise UnknownTrace(f"no trace {feedback.trace_id!r}: not a trace id")
         record = feedback_record(feedback, trace_id, now=_now())
+        name = f"feedback-{uuid.uuid4().hex}.json"
         try:
             await self._write_feedback(record)
+        except UnknownTrace:
+            if not await asyncio.to_thread(self._spool.holds, f"trace-{trace_id}.json"):
+                raise
+            # the answer was given while the database was away: its vote waits with it
+            await self._spool_record(name, record, None, trace_id=trace_id, what="feedback")
         except DATABASE_ERRORS as exc:
-            name = f"feedback-{uuid.uuid4().hex}.json"
             await self._spool_record(name, record, exc, trace_id=trace_id, what="feedback")
 
     async def record_eval_run(
@@ -114,6 +122,24 @@ class TraceStore:
             log.info("replayed %d spooled tracking records", replayed, extra={"spool_dir": str(self.spool_dir)})
         return replayed
 
+    async def replay_while_serving(self, every: float) -> None:
+        """Replay the spool every `every` seconds, for as long as the task runs (cancel to stop).
+
+        A replica that spooled during an outage writes its records once the database is back,
+        without waiting for a restart; a replay that finds the database still away tries again
+        at the next turn (logged at WARNING, not every second)."""
+        while True:
+            await asyncio.sleep(every)
+            if not await asyncio.to_thread(self._spool.pending):
+                continue
+            try:
+                replayed = await self.replay_spool()
+            except TrackingError as exc:
+                log.warning("spooled records still wait for the database: %s", exc)
+                continue
+            if replayed:
+                log.warning("wrote %d traces or votes spooled while the database was away", replayed)
+
     async def _replay(self, path: Path) -> int:
         content = await asyncio.to_thread(self._spool.read, path)
         if content is None:
@@ -151,14 +177,16 @@ class TraceStore:
             raise
 
     async def _spool_record(
-        self, name: str, record: dict[str, Any], exc: BaseException, *, trace_id: str, what: str
+        self, name: str, record: dict[str, Any], exc: BaseException | None, *, trace_id: str, what: str
     ) -> None:
-        fields = {"trace_id": trace_id, "error": _describe(exc)}
+        """`exc`: the database's error; None when the record waits for a spooled trace."""
+        reason = "its trace is spooled" if exc is None else f"database unavailable ({_describe(exc)})"
+        fields = {"trace_id": trace_id, "error": reason}
         try:
             path = await asyncio.to_thread(self._spool.write, name, record)
         except OSError as spool_exc:
             log.error(
-                "%s %s lost: the database failed (%s) and the spool could not be written (%s)",
+                "%s %s lost: %s, and the spool could not be written (%s)",
                 what,
                 trace_id,
                 fields["error"],
@@ -168,14 +196,7 @@ class TraceStore:
             raise TrackingError(
                 f"{what} {trace_id} could not be stored ({fields['error']}) nor spooled ({spool_exc})"
             ) from spool_exc
-        log.error(
-            "%s %s spooled to %s: database unavailable (%s)",
-            what,
-            trace_id,
-            path,
-            fields["error"],
-            extra={**fields, "spool_file": str(path)},
-        )
+        log.error("%s %s spooled to %s: %s", what, trace_id, path, reason, extra={**fields, "spool_file": str(path)})
 
     async def _reject(self, path: Path, exc: BaseException) -> None:
         try:

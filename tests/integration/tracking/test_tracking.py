@@ -8,8 +8,10 @@ into the real database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import stat
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
@@ -564,3 +566,67 @@ def downgrade(url: str, revision: str) -> None:
             command.downgrade(config, revision)
     finally:
         engine.dispose()
+
+
+# --- the spool while serving: votes on spooled answers, replay without a restart, its limits ---------
+
+
+async def test_a_vote_on_an_answer_still_in_the_spool_is_spooled_and_replayed_after_it(
+    store: TraceStore, unreachable: AsyncEngine
+) -> None:
+    """The database came back between the answer and the vote: the trace is still spooled, so the vote
+    would name a trace the database does not have yet. It waits in the spool too, and neither is lost."""
+    answer = make_answer()
+    assert not await TraceStore(unreachable, store.spool_dir).record(make_question(), answer, config={}, models={})
+
+    await store.record_feedback(Feedback(answer.trace_id, "down", user="U7", comment="outdated"))
+
+    assert sorted(spooled(store.spool_dir))[1] == f"trace-{answer.trace_id}.json"
+    assert len(spooled(store.spool_dir)) == 2
+    assert await store.replay_spool() == 2
+    trace = await store.trace(answer.trace_id)
+    assert trace is not None and [(f["rating"], f["user_id"]) for f in trace["feedback"]] == [(-1, "U7")]
+
+
+async def test_serving_replays_the_spool_once_the_database_is_back(
+    store: TraceStore, unreachable: AsyncEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer = make_answer()
+    assert not await TraceStore(unreachable, store.spool_dir).record(make_question(), answer, config={}, models={})
+    with caplog.at_level(logging.WARNING, logger="candor.tracking"):
+        replaying = asyncio.create_task(store.replay_while_serving(0.1))
+        try:
+            for _ in range(100):
+                if await store.trace(answer.trace_id) is not None:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            replaying.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await replaying
+    trace = await store.trace(answer.trace_id)
+    assert trace is not None and trace["recorded_late"] is True
+    assert spooled(store.spool_dir) == []
+    assert any("spooled while the database was away" in r.getMessage() for r in caplog.records)
+
+
+async def test_spool_files_are_the_process_users_alone(store: TraceStore, unreachable: AsyncEngine) -> None:
+    answer = make_answer()
+    assert not await TraceStore(unreachable, store.spool_dir).record(make_question(), answer, config={}, models={})
+    assert stat.S_IMODE(store.spool_dir.stat().st_mode) == 0o700
+    (path,) = store.spool_dir.glob("*.json")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+async def test_a_full_spool_loses_the_record_loudly(
+    store: TraceStore, unreachable: AsyncEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    offline = TraceStore(unreachable, store.spool_dir, spool_max_bytes=6_000)
+    first, second = make_answer(), make_answer(trace_id=str(uuid.uuid4()))
+    assert not await offline.record(make_question(), first, config={}, models={})
+    assert (store.spool_dir / f"trace-{first.trace_id}.json").stat().st_size > 3_000  # room for one only
+    with caplog.at_level(logging.ERROR, logger="candor.tracking"), pytest.raises(TrackingError, match="spool is full"):
+        await offline.record(make_question(), second, config={}, models={})
+    assert spooled(store.spool_dir) == [f"trace-{first.trace_id}.json"]  # the earlier record is kept
+    lost = [r.getMessage() for r in caplog.records if "lost" in r.getMessage()]
+    assert lost and second.trace_id in lost[0] and "CANDOR_SPOOL_MAX_MB" in lost[0]
