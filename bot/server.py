@@ -69,6 +69,10 @@ class ChatCore(Protocol):
         """Each knowledge base with its count of public documents (for a home page or a welcome)."""
         ...
 
+    async def forget(self, trace_id: str) -> bool:
+        """Remove a trace's question text and asker id (the question was deleted where it was asked)."""
+        ...
+
 
 def build_app(
     service: AnswerService,

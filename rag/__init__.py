@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rag.pipeline.understand import reads_as_question
     from rag.runtime import Candor, EvalRun, open_candor
     from rag.tracking.events import Claim, ThreadTurn
+    from rag.tracking.retention import Purged
 
 _EXPORTS = {
     "Candor": "rag.runtime",
@@ -49,6 +50,7 @@ _EXPORTS = {
     "reads_as_question": "rag.pipeline.understand",
     "Claim": "rag.tracking.events",
     "ThreadTurn": "rag.tracking.events",
+    "Purged": "rag.tracking.retention",
 }
 """What the facade hands out, and where it lives."""
 
@@ -109,6 +111,7 @@ __all__ = [
     "EvalRun",
     "Imported",
     "IngestReport",
+    "Purged",
     "ThreadTurn",
     "Window",
     "answer",

@@ -267,6 +267,15 @@ class Settings(BaseSettings):
     spool_replay_seconds: float = Field(30.0, ge=1, le=3600, validation_alias=_env("CANDOR_SPOOL_REPLAY_SECONDS"))
     """CANDOR_SPOOL_REPLAY_SECONDS: how often `candor serve` writes spooled records to the database."""
 
+    retention_days: int | None = Field(None, ge=1, le=36500, validation_alias=_env("CANDOR_RETENTION_DAYS"))
+    """CANDOR_RETENTION_DAYS: `candor serve` removes question text and asker ids from records older
+    than this, at start-up and daily (rag/tracking/retention.py); unset: kept until `candor purge`."""
+
+    store_askers: Literal["plain", "keyed"] = Field("plain", validation_alias=_env("CANDOR_STORE_ASKERS"))
+    """CANDOR_STORE_ASKERS: how traces, votes and the chat ledger store asker ids: `plain` (as the
+    platform gives them) or `keyed` (an HMAC-SHA256 under CANDOR_EXPORT_KEY or the key file; the
+    same person keeps one value, rag/tracking/pseudonyms.py)."""
+
     # --- the chat page ---------------------------------------------------------------------
     web_chat: Literal["auto", "off", "anonymous", "proxy"] = Field("auto", validation_alias=_env("CANDOR_WEB_CHAT"))
     """CANDOR_WEB_CHAT: the chat page at / and /api/ask. `auto`: anonymous (public documents only)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,9 +16,10 @@ from rag.backends.from_settings import build_reranker, build_verifier, build_wri
 from rag.backends.llm_judge import LLMFactComparer
 from rag.backends.vector_cache import CachedEmbedder
 from rag.config import Settings
-from rag.errors import TrackingError
+from rag.errors import StoreError, TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor, IngestReport
+from rag.insights.feedback.export import export_key
 from rag.insights.report.build import Window, build_report
 from rag.model.answers import Answer, Feedback, Question
 from rag.model.evidence import Query, Ranked
@@ -37,6 +39,8 @@ from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.tracking import TraceStore
 from rag.tracking.events import EventLedger
 from rag.tracking.limits import QuestionLimits
+from rag.tracking.pseudonyms import keyed, plain
+from rag.tracking.retention import Purged, forget_trace, purge_before
 
 if TYPE_CHECKING:  # imported on use (see the commands below)
     from rag.insights.audit.answers import AuditRequest, AuditResult
@@ -103,6 +107,29 @@ class Candor:
 
     async def record_feedback(self, feedback: Feedback) -> None:
         await self.tracker.record_feedback(feedback)
+
+    async def purge(self, before: datetime) -> Purged:
+        """Remove question text and asker ids from every record made before `before` (`candor purge`)."""
+        return await purge_before(self.tracker.engine, before)
+
+    async def forget(self, trace_id: str) -> bool:
+        """Remove one trace's question text and asker id now (the question was deleted where it was
+        asked); False when no such trace is stored."""
+        return await forget_trace(self.tracker.engine, trace_id)
+
+    async def purge_while_serving(self, every: float = 24 * 3600) -> None:
+        """With CANDOR_RETENTION_DAYS set: purge what is older at start-up and every day after, until cancelled."""
+        days = self.settings.retention_days
+        if days is None:
+            return
+        while True:
+            try:
+                purged = await self.purge(datetime.now(UTC) - timedelta(days=days))
+                if purged.traces or purged.votes or purged.events:
+                    log.warning("retention: purged %s older than %d days", purged, days)
+            except StoreError as exc:
+                log.warning("retention: the purge will be tried again later: %s", exc)
+            await asyncio.sleep(every)
 
     async def replay_spool_while_serving(self) -> None:
         """Write spooled traces and votes every CANDOR_SPOOL_REPLAY_SECONDS, until cancelled."""
@@ -269,7 +296,13 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             rrf_k=settings.rrf_k,
             max_term_frequency=settings.max_term_frequency,
         )
-        tracker = TraceStore(store.engine, settings.home / "spool", spool_max_bytes=settings.spool_max_mb * 1024 * 1024)
+        pseudonym = keyed(await asyncio.to_thread(export_key, settings)) if settings.store_askers == "keyed" else plain
+        tracker = TraceStore(
+            store.engine,
+            settings.home / "spool",
+            spool_max_bytes=settings.spool_max_mb * 1024 * 1024,
+            pseudonym=pseudonym,
+        )
         try:
             replayed = await tracker.replay_spool()
         except TrackingError as exc:
@@ -282,7 +315,7 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
         answerer = build_answerer(
             settings, store, embedder, retriever, reranker=reranker, vectors=vectors, tracker=tracker
         )
-        events = EventLedger(store.engine, lease_seconds=settings.event_lease_seconds)
+        events = EventLedger(store.engine, lease_seconds=settings.event_lease_seconds, pseudonym=pseudonym)
         limits = QuestionLimits(
             store.engine, per_user=settings.rate_limit_user, per_conversation=settings.rate_limit_conversation
         )

@@ -29,6 +29,9 @@ class Broken:
     async def knowledge_base_summary(self) -> list[tuple[str, int]]:
         return []
 
+    async def forget(self, trace_id: str) -> bool:
+        return await self.core.forget(trace_id)
+
 
 class Defective(Broken):
     """A core with a bug: it raises what no adapter expects."""
@@ -57,6 +60,9 @@ class Verbose:
 
     async def knowledge_base_summary(self) -> list[tuple[str, int]]:
         return await self.core.knowledge_base_summary()
+
+    async def forget(self, trace_id: str) -> bool:
+        return await self.core.forget(trace_id)
 
 
 class SlowWriter:

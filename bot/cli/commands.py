@@ -21,6 +21,7 @@ from bot.cli.audit import audit_app
 from bot.cli.common import AccessOption, KbOption, cli_settings, err, out, require_knowledge_base, run
 from bot.cli.feedback import feedback_app
 from bot.cli.gaps import gaps
+from bot.cli.purge import purge
 from bot.render.report_html import render_html, write_html
 from bot.render.report_text import render_report
 from bot.render.text import render_summary, render_text
@@ -283,6 +284,7 @@ def serve(
             admin_token=token,
         )
         in_background(app_, candor.replay_spool_while_serving, "spool replay")
+        in_background(app_, candor.purge_while_serving, "retention")
         if token:
             err.print(f"Dashboard: http://{host}:{port}/dashboard (CANDOR_ADMIN_TOKEN)", highlight=False)
         if teams:
@@ -361,6 +363,7 @@ def slack_worker() -> None:
 
 
 app.command("gaps")(gaps)
+app.command("purge")(purge)
 
 
 def main() -> None:

@@ -295,6 +295,8 @@ class SlackAdapter:
                 await self.client.chat_delete(channel=event["channel"], ts=ts)
             except SlackApiError as exc:
                 log.warning("could not delete the answer to a deleted question: %s", exc)
+        for trace_id in (row or {}).get("trace_ids") or ():
+            await self.responder.forget(trace_id)
 
     async def _on_home(self, event: dict[str, Any]) -> None:
         view = home_view(await self.core.knowledge_base_summary(), ask_human=self.config.ask_human)

@@ -142,19 +142,30 @@ class Responder:
             return
         reply = {"channel": job.channel, "ts": posted, "answer_text": answer.text, "route": answer.route}
         if not await self.ledger.complete(claim, trace_id=trace_id, reply=reply):
-            await self._superseded(claim, job, posted)
+            await self._superseded(claim, job, posted, trace_id)
         if job.original_key is not None:
             await self.ledger.update_reply(PLATFORM, job.original_key, reply, trace_id=trace_id, question=job.text)
 
-    async def _superseded(self, claim: Claim, job: Job, posted: Sequence[str]) -> None:
+    async def _superseded(self, claim: Claim, job: Job, posted: Sequence[str], trace_id: str | None) -> None:
         """The claim was lost while answering: the question was deleted meanwhile (remove the answer
-        just posted), or another replica took it over (two answers may show; logged)."""
+        just posted, and its text from the trace), or another replica took it over (two answers may
+        show; logged)."""
         row = await self.ledger.get(PLATFORM, claim.key)
         if row is not None and row["status"] == "deleted":
             for ts in posted:
                 await _quietly(self.client.chat_delete(channel=job.channel, ts=ts), "chat.delete")
+            if trace_id is not None:
+                await self.forget(trace_id)
             return
         log.warning("another replica took this question over while it was answered here", extra={"key": claim.key})
+
+    async def forget(self, trace_id: str) -> None:
+        """The question was deleted in Slack: its text leaves the trace too (a failure is logged; the
+        retention purge removes it later)."""
+        try:
+            await self.core.forget(trace_id)
+        except CandorError as exc:
+            log.error("could not remove the text of a deleted question: %s", exc, extra={"trace_id": trace_id})
 
     async def audience(self, channel: str, channel_type: str | None = None) -> Audience:
         """Who can read the channel; when Slack cannot say, the safe answer: public."""

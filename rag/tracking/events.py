@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.errors import ConfigError, StoreError
 from rag.model.types import clean_text
+from rag.tracking.pseudonyms import Pseudonym, plain
 from rag.tracking.records import dumps, parse_trace_id, plain_dict
 
 log = logging.getLogger("candor.events")
@@ -95,15 +96,23 @@ SELECT_BY_REPLY = text(
     "ORDER BY updated_at DESC LIMIT 1"
 )
 
+# The trace an edit replaces is remembered in `earlier_traces`: a deletion removes its text too.
 UPDATE_REPLY = text(
-    "UPDATE platform_events SET reply = reply || CAST(:reply AS jsonb), "
+    "UPDATE platform_events SET reply = reply || CAST(:reply AS jsonb) || CASE "
+    "WHEN trace_id IS NOT NULL AND CAST(:trace_id AS uuid) IS DISTINCT FROM trace_id "
+    "THEN jsonb_build_object('earlier_traces', COALESCE(reply -> 'earlier_traces', '[]'::jsonb) "
+    "|| to_jsonb(CAST(trace_id AS text))) ELSE '{}'::jsonb END, "
     "trace_id = COALESCE(CAST(:trace_id AS uuid), trace_id), question = COALESCE(:question, question), "
     "updated_at = now() WHERE platform = :platform AND key = :key AND status <> 'deleted' RETURNING id"
 )
 
+# The question and its edits: deleted where it was asked, so its text goes too (the reply's ts stay,
+# for the answers to be deleted; the payload is not needed once nobody will answer it).
 MARK_DELETED = text(
-    "UPDATE platform_events SET status = 'deleted', updated_at = now() "
-    f"WHERE platform = :platform AND key = :key RETURNING {ROW_COLUMNS}"
+    "UPDATE platform_events SET status = 'deleted', updated_at = now(), question = NULL, asker = NULL, "
+    "payload = '{}'::jsonb, reply = reply - 'answer_text' "
+    "WHERE platform = :platform AND (key = :key OR starts_with(key, :key || '/edit/')) "
+    f"RETURNING {ROW_COLUMNS}"
 )
 
 _TURNS = (
@@ -173,8 +182,16 @@ class EventLedger:
     """
 
     def __init__(
-        self, engine: AsyncEngine, *, owner: str | None = None, lease_seconds: float = 60.0, max_attempts: int = 5
+        self,
+        engine: AsyncEngine,
+        *,
+        owner: str | None = None,
+        lease_seconds: float = 60.0,
+        max_attempts: int = 5,
+        pseudonym: Pseudonym = plain,
     ) -> None:
+        """`pseudonym`: what the `asker` column stores for an asker id (CANDOR_STORE_ASKERS)."""
+        self.pseudonym = pseudonym
         if not (lease_seconds > 0 and math.isfinite(lease_seconds)):
             raise ConfigError(f"lease_seconds must be a positive number of seconds, got {lease_seconds!r}")
         if max_attempts < 1:
@@ -213,7 +230,7 @@ class EventLedger:
             "team": team,
             "conversation": conversation,
             "thread": thread,
-            "asker": asker,
+            "asker": self.pseudonym(asker),
             "question": None if question is None else clean_text(question),  # a NUL would lose the event
             "payload": dumps(dict(payload)),
             "owner": self.owner,
@@ -306,10 +323,20 @@ class EventLedger:
         return bool(await self._execute(f"update the reply of {platform} event {key}", UPDATE_REPLY, params))
 
     async def mark_deleted(self, platform: str, key: str) -> dict[str, Any] | None:
-        """Mark the question deleted; the row (its `reply` says which answer to delete), or None when unknown."""
+        """Mark the question and its edits deleted, their text removed; the question's row (its
+        `reply` says which answer to delete) with `trace_ids`, the traces of the question and its
+        edits (for their text to go too), or None when the question is unknown."""
         params = {"platform": platform, "key": key}
         rows = await self._execute(f"mark {platform} event {key} deleted", MARK_DELETED, params)
-        return plain_dict(rows[0]) if rows else None
+        original = next((row for row in rows if row["key"] == key), None)
+        if original is None:
+            return None
+        found = plain_dict(original)
+        traces = {str(row["trace_id"]) for row in rows if row["trace_id"] is not None}
+        for row in rows:
+            traces.update(str(t) for t in (row["reply"] or {}).get("earlier_traces") or ())
+        found["trace_ids"] = sorted(traces)
+        return found
 
     async def thread_turns(
         self, platform: str, team: str | None, conversation: str, thread: str, *, limit: int = 20

@@ -62,7 +62,7 @@ INSERT_EVAL_RUN = text(
 SELECT_TRACE = text(
     "SELECT id, created_at, platform, asker, conversation, thread, question, rewritten_question, parts, scope, "
     "route, answer_text, answer, config, models, timings, total_ms, attempts, recorded_late, prompt_tokens, "
-    "completion_tokens, cost FROM traces WHERE id = CAST(:id AS uuid)"
+    "completion_tokens, cost, purged_at FROM traces WHERE id = CAST(:id AS uuid)"
 )
 
 SELECT_GATES = text(

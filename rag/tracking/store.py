@@ -16,6 +16,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from rag.errors import StoreError, TrackingError, UnknownTrace
 from rag.model.answers import Answer, Feedback, Question
 from rag.tracking import queries
+from rag.tracking.pseudonyms import Pseudonym, plain
 from rag.tracking.records import dumps, feedback_record, load_record, parse_trace_id, plain_dict, trace_record
 from rag.tracking.spool import Spool
 
@@ -42,7 +44,16 @@ DATATYPE_MISMATCH = "42804"
 class TraceStore:
     """The operational record in Postgres (migration 0002), with a spool for when Postgres is away."""
 
-    def __init__(self, engine: AsyncEngine, spool_dir: Path, *, spool_max_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        spool_dir: Path,
+        *,
+        spool_max_bytes: int | None = None,
+        pseudonym: Pseudonym = plain,
+    ) -> None:
+        """`pseudonym`: what is stored for an asker or voter id (CANDOR_STORE_ASKERS)."""
+        self.pseudonym = pseudonym
         self.engine = engine
         self.spool_dir = spool_dir
         self._spool = Spool(spool_dir, max_bytes=spool_max_bytes)
@@ -53,6 +64,7 @@ class TraceStore:
         self, question: Question, answer: Answer, *, config: Mapping[str, Any], models: Mapping[str, str]
     ) -> bool:
         """Write the trace with all its parts in one transaction; False when it was spooled instead."""
+        question = replace(question, asker=self.pseudonym(question.asker))
         record = trace_record(question, answer, config=config, models=models, now=_now())
         trace_id = record["trace"]["id"]
         try:
@@ -68,7 +80,7 @@ class TraceStore:
         trace_id = parse_trace_id(feedback.trace_id)
         if trace_id is None:
             raise UnknownTrace(f"no trace {feedback.trace_id!r}: not a trace id")
-        record = feedback_record(feedback, trace_id, now=_now())
+        record = feedback_record(replace(feedback, user=self.pseudonym(feedback.user)), trace_id, now=_now())
         name = f"feedback-{uuid.uuid4().hex}.json"
         try:
             await self._write_feedback(record)

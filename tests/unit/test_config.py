@@ -130,7 +130,7 @@ def test_the_int8_target_setting_reaches_the_embedder(monkeypatch: pytest.Monkey
 
 def test_an_empty_slack_secret_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "")
-    with pytest.raises(ConfigError, match="SLACK_SIGNING_SECRET: .*is set but empty"):
+    with pytest.raises(ConfigError, match=r"SLACK_SIGNING_SECRET: .*is set but empty"):
         load_settings()
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "0123456789abcdef")
     assert load_settings().slack_signing_secret is not None

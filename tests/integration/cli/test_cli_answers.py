@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import time
@@ -105,3 +106,13 @@ def test_ask_eval_and_serve_from_the_command_line(fresh_home: Path) -> None:
     assert code == 0, log
     assert f"Embedder: minilm on {DEFAULT_BACKEND}" in log
     assert "Chat page: at /, anonymous: public documents only" in log  # the default on 127.0.0.1
+
+    # retention: everything asked above is older than a cut-off in the future
+    purged = candor(fresh_home, "purge", "--older-than", "2099-01-01")
+    assert purged.returncode == 0, purged.stderr
+    counted = re.search(r"purged records made before 2099-01-01T00:00:00\+00:00: (\d+) traces", purged.stdout)
+    assert counted is not None and int(counted.group(1)) >= 43, purged.stdout  # 2 asks, 40 eval, 1 served
+    again = candor(fresh_home, "purge", "--older-than", "2099-01-01")
+    assert again.returncode == 0 and ": 0 traces" in again.stdout
+    unreadable = candor(fresh_home, "purge", "--older-than", "soon")
+    assert unreadable.returncode == 2 and "neither a duration" in unreadable.stderr

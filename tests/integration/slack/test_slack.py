@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.slack.app import SlackAdapter, SlackConfig
@@ -340,6 +341,29 @@ async def test_an_edited_question_updates_its_answer_and_a_deleted_one_removes_i
     assert deleted.params["ts"] == update.params["ts"]
     row = await served.ledger.get("slack", f"T0001/C6/{mention['ts']}")
     assert row is not None and row["status"] == "deleted"
+
+    # deleted where it was asked: the question's text (as asked and as edited) leaves every record
+    assert row["question"] is None and row["asker"] is None and "answer_text" not in row["reply"]
+    assert row["payload"] == {}
+    edit = f"T0001/C6/{mention['ts']}/edit/"
+    for _ in range(50):
+        traces = [await served.core.tracker.trace(t) for t in (first["trace_id"], row["trace_id"])]
+        if all(t is not None and t["purged_at"] for t in traces):
+            break
+        await settle(0.1)
+    for trace in traces:
+        assert trace is not None and trace["purged_at"] is not None
+        assert trace["question"] == "[removed]" and trace["asker"] is None
+        stored = json.dumps(trace)  # document text may say "stipend"; the question as asked is gone
+        assert "How much is the home office stipend" not in stored
+        assert "How much is the internet allowance" not in stored
+    async with served.core.store.engine.connect() as connection:
+        edited = (
+            await connection.execute(
+                text("SELECT question, status FROM platform_events WHERE starts_with(key, :edit)"), {"edit": edit}
+            )
+        ).all()
+    assert edited and all(question is None and status == "deleted" for question, status in edited)
 
 
 async def test_the_app_home_says_what_the_bot_knows(served: Served, handbook: KnowledgeBase) -> None:
