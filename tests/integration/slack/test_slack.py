@@ -115,7 +115,7 @@ async def core(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> Cando
     settings = candor.settings.model_copy(update={"access_policy": policy(tmp_path / "access.yaml", handbook.name)})
     answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
     # one fake user asks here far more often than any person would: the rate limits have their own
-    # tests (tests/integration/tracking/test_limits.py, tests/integration/abuse/)
+    # tests (tests/integration/tracking/test_limits.py, tests/integration/security/)
     return dataclasses.replace(candor, settings=settings, answerer=answerer, limits=None)
 
 

@@ -320,7 +320,13 @@ async def test_get_update_reply_and_mark_deleted(engine: AsyncEngine, platform: 
     )
     row = await b.get(platform, key)
     assert row is not None
-    assert row["reply"] == {"channel": "C1", "ts": "1.5", "answer_text": "24.", "edited": True}
+    assert row["reply"] == {
+        "channel": "C1",
+        "ts": "1.5",
+        "answer_text": "24.",
+        "edited": True,
+        "earlier_traces": [first_trace],  # the answer the edit replaced: a deletion removes its text too
+    }
     assert (row["trace_id"], row["question"], row["status"]) == (second_trace, "How many days now?", "answered")
     assert await b.update_reply(platform, key, {"n": 2})
     row = await b.get(platform, key)
@@ -330,10 +336,14 @@ async def test_get_update_reply_and_mark_deleted(engine: AsyncEngine, platform: 
 
     assert deleted is not None
     assert deleted["status"] == "deleted" and deleted["reply"]["ts"] == "1.5" and deleted["reply"]["n"] == 2
+    assert deleted["trace_ids"] == sorted([first_trace, second_trace])
     assert not await b.update_reply(platform, key, {"answer_text": "too late"})
     assert await b.claim(platform, key, PAYLOAD) is None
     row = await b.get(platform, key)
-    assert row is not None and row["status"] == "deleted" and row["reply"]["answer_text"] == "24."
+    assert row is not None and row["status"] == "deleted"
+    # deleted where it was asked: its text is gone from the ledger, where its answers were posted stays
+    assert row["question"] is None and row["asker"] is None and row["payload"] == {}
+    assert "answer_text" not in row["reply"] and row["reply"]["ts"] == "1.5"
 
 
 async def test_deleting_a_question_being_answered_refuses_its_completion(engine: AsyncEngine, platform: str) -> None:

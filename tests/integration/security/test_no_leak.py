@@ -1,0 +1,228 @@
+"""No restricted text to anyone who should not read it, on every surface, over real HTTP.
+
+One restricted document (the sample handbook's salary bands, access group `hr-confidential`) and one
+HR person the access policy grants that group on each platform. Everyone else, and the HR person
+wherever others would read the answer, asks for the salary band: no reply, no card, no page, no
+home tab may carry the document's title, headings or figures. The HR person asking where only they
+read the answer (a Slack DM or slash command, a Teams personal chat, the signed-in chat page) gets
+the figures: the control that shows each check can fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import ipaddress
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+
+from bot.server import build_app
+from bot.slack.app import SlackAdapter, SlackConfig
+from bot.teams.app import TeamsAdapter, TeamsConfig
+from bot.web.identity import AnonymousVisitors, ProxyLogin
+from rag.model.answers import Question
+from rag.model.types import AccessScope
+from rag.runtime import Candor, build_answerer
+from rag.store.postgres import KnowledgeBase
+from rag.tracking.events import EventLedger
+from tests.conftest import SAMPLE
+from tests.fakes.bot_connector import FakeConnector
+from tests.fakes.slack_api import FakeSlack
+from tests.fakes.slack_events import (
+    app_home_opened,
+    app_mention,
+    command_body,
+    event_callback,
+    json_body,
+    message,
+    signed_headers,
+    slash_command,
+)
+from tests.fakes.teams_activities import channel_mention, group_chat_mention, personal_message
+from tests.serving import serve_adapter
+
+SALARY = "What is the salary band for an L3 Senior Software Engineer?"
+RESTRICTED = ("£", "58,000", "Salary Bands and Severance", "Engineering salary bands", "hr-compensation-severance")
+"""What the restricted document would show: its figures, title, a heading, its file name."""
+SECRET = "no-leak-signing-secret"
+SLACK_HR, SLACK_OTHER = "U0HRLEAD", "U0OTHER"
+TEAMS_HR, TEAMS_OTHER = "29:hr-lead", "29:someone-else"
+WEB_HR = "hr.lead@example.com"
+
+
+def leaks(payload: object) -> list[str]:
+    shown = json.dumps(payload, ensure_ascii=False)
+    return [marker for marker in RESTRICTED if marker in shown]
+
+
+@pytest.fixture(scope="module")
+async def handbook(candor: Candor) -> KnowledgeBase:
+    kb = await candor.knowledge_base(f"no-leak-{uuid.uuid4().hex[:8]}", create=True)
+    assert kb is not None
+    assert (await candor.ingestor().ingest([SAMPLE], kb=kb)).ok
+    await candor.store.analyze()
+    return kb
+
+
+@pytest.fixture(scope="module")
+def core(candor: Candor, handbook: KnowledgeBase, tmp_path_factory: pytest.TempPathFactory) -> Candor:
+    """The HR person's own rule on each platform; every platform reads the handbook only."""
+    policy = tmp_path_factory.mktemp("no-leak") / "access.yaml"
+    rules = [f'- platform: {p}\n  knowledge_bases: ["{handbook.name}"]\n' for p in ("slack", "teams", "web")]
+    rules += [
+        f'- platform: slack\n  asker: "{SLACK_HR}"\n  groups: [hr-confidential]\n',
+        f'- platform: teams\n  asker: "{TEAMS_HR}"\n  groups: [hr-confidential]\n',
+        f'- platform: web\n  asker: "{WEB_HR}"\n  groups: [hr-confidential]\n',
+    ]
+    policy.write_text("".join(rules), encoding="utf-8")
+    settings = candor.settings.model_copy(update={"access_policy": Path(policy)})
+    answerer = build_answerer(settings, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
+    return dataclasses.replace(candor, settings=settings, answerer=answerer, limits=None)
+
+
+async def test_the_command_line_reads_public_documents_without_access(core: Candor) -> None:
+    passages = await core.retriever.run(SALARY, AccessScope.public(), k=20)
+    assert passages and leaks([p.text for p in passages] + [p.title for p in passages]) == []
+    answer = await core.answer(Question(SALARY, scope=AccessScope.public()))
+    assert answer.route == "abstained" and leaks(answer.as_json()) == []
+    granted = await core.answer(Question(SALARY, scope=AccessScope(frozenset({"hr-confidential"}))))
+    assert "£58,000" in granted.text  # the control
+
+
+# --- Slack -----------------------------------------------------------------------------------------
+
+
+async def slack_post(url: str, body: bytes) -> int:
+    async with aiohttp.ClientSession() as session:
+        response = await session.post(f"{url}/slack/events", data=body, headers=signed_headers(SECRET, body))
+        return response.status
+
+
+async def test_slack_gives_the_figures_only_where_the_hr_person_alone_reads_them(core: Candor) -> None:
+    async with FakeSlack() as fake:
+        fake.channels["C0TEAMPRIV"] = {"is_private": True}
+        fake.channels["C0SHARED"] = {"is_ext_shared": True, "is_shared": True}
+        config = SlackConfig(bot_token="xoxb-no-leak", signing_secret=SECRET, api_url=fake.api_url)
+        adapter = SlackAdapter(config, core, EventLedger(core.store.engine, lease_seconds=2.0), drain_seconds=5)
+        async with serve_adapter(core, adapter) as url:
+            unauthorised = {
+                "C0PUBLIC": app_mention(SALARY, user=SLACK_HR, channel="C0PUBLIC"),  # everyone reads a public channel
+                "C0TEAMPRIV": app_mention(SALARY, user=SLACK_HR, channel="C0TEAMPRIV"),  # the team reads it
+                "C0SHARED": app_mention(SALARY, user=SLACK_HR, channel="C0SHARED"),  # another organisation too
+                "D0OTHER": message(SALARY, user=SLACK_OTHER, channel="D0OTHER"),  # not the HR person
+            }
+            for event in unauthorised.values():
+                assert await slack_post(url, json_body(event_callback(event))) == 200
+            posts = await fake.wait_for("chat.postMessage", count=len(unauthorised), timeout=60)
+            assert {p.params["channel"] for p in posts} == set(unauthorised)
+            assert (
+                await slack_post(url, command_body(slash_command(SALARY, user=SLACK_OTHER, channel="C0PUBLIC"))) == 200
+            )
+            (whisper,) = await fake.wait_for("chat.postEphemeral", timeout=60)
+            assert await slack_post(url, json_body(event_callback(app_home_opened(user=SLACK_OTHER)))) == 200
+            (home,) = await fake.wait_for("views.publish", timeout=30)
+            for call in [*posts, whisper, home]:
+                assert leaks(call.params) == [], (call.method, call.params.get("channel"))
+
+            # the control: the HR person's DM and slash command (read by them alone) give the figures
+            assert (
+                await slack_post(url, json_body(event_callback(message(SALARY, user=SLACK_HR, channel="D0HR")))) == 200
+            )
+            assert await slack_post(url, command_body(slash_command(SALARY, user=SLACK_HR, channel="C0PUBLIC"))) == 200
+            dm = await fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == "D0HR", timeout=60)
+            whispers = await fake.wait_for("chat.postEphemeral", count=2, timeout=60)
+            assert "£58,000" in json.dumps(dm[0].params, ensure_ascii=False)
+            assert "£58,000" in json.dumps(whispers[1].params, ensure_ascii=False)
+            assert whispers[1].params["user"] == SLACK_HR
+
+
+# --- Teams -----------------------------------------------------------------------------------------
+
+
+async def test_teams_gives_the_figures_only_in_the_hr_persons_personal_chat(core: Candor) -> None:
+    async with FakeConnector() as fake:
+        adapter = TeamsAdapter(
+            TeamsConfig(), core, EventLedger(core.store.engine, lease_seconds=2.0), drain_seconds=5, backoff_seconds=0.2
+        )
+        async with serve_adapter(core, adapter) as url, aiohttp.ClientSession() as session:
+            service = fake.service_url
+            unauthorised = [
+                group_chat_mention(SALARY, service_url=service, user_id=TEAMS_HR),  # the group reads it
+                channel_mention(SALARY, service_url=service, user_id=TEAMS_HR),  # the team reads it
+                personal_message(SALARY, service_url=service, user_id=TEAMS_OTHER, conversation_id="a:other"),
+            ]
+            for activity in unauthorised:
+                response = await session.post(f"{url}/api/messages", json=activity)
+                assert response.status in (200, 201, 202)
+            answers = await fake.wait_for(lambda c: c.body.get("type") == "message", count=3, timeout=60)
+            for call in answers:
+                assert leaks(call.body) == [], call.conversation_id
+
+            control = personal_message(SALARY, service_url=service, user_id=TEAMS_HR, conversation_id="a:hr")
+            assert (await session.post(f"{url}/api/messages", json=control)).status in (200, 201, 202)
+            (granted,) = await fake.wait_for(
+                lambda c: c.body.get("type") == "message" and c.conversation_id == "a:hr", timeout=60
+            )
+            assert "£58,000" in json.dumps(granted.body, ensure_ascii=False)
+
+
+# --- the chat page and the dashboard ----------------------------------------------------------------
+
+
+@pytest.fixture
+async def web(core: Candor) -> AsyncIterator[tuple[TestServer, TestServer]]:
+    """The anonymous page, and the page behind a sign-in proxy on 127.0.0.1 (with the dashboard)."""
+    login = ProxyLogin("X-Forwarded-Email", [ipaddress.ip_network("127.0.0.1/32")])
+    anonymous = TestServer(build_app(core, chat=AnonymousVisitors()), host="127.0.0.1")
+    signed = TestServer(
+        build_app(core, chat=login, reports=core, admin_token="a-dashboard-token-for-no-leak"), host="127.0.0.1"
+    )
+    await anonymous.start_server()
+    await signed.start_server()
+    yield anonymous, signed
+    await anonymous.close()
+    await signed.close()
+
+
+async def ask_page(server: TestServer, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+    async with aiohttp.ClientSession() as session:
+        response = await session.post(server.make_url("/api/ask"), json=body, headers=headers or {})
+        return response.status, await response.json()
+
+
+async def test_the_chat_page_gives_the_figures_only_to_the_signed_in_hr_person(
+    web: tuple[TestServer, TestServer],
+) -> None:
+    anonymous, signed = web
+    attempts = [
+        (anonymous, {"question": SALARY}, None),
+        (anonymous, {"question": SALARY, "user": WEB_HR}, None),  # a body naming the HR person
+        (anonymous, {"question": SALARY}, {"X-Forwarded-Email": WEB_HR}),  # no proxy here: the header is noise
+        (signed, {"question": SALARY}, {"X-Forwarded-Email": "someone@example.com"}),
+        (signed, {"question": SALARY}, {"X-Forwarded-User": WEB_HR}),  # not the header the proxy sets
+        (signed, {"question": SALARY, "user": WEB_HR}, {"X-Forwarded-Email": "someone@example.com"}),
+    ]
+    for server, body, headers in attempts:
+        status, reply = await ask_page(server, body, headers)
+        assert status in (200, 400, 401) and leaks(reply) == [], (body, headers)
+    status, granted = await ask_page(signed, {"question": SALARY}, {"X-Forwarded-Email": WEB_HR})
+    assert status == 200 and "£58,000" in granted["answer"]["text"]
+
+
+async def test_the_dashboard_and_health_show_nothing_without_the_token(web: tuple[TestServer, TestServer]) -> None:
+    _, signed = web
+    await ask_page(signed, {"question": SALARY}, {"X-Forwarded-Email": WEB_HR})  # a restricted answer in the log
+    async with aiohttp.ClientSession() as session:
+        for path in ("/dashboard", "/dashboard?since=30d", "/healthz"):
+            response = await session.get(signed.make_url(path), allow_redirects=False)
+            assert leaks(await response.text()) == [], path
+        page = await session.get(signed.make_url("/dashboard"), allow_redirects=False)
+        assert page.status in (401, 303) or "login" in (await page.text()).lower()
+    await asyncio.sleep(0)
