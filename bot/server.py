@@ -22,7 +22,7 @@ import contextlib
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -31,7 +31,7 @@ from aiohttp.typedefs import Handler
 
 from bot.web.dashboard import ReportService
 from bot.web.dashboard import add_routes as add_dashboard_routes
-from bot.web.identity import ChatLogin
+from bot.web.identity import ChatLogin, Network
 from bot.web.routes import add_routes as add_web_routes
 from rag.errors import CandorError
 from rag.model.answers import Answer, Feedback, Question
@@ -82,6 +82,7 @@ def build_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     reports: ReportService | None = None,
     admin_token: str | None = None,
+    trusted_proxies: Sequence[Network] = (),
 ) -> web.Application:
     """The application `candor serve` runs: `/healthz`; the chat page at `/` only with a `chat`
     login; `/dashboard` (the report page, `bot.web.dashboard`) only with an admin token and a core
@@ -95,7 +96,7 @@ def build_app(
     if admin_token:
         if reports is None:
             raise ValueError("an admin token was given but no report service to show")
-        add_dashboard_routes(app, reports, admin_token)
+        add_dashboard_routes(app, reports, admin_token, trusted_proxies=trusted_proxies)
     return app
 
 
@@ -103,9 +104,9 @@ def _healthz_handler(service: AnswerService) -> Handler:
     async def healthz(request: web.Request) -> web.Response:
         try:
             components = await service.health()
-        except CandorError as exc:
+        except CandorError as exc:  # the database's own words stay in the log: /healthz is public
             log.warning("health check failed: %s", exc)
-            return web.json_response({"status": "unavailable", "error": str(exc)}, status=503)
+            return web.json_response({"status": "unavailable", "error": "database unavailable"}, status=503)
         except Exception:
             log.exception("health check raised an unexpected error")
             return web.json_response({"status": "unavailable", "error": "health check failed"}, status=503)

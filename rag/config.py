@@ -287,8 +287,10 @@ class Settings(BaseSettings):
     """CANDOR_WEB_USER_HEADER: the header the sign-in proxy names the person in (oauth2-proxy:
     X-Forwarded-Email or X-Forwarded-User; Google IAP: X-Goog-Authenticated-User-Email)."""
     web_trusted_proxies: str | None = Field(None, validation_alias=_env("CANDOR_WEB_TRUSTED_PROXIES"))
-    """CANDOR_WEB_TRUSTED_PROXIES: the sign-in proxy's addresses or networks, comma-separated
-    (`10.0.0.5, 10.1.0.0/16`); required by CANDOR_WEB_CHAT=proxy."""
+    """CANDOR_WEB_TRUSTED_PROXIES: the reverse proxy's addresses or networks, comma-separated
+    (`10.0.0.5, 10.1.0.0/16`); required by CANDOR_WEB_CHAT=proxy. From these addresses only, Candor
+    believes the proxy's headers: who signed in, `X-Forwarded-For` (the dashboard's login limiter
+    counts the browser, not the proxy) and `X-Forwarded-Proto` (the dashboard cookie is `Secure`)."""
 
     # --- exports -------------------------------------------------------------------------
     export_users: Literal["keyed", "plain", "omit"] = Field("keyed", validation_alias=_env("CANDOR_EXPORT_USERS"))

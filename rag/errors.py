@@ -15,6 +15,7 @@ it into a friendly message.
     │   ├── EmptyFile               nothing to index once parsed
     │   ├── UnreadableFile          permissions, encoding, I/O
     │   ├── CorruptFile             the parser rejected the content
+    │   ├── WiderAccess             its own access list names a group --access did not give
     │   └── OutsideRoot             a symlink pointing out of the ingested folder
     ├── EmbeddingError              the embedder failed or returned the wrong shape
     ├── CrossEncoderError           a cross-encoder (reranker, verifier) failed to score its pairs
@@ -90,6 +91,10 @@ class UnreadableFile(IngestError):
 
 class CorruptFile(IngestError):
     reason = "corrupt or malformed"
+
+
+class WiderAccess(IngestError):
+    reason = "its front-matter access names a group --access did not give (a file cannot widen its audience)"
 
 
 class OutsideRoot(IngestError):

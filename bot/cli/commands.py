@@ -26,7 +26,7 @@ from bot.render.report_html import render_html, write_html
 from bot.render.report_text import render_report
 from bot.render.text import render_summary, render_text
 from rag import By, Candor, EvalRun, IngestReport, report_window
-from rag.errors import FileWriteError
+from rag.errors import ConfigError, FileWriteError
 from rag.model.answers import Answer, Question
 from rag.model.types import AccessScope, clean_text
 
@@ -257,18 +257,12 @@ def serve(
     """Run the server: the chat page at /, health at /healthz, Slack at /slack/events (or Socket Mode)."""
     from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app, in_background, settle_heap
     from bot.server import serve as run_server
-    from bot.web.identity import chat_login, chat_page_line
+    from bot.web.identity import chat_login, chat_page_line, is_loopback
 
-    async def work(candor: Candor) -> None:
-        await candor.warm_up()
-        await candor.open_connections()
-        settings = candor.settings
-        backend = candor.embedder_backend
-        log.info("embedder %s on %s", candor.embedder.name, backend, extra={"embedder_backend": backend})
-        err.print(f"Embedder: {candor.embedder.name} on {backend}", markup=False, highlight=False)
-        slack = settings.slack_bot_token is not None
-        teams = bool(settings.microsoft_app_id) or settings.teams
-        token = settings.admin_token.get_secret_value() if settings.admin_token else None
+    settings = cli_settings()
+    slack = settings.slack_bot_token is not None
+    teams = bool(settings.microsoft_app_id) or settings.teams
+    try:  # what the settings alone can refuse, refused before the models load
         chat = chat_login(
             settings.web_chat,
             host=host,
@@ -276,12 +270,29 @@ def serve(
             header=settings.web_user_header,
             trusted=settings.trusted_proxies,
         )
+        if teams and not settings.microsoft_app_id and not is_loopback(host):
+            raise ConfigError(
+                "CANDOR_TEAMS=true without MICROSOFT_APP_ID serves /api/messages without authentication and "
+                "sends answers wherever a request's serviceUrl points: only on a loopback address (--host 127.0.0.1)"
+            )
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from exc
+
+    async def work(candor: Candor) -> None:
+        await candor.warm_up()
+        await candor.open_connections()
+        backend = candor.embedder_backend
+        log.info("embedder %s on %s", candor.embedder.name, backend, extra={"embedder_backend": backend})
+        err.print(f"Embedder: {candor.embedder.name} on {backend}", markup=False, highlight=False)
+        token = settings.admin_token.get_secret_value() if settings.admin_token else None
         app_ = build_app(
             candor,
             chat=chat,
             max_body_bytes=PLATFORM_BODY_BYTES if slack or teams else MAX_BODY_BYTES,
             reports=candor,
             admin_token=token,
+            trusted_proxies=settings.trusted_proxies,
         )
         in_background(app_, candor.replay_spool_while_serving, "spool replay")
         in_background(app_, candor.purge_while_serving, "retention")

@@ -28,7 +28,7 @@ inline CSS and data: images.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any, Protocol
 from urllib.parse import urlencode
@@ -37,6 +37,7 @@ from aiohttp import web
 
 from bot.render.report_html import CSP, render_html
 from bot.web.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
+from bot.web.identity import Network, client_of
 from rag import Window, report_window
 from rag.errors import CandorError
 
@@ -79,10 +80,18 @@ class ReportService(Protocol):
 
 
 def add_routes(
-    app: web.Application, service: ReportService, token: str, *, limiter: LoginLimiter | None = None
+    app: web.Application,
+    service: ReportService,
+    token: str,
+    *,
+    limiter: LoginLimiter | None = None,
+    trusted_proxies: Sequence[Network] = (),
 ) -> None:
-    """Mount ``GET /dashboard`` and ``POST /dashboard/login`` on `app`, for holders of `token`."""
-    dashboard = Dashboard(service, TokenCheck(token), limiter or LoginLimiter())
+    """Mount ``GET /dashboard`` and ``POST /dashboard/login`` on `app`, for holders of `token`.
+
+    Behind a reverse proxy in `trusted_proxies` (CANDOR_WEB_TRUSTED_PROXIES) the login limiter counts
+    the browser's address the proxy forwarded, and the cookie is `Secure` when the browser used HTTPS."""
+    dashboard = Dashboard(service, TokenCheck(token), limiter or LoginLimiter(), tuple(trusted_proxies))
     app.router.add_get(PATH, dashboard.page)
     app.router.add_post(LOGIN, dashboard.login)
 
@@ -90,10 +99,13 @@ def add_routes(
 class Dashboard:
     """The two handlers, with the token they check against and the failed logins they count."""
 
-    def __init__(self, service: ReportService, check: TokenCheck, limiter: LoginLimiter) -> None:
+    def __init__(
+        self, service: ReportService, check: TokenCheck, limiter: LoginLimiter, trusted: tuple[Network, ...] = ()
+    ) -> None:
         self._service = service
         self._check = check
         self._limiter = limiter
+        self._trusted = trusted
 
     async def page(self, request: web.Request) -> web.StreamResponse:
         scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
@@ -139,14 +151,14 @@ class Dashboard:
             max_age=COOKIE_MAX_AGE,
             httponly=True,
             samesite="Strict",
-            secure=request.secure,
+            secure=client_of(request, self._trusted).secure,
         )
         return response
 
     def _attempt(self, request: web.Request, offered: str) -> tuple[int, dict[str, str]] | None:
         """None when `offered` is the token; else the status to refuse with and its extra headers: 401,
         or 429 with Retry-After while the address is locked out (the token is then not even compared)."""
-        address = _address(request)
+        address = client_of(request, self._trusted).address
         wait = self._limiter.retry_after(address)
         if wait is not None:
             return 429, {"Retry-After": str(wait)}
@@ -203,10 +215,6 @@ def login_response(
 def _kept(fields: Mapping[str, Any]) -> dict[str, str]:
     """The window's parameters among `fields` (a query or a form), non-empty text only, in order."""
     return {key: value for key in WINDOW_KEYS if isinstance(value := fields.get(key), str) and value.strip()}
-
-
-def _address(request: web.Request) -> str:
-    return request.remote or "unknown"
 
 
 def _plain(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:

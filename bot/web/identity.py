@@ -103,11 +103,35 @@ class ProxyLogin:
         return WebUser(value, authenticated=True)
 
     def _from_proxy(self, remote: str | None) -> bool:
-        try:
-            address = ipaddress.ip_address((remote or "").split("%")[0])
-        except ValueError:
-            return False
-        return any(address in network for network in self.trusted)
+        return _within(remote or "", self.trusted)
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    address: str
+    secure: bool
+    """The browser reached us over HTTPS (directly, or to a proxy that ended TLS)."""
+
+
+def client_of(request: web.BaseRequest, trusted: Sequence[Network]) -> Client:
+    """Who is on the other end: from a trusted reverse proxy, the nearest address it forwarded
+    for (`X-Forwarded-For`, read from the right, skipping the proxies) and whether the browser used
+    HTTPS (`X-Forwarded-Proto`); from anyone else, the peer itself (its headers are not believed)."""
+    remote = request.remote or "unknown"
+    if not _within(remote, trusted):
+        return Client(remote, request.secure)
+    hops = [hop.strip() for hop in request.headers.get("X-Forwarded-For", "").split(",") if hop.strip()]
+    address = next((hop for hop in reversed(hops) if not _within(hop, trusted)), remote)
+    proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    return Client(address, request.secure or proto == "https")
+
+
+def _within(address: str, networks: Sequence[Network]) -> bool:
+    try:
+        parsed = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return False
+    return any(parsed in network for network in networks)
 
 
 def is_loopback(host: str) -> bool:

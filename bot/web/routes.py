@@ -133,7 +133,7 @@ class WebChat:
         except Exception:
             log.exception("unexpected error answering a web question")
             return _error(500, UNEXPECTED)
-        return _json({"answer": answer.as_json(), "html": answer_html(answer)}, response)
+        return _json({"answer": answer.reader_json(), "html": answer_html(answer)}, response)
 
     async def feedback(self, request: web.Request) -> web.Response:
         response = web.Response()
@@ -146,6 +146,7 @@ class WebChat:
                 user=user.id,
                 platform="web",
                 comment=_comment(body),
+                askers_only=True,
             )
         except BadRequest as exc:
             return _error(exc.status, str(exc))

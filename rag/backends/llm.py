@@ -388,3 +388,9 @@ def _retry_after(exc: Any) -> float | None:
 
 async def close_all(models: Sequence[ChatModel]) -> None:
     await asyncio.gather(*(m.aclose() for m in models), return_exceptions=True)
+
+
+def quoted(text: str) -> str:
+    """Document text as the prompts show it: every line indented, so that only Candor's own lines
+    start at the margin (a document cannot forge a passage header, a part or the question)."""
+    return "\n".join(f"  {line}" for line in text.splitlines() if line.strip()) or "  (empty)"

@@ -17,7 +17,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from rag.errors import CorruptFile
+from rag.errors import CorruptFile, WiderAccess
 from rag.ingest.blocks import ChunkDraft, ParsedDocument
 from rag.ingest.dates import DateSource, find_effective_date, parse_date_value
 from rag.model.types import clean_text
@@ -60,8 +60,7 @@ def document_facts(
     trusted = declared if declared is None or declared <= today else None
     declared_authority = _as_int(meta.get("authority"))
     authority = max(0, min(declared_authority if declared_authority is not None else 0, max_authority))
-    own_groups = _groups(meta.get("access"))
-    groups = own_groups or tuple(sorted(set(cli_access)))
+    groups = _audience(path, _groups(meta.get("access")), cli_access)
     url = clean_text(str(meta.get("url") or "")).strip()
     return DocumentFacts(
         title=clean_text(str(meta.get("title") or "")).strip() or clean_text(parsed.title or "") or path.stem,
@@ -77,6 +76,21 @@ def document_facts(
         metadata={k: v for k, v in meta.items() if k not in {"title", "url", "access"}},
         chunks=chunks,
     )
+
+
+def _audience(path: Path, own: tuple[str, ...], given: Sequence[str]) -> tuple[str, ...]:
+    """The document's access groups: `--access` for the run, or the document's own list, which may
+    choose among the groups `--access` gives but never name another (a file in an HR folder cannot
+    make itself readable to everyone, nor to a group the operator did not give the folder)."""
+    allowed = set(given)
+    if not allowed:
+        return own
+    if not own:
+        return tuple(sorted(allowed))
+    beyond = sorted(set(own) - allowed)
+    if beyond:
+        raise WiderAccess(path, f"it names {beyond}; --access gave {sorted(allowed)}")
+    return own
 
 
 def _declared_date(meta: dict[str, Any], text: str, file_date: date) -> tuple[date | None, DateSource]:

@@ -252,6 +252,16 @@ class Answer:
             "cost": self.cost,
         }
 
+    def reader_json(self) -> dict[str, Any]:
+        """What the person who asked may see (the chat page's API): the answer, its sources and each
+        gate's outcome, without the internals an operator reads in the trace (gate details, which
+        can quote a model's error; withheld sentences; model calls, cost and timings)."""
+        shown = self.as_json()
+        for internal in ("dropped", "model_calls", "cost", "timings_ms"):
+            del shown[internal]
+        shown["gates"] = [{"gate": g.gate, "passed": g.passed, "attempt": g.attempt} for g in self.gates]
+        return shown
+
 
 @dataclass(frozen=True, slots=True)
 class ModelCall:
@@ -294,3 +304,6 @@ class Feedback:
     user: str | None = None
     platform: Platform = "web"
     comment: str | None = None
+    askers_only: bool = False
+    """Only the person who asked may vote (the chat page, where nobody else sees the answer): a vote
+    by anyone else is refused as for an unknown trace (`UnknownTrace`)."""

@@ -297,6 +297,11 @@ class PostgresStore:
         async with self._transaction() as conn:
             return [(str(name), int(n)) for name, n in (await conn.execute(query)).all()]
 
+    async def ping(self) -> None:
+        """One round trip; `StoreError` when the database does not answer (a health check's question)."""
+        async with self._transaction() as conn:
+            await conn.execute(text("SELECT 1"))
+
     async def counts(self, kb: KnowledgeBase | None = None) -> dict[str, int]:
         """Documents, chunks and sentences, in one knowledge base or all."""
         query = text(

@@ -65,6 +65,8 @@ SELECT_TRACE = text(
     "completion_tokens, cost, purged_at FROM traces WHERE id = CAST(:id AS uuid)"
 )
 
+SELECT_TRACE_ASKER = text("SELECT asker FROM traces WHERE id = CAST(:id AS uuid)")
+
 SELECT_GATES = text(
     "SELECT attempt, position, gate, passed, score, details FROM gate_outcomes "
     "WHERE trace_id = CAST(:id AS uuid) ORDER BY attempt, position"

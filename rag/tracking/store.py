@@ -80,9 +80,12 @@ class TraceStore:
         trace_id = parse_trace_id(feedback.trace_id)
         if trace_id is None:
             raise UnknownTrace(f"no trace {feedback.trace_id!r}: not a trace id")
-        record = feedback_record(replace(feedback, user=self.pseudonym(feedback.user)), trace_id, now=_now())
+        voter = self.pseudonym(feedback.user)
+        record = feedback_record(replace(feedback, user=voter), trace_id, now=_now())
         name = f"feedback-{uuid.uuid4().hex}.json"
         try:
+            if feedback.askers_only:
+                await self._check_voter_asked(trace_id, voter)
             await self._write_feedback(record)
         except UnknownTrace:
             if not await asyncio.to_thread(self._spool.holds, f"trace-{trace_id}.json"):
@@ -91,6 +94,12 @@ class TraceStore:
             await self._spool_record(name, record, None, trace_id=trace_id, what="feedback")
         except DATABASE_ERRORS as exc:
             await self._spool_record(name, record, exc, trace_id=trace_id, what="feedback")
+
+    async def _check_voter_asked(self, trace_id: str, voter: str | None) -> None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(queries.SELECT_TRACE_ASKER, {"id": trace_id})).first()
+        if row is not None and (voter is None or row.asker != voter):
+            raise UnknownTrace(f"trace {trace_id} was not asked by this voter")
 
     async def record_eval_run(
         self,

@@ -491,6 +491,8 @@ async def test_odd_files_and_front_matter_cost_only_themselves(candor: Candor, k
     bomb.write_text("---\n" + "\n".join(levels) + "\n---\nThe bomb shelter is in the basement.\n")
     title_bomb = docs / "title-bomb.md"  # read as a title, the aliases would expand before any count
     title_bomb.write_text("---\n" + "\n".join(levels) + "\ntitle: *a4\n---\nThe shelter has water.\n")
+    crowded = docs / "crowded.md"  # no aliases, just too many values
+    crowded.write_text("---\ntags: [" + ", ".join(f"t{n}" for n in range(2500)) + "]\n---\nCrowded.\n")
     odd_values = docs / "odd-values.md"
     odd_values.write_text(
         '---\ntitle: "Shuttle\\0 bus"\nauthor: "a\\0b"\nauthority: 99999999999\n---\n'
@@ -504,11 +506,12 @@ async def test_odd_files_and_front_matter_cost_only_themselves(candor: Candor, k
     report = await pinned_ingestor(candor).ingest([docs], kb=kb, access=[" staff "])
 
     reasons = dict(report.skipped)
-    assert set(reasons) == {str(pipe), str(odd_name), str(bomb), str(title_bomb)}, reasons
-    assert "more than 2000 values" in reasons[str(title_bomb)]
+    assert set(reasons) == {str(pipe), str(odd_name), str(bomb), str(title_bomb), str(crowded)}, reasons
+    assert "more than 2000 values" in reasons[str(crowded)]
+    assert "YAML aliases (*name) are not accepted here" in reasons[str(title_bomb)]  # refused before any read
     assert "a pipe, socket or device" in reasons[str(pipe)]
     assert "not valid UTF-8" in reasons[str(odd_name)]
-    assert "more than 2000 values" in reasons[str(bomb)]
+    assert "YAML aliases (*name) are not accepted here" in reasons[str(bomb)]
     stored = await documents_by_source(candor, kb)
     assert set(stored) == {str(odd_values), str(good)}
     shuttle = stored[str(odd_values)]

@@ -100,7 +100,12 @@ async def test_access_given_at_ingest_restricts_the_folder(candor: Candor, kb: K
     public.mkdir()
     (public / "lobby.md").write_text("# Lobby\n\nThe lobby is open to visitors from eight.\n")
     ingestor = candor.ingestor()
-    assert (await ingestor.ingest([staff], kb=kb, access=["staff"])).added == 3
+    first = await ingestor.ingest([staff], kb=kb, access=["staff"])
+    # a file cannot give itself a group the run did not give the folder: refused, named, never public
+    assert first.added == 2 and [Path(p) for p, _ in first.skipped] == [own_group]
+    assert "names a group --access did not give" in first.skipped[0][1] and "['board']" in first.skipped[0][1]
+    # given both, the board minutes choose the board among them
+    assert (await ingestor.ingest([own_group], kb=kb, access=["staff", "board"])).added == 1
     assert (await ingestor.ingest([public], kb=kb)).added == 1
 
     kbs = frozenset({kb.name})
@@ -119,7 +124,7 @@ async def test_access_given_at_ingest_restricts_the_folder(candor: Candor, kb: K
         reader = board_scope if groups == ("board",) else staff_scope
         shown = await candor.retriever.run(word, reader, k=3)
         assert (shown[0].document, shown[0].access_groups) == (str(path), groups), word
-    # Front-matter groups replace the command line's: the board minutes are not for all staff.
+    # The document's own choice among the given groups: the board minutes are not for all staff.
     as_staff = await candor.retriever.run("trellibond", staff_scope, k=10)
     assert all(p.document != str(own_group) for p in as_staff)
     lobby = await candor.retriever.run("When is the lobby open?", public_scope, k=1)

@@ -28,7 +28,7 @@ from aiohttp.test_utils import TestServer, unused_port
 from bot.server import AnswerService, build_app, serve
 from bot.web.identity import AnonymousVisitors, ChatLogin, ProxyLogin
 from rag.errors import QuestionError, StoreError, UnknownTrace
-from rag.model.answers import Answer, AnswerSentence, Conflict, Feedback, Question, Source
+from rag.model.answers import Answer, AnswerSentence, Conflict, Feedback, GateOutcome, Question, Source
 from rag.model.types import AccessScope
 
 QUESTION = "How many days of annual leave do I get?"
@@ -79,6 +79,10 @@ class FakeAnswerService:
                 Conflict("Annual leave days differ.", ("24 days", "20 days"), (1, 2), 1, "newer effective date"),
             ),
             trace_id=trace,
+            gates=(
+                GateOutcome("retrieval_score", True, 0.71, attempt=1, details={"best_cosine": 0.71}),
+                GateOutcome("faithfulness", True, 0.9, attempt=1, details={"judge_error": "upstream said: key sk-…"}),
+            ),
         )
 
     async def record_feedback(self, feedback: Feedback) -> None:
@@ -163,6 +167,12 @@ async def test_ask_returns_answer_json_and_html(http: ClientSession, answer_serv
 
     assert response.status == 200
     assert body["answer"]["route"] == "answered" and body["answer"]["question"] == QUESTION
+    # what the asker may see: no withheld sentences, model calls, costs or gate details
+    assert not {"dropped", "model_calls", "cost", "timings_ms"} & set(body["answer"])
+    assert body["answer"]["gates"] == [
+        {"gate": "retrieval_score", "passed": True, "attempt": 1},
+        {"gate": "faithfulness", "passed": True, "attempt": 1},
+    ]
     assert [s["n"] for s in body["answer"]["sources"]] == [1, 2]
     trace = body["answer"]["trace_id"]
     assert f'<sup><a href="#src-{trace}-1">[1]</a></sup>' in body["html"]
@@ -384,7 +394,7 @@ async def test_healthz_503_when_the_database_is_down(answer_service: FakeAnswerS
     async with started(FailsOnce(answer_service, StoreError("database is down"))) as http:
         response = await http.get("/healthz")
         assert response.status == 503
-        assert await response.json() == {"status": "unavailable", "error": "database is down"}
+        assert await response.json() == {"status": "unavailable", "error": "database unavailable"}
         assert (await http.get("/healthz")).status == 200
 
 

@@ -120,3 +120,17 @@ async def test_a_restricted_question_from_the_page_reads_public_documents_only(s
         answer = (await asked.json())["answer"]
     assert answer["route"] == "abstained"
     assert "£" not in answer["text"]
+
+
+async def test_only_the_browser_that_asked_can_vote_on_the_answer(candor: Candor, server: TestServer) -> None:
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as asker:
+        asked = await asker.post(server.make_url("/api/ask"), json={"question": "How long is the notice period?"})
+        trace_id = (await asked.json())["answer"]["trace_id"]
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as stranger:
+            await stranger.get(server.make_url("/"))  # a browser of its own, with its own id
+            voted = await stranger.post(server.make_url("/api/feedback"), json={"trace_id": trace_id, "rating": "down"})
+            assert voted.status == 404  # as for an answer it never saw: nothing says whose it is
+        own = await asker.post(server.make_url("/api/feedback"), json={"trace_id": trace_id, "rating": "up"})
+        assert own.status == 200
+    trace = await candor.tracker.trace(trace_id)
+    assert trace is not None and [f["rating"] for f in trace["feedback"]] == [1]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
 import os
 import time
@@ -426,3 +427,30 @@ def test_the_admin_token_setting_is_a_secret_and_not_a_short_one() -> None:
     assert load_settings().admin_token is None or "CANDOR_ADMIN_TOKEN" in os.environ
     with pytest.raises(ConfigError, match="CANDOR_ADMIN_TOKEN"):
         load_settings(admin_token="short")
+
+
+async def test_behind_a_trusted_proxy_the_limiter_counts_browsers_and_the_cookie_is_secure(candor: Candor) -> None:
+    """Every browser reaches Candor from the proxy's address: the limiter must count the address the
+    proxy forwarded, or ten wrong guesses by one person would lock everyone out; and a proxy that ended
+    TLS makes the cookie `Secure`. From an address that is not the proxy, the same headers are ignored."""
+    proxied = web.Application()
+    add_dashboard_routes(proxied, candor, TOKEN, trusted_proxies=[ipaddress.ip_network("127.0.0.1/32")])
+    async with running(proxied) as http:
+        guesser = {**origin_of(http), "X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}
+        for attempt in range(10):
+            wrong = await http.post("/dashboard/login", data={"token": f"guess-{attempt}"}, headers=guesser)
+            assert wrong.status == 401
+        assert (await http.post("/dashboard/login", data={"token": TOKEN}, headers=guesser)).status == 429
+        colleague = {**guesser, "X-Forwarded-For": "198.51.100.4, 203.0.113.99"}  # the nearest hop counts
+        welcome = await http.post("/dashboard/login", data={"token": TOKEN}, headers=colleague, allow_redirects=False)
+        assert welcome.status == 303
+        assert "Secure" in welcome.headers["Set-Cookie"] and "HttpOnly" in welcome.headers["Set-Cookie"]
+
+    direct = web.Application()
+    add_dashboard_routes(direct, candor, TOKEN, trusted_proxies=[ipaddress.ip_network("10.0.0.0/8")])
+    async with running(direct) as http:
+        forged = {**origin_of(http), "X-Forwarded-For": "203.0.113.1", "X-Forwarded-Proto": "https"}
+        for attempt in range(10):
+            await http.post("/dashboard/login", data={"token": f"guess-{attempt}"}, headers=forged)
+        other = {**forged, "X-Forwarded-For": "203.0.113.2"}  # a forged header cannot dodge the lock
+        assert (await http.post("/dashboard/login", data={"token": TOKEN}, headers=other)).status == 429
