@@ -261,6 +261,30 @@ class TeamsAdapter:
             return InvokeResponse(status=500)
         return InvokeResponse(status=200)
 
+    async def deleted(self, context: TurnContext) -> None:
+        """A question deleted in Teams: its answer is deleted too, and its text leaves the ledger and
+        the trace (a failure to delete the answer is logged; the text goes regardless)."""
+        activity = context.activity
+        conversation = activity.conversation.id if activity.conversation else ""
+        key = f"{channel_data(activity, 'tenant')}/{conversation}/{activity.id}"
+        try:
+            row = await self.ledger.mark_deleted(PLATFORM, key)
+        except StoreError as exc:
+            log.error("could not record a deleted Teams question: %s", exc, extra={"key": key})
+            return
+        if row is None:
+            return
+        for reply_id in (row.get("reply") or {}).get("activity_ids") or ():
+            try:
+                await context.delete_activity(reply_id)
+            except Exception as exc:  # botbuilder's ErrorResponseException, the network: the answer stays
+                log.warning("could not delete the answer to a deleted Teams question: %s", exc, extra={"key": key})
+        for trace_id in row.get("trace_ids") or ():
+            try:
+                await self.core.forget(trace_id)
+            except CandorError as exc:
+                log.error("could not remove the text of a deleted question: %s", exc, extra={"trace_id": trace_id})
+
     async def _welcome(self) -> dict[str, Any]:
         return welcome_activity(await self.core.knowledge_base_summary(), ask_human=self.config.ask_human)
 
@@ -375,6 +399,9 @@ class _CandorBot(ActivityHandler):  # type: ignore[misc]
 
     async def on_message_activity(self, turn_context: TurnContext) -> None:
         await self.adapter.record(turn_context)
+
+    async def on_message_delete_activity(self, turn_context: TurnContext) -> None:
+        await self.adapter.deleted(turn_context)
 
     async def on_members_added_activity(self, members_added: list[ChannelAccount], turn_context: TurnContext) -> None:
         bot_id = turn_context.activity.recipient.id if turn_context.activity.recipient else None

@@ -2,9 +2,9 @@
 
 A thin adapter: JSON in → `Question` / `Feedback` → the service → JSON (and the rendered answer) out.
 Who asks is the login's to say (`bot.web.identity`), never the body's: an anonymous browser (its
-cookie id) reads public documents only, and no access rule matches it; a person an authenticating
-proxy vouched for asks as themselves, in a conversation only they read (``audience="direct"``),
-so their ``platform: web`` access rules count.
+cookie id) reads public documents only (no access rule grants it groups; knowledge-base limits
+apply); a person an authenticating proxy vouched for asks as themselves, in a conversation only
+they read (``audience="direct"``), so their ``platform: web`` access rules count.
 
 Every failure becomes a JSON ``{"error": ...}`` with a status that says whose fault it was (400 bad
 input, 401 not signed in, 404 unknown trace, 413 too large, 415 not JSON, 429 too many questions,
@@ -27,7 +27,6 @@ from bot.web.identity import ChatLogin, NotSignedIn, WebUser
 from bot.web.render import answer_html
 from rag.errors import CandorError, QuestionError, RateLimited, StoreError, UnknownTrace
 from rag.model.answers import Feedback, Question, Rating, Turn
-from rag.model.types import AccessScope
 
 if TYPE_CHECKING:
     from bot.server import AnswerService
@@ -121,7 +120,7 @@ class WebChat:
                 history=_history(body),
                 audience="direct",
                 private_reply=True,
-                scope=None if user.authenticated else AccessScope.public(),
+                anonymous=not user.authenticated,
                 client_address=None if user.authenticated else request.remote,
             )
         except BadRequest as exc:

@@ -56,6 +56,9 @@ class Question:
     private_reply: bool = False
     """The answer is shown to the asker alone (a Slack ephemeral reply, the chat page), whoever else
     is in the conversation: the asker's own access rules count (`AccessPolicy`)."""
+    anonymous: bool = False
+    """The asker id names a browser, not a person (the chat page without a login): no access rule
+    grants it groups; the rules' knowledge-base limits still apply (`AccessPolicy`)."""
     client_address: str | None = None
     """The network address of an anonymous chat page visitor: a browser can shed its cookie id, not
     its address, so the rate limit counts both (`rag.tracking.limits`). Never stored with the trace."""

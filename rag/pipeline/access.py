@@ -30,7 +30,9 @@ Who reads the answer decides which rules count:
   the conversation or the platform counts: everyone there, guests of other organisations included,
   would read the answer (a reply to the asker alone still gets the asker's own rules).
 A chat page conversation is chosen by the browser, so a `web` rule may name askers only (the
-identity an authenticating proxy vouched for); an anonymous web question never reaches the policy.
+identity an authenticating proxy vouched for); an anonymous question (`Question.anonymous`: a
+browser's cookie id) gets no groups from any rule, only the knowledge-base limits of the rules
+about its platform.
 """
 
 from __future__ import annotations
@@ -59,12 +61,12 @@ class AccessRule:
         return (
             _match(self.platform, question.platform)
             and _match(self.conversation, question.conversation)
-            and _match(self.asker, question.asker)
+            and _match(self.asker, None if question.anonymous else question.asker)
         )
 
     def grants_groups_to(self, question: Question) -> bool:
         """Matches, and everyone who reads the answer is covered by what the rule is about."""
-        if not self.matches(question):
+        if question.anonymous or not self.matches(question):
             return False
         if self.asker is not None:
             return question.audience == "direct" or question.private_reply

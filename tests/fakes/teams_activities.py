@@ -301,3 +301,19 @@ def _user(user_id: str, user_name: str) -> Activity:
 
 def _client_info() -> Activity:
     return {"type": "clientInfo", "locale": "en-US", "country": "US", "platform": "Web", "timezone": "Etc/UTC"}
+
+
+def message_deleted(message: Activity) -> Activity:
+    """Teams' `messageDelete` (`softDeleteMessage`) for `message`, a message the user sent earlier:
+    the same id and conversation, no text."""
+    return {
+        "type": "messageDelete",
+        "id": message["id"],
+        "timestamp": now_iso(),
+        "serviceUrl": message["serviceUrl"],
+        "channelId": "msteams",
+        "from": message["from"],
+        "conversation": message["conversation"],
+        "recipient": message["recipient"],
+        "channelData": {**message["channelData"], "eventType": "softDeleteMessage"},
+    }

@@ -37,6 +37,7 @@ from tests.fakes.teams_activities import (
     channel_mention,
     feedback_invoke,
     members_added,
+    message_deleted,
     personal_message,
 )
 from tests.fakes.teams_server import ingest_handbook
@@ -378,3 +379,27 @@ async def test_a_question_no_replica_could_finish_is_given_up_and_the_asker_is_t
         assert len(await served.fake.wait_for(in_conversation)) == 1
     row = await ledger.get(PLATFORM, conversation)
     assert row is not None and row["status"] == "failed" and "given up after 1 attempts" in row["error"]
+
+
+async def test_a_question_deleted_in_teams_loses_its_answer_and_its_text(served: Served) -> None:
+    question = personal_message(
+        "How much is the home office stipend?", service_url=served.fake.service_url, conversation_id="a:deleting"
+    )
+    assert await served.post(question) in (200, 201, 202)
+    (reply,) = await served.fake.wait_for(lambda c: c.body.get("type") == "message", timeout=30)
+    row = await answered(served, question)
+    trace_id = str(row["trace_id"])
+
+    assert await served.post(message_deleted(question)) in (200, 201, 202)
+
+    for _ in range(100):
+        if served.fake.calls_to("delete"):
+            break
+        await asyncio.sleep(0.1)
+    (removed,) = served.fake.calls_to("delete")
+    assert (removed.conversation_id, removed.activity_id) == ("a:deleting", reply.new_id)
+    row = await served.row(question)
+    assert row is not None and row["status"] == "deleted" and row["question"] is None and row["asker"] is None
+    trace = await served.core.tracker.trace(trace_id)
+    assert trace is not None and trace["purged_at"] is not None
+    assert "home office stipend" not in json.dumps(trace["question"]) and trace["asker"] is None

@@ -29,7 +29,6 @@ from bot.server import AnswerService, build_app, serve
 from bot.web.identity import AnonymousVisitors, ChatLogin, ProxyLogin
 from rag.errors import QuestionError, StoreError, UnknownTrace
 from rag.model.answers import Answer, AnswerSentence, Conflict, Feedback, GateOutcome, Question, Source
-from rag.model.types import AccessScope
 
 QUESTION = "How many days of annual leave do I get?"
 
@@ -180,8 +179,8 @@ async def test_ask_returns_answer_json_and_html(http: ClientSession, answer_serv
     (question,) = answer_service.questions
     assert question.platform == "web" and question.history == ()
     assert question.asker is not None and question.asker.startswith("web-")
-    # anonymous: public documents only, decided here, so that no access rule can match the browser
-    assert question.scope == AccessScope.public()
+    # anonymous: no access rule grants a browser's cookie id any group
+    assert question.anonymous and question.scope is None
 
 
 async def test_follow_up_sends_history_and_keeps_the_browser_id(
@@ -215,7 +214,7 @@ async def test_a_forged_cookie_is_replaced_by_an_anonymous_id(
     assert (await ask(http)).status == 200
     (question,) = answer_service.questions
     assert question.asker != "U0ADMIN" and question.asker is not None and question.asker.startswith("web-")
-    assert question.scope == AccessScope.public()
+    assert question.anonymous
 
 
 def proxy_login(trusted: str) -> ProxyLogin:
@@ -240,6 +239,7 @@ async def test_behind_the_sign_in_proxy_the_asker_is_who_it_vouched_for(answer_s
 
     (question,) = answer_service.questions
     assert question.asker == "alice@example.com" and question.scope is None  # the access policy decides
+    assert not question.anonymous
     assert question.audience == "direct" and question.private_reply
     assert answer_service.feedback[0].user == "alice@example.com"
 

@@ -203,3 +203,16 @@ def test_a_public_channel_keeps_the_knowledge_base_limits(tmp_path: Path) -> Non
 def test_private_and_direct_conversations_keep_their_groups(policy: AccessPolicy, audience: str | None) -> None:
     question = Question("q", platform="slack", conversation="T0001/C0HR42", audience=audience)  # type: ignore[arg-type]
     assert policy.scope_for(question) == AccessScope(frozenset({"hr-confidential"}), None)
+
+
+def test_an_anonymous_asker_gets_no_groups_but_keeps_the_knowledge_base_limits(tmp_path: Path) -> None:
+    policy = policy_from(
+        tmp_path,
+        "- platform: web\n  knowledge_bases: [help-centre]\n"
+        "- platform: web\n  groups: [staff]\n  knowledge_bases: [help-centre]\n"
+        '- platform: web\n  asker: "web-*"\n  groups: [hr-confidential]\n',
+    )
+    browser = Question("q", platform="web", asker="web-0011", audience="direct", private_reply=True, anonymous=True)
+    assert policy.scope_for(browser) == AccessScope(frozenset(), frozenset({"help-centre"}))
+    person = Question("q", platform="web", asker="web-0011", audience="direct", private_reply=True)
+    assert policy.scope_for(person).groups == {"staff", "hr-confidential"}
