@@ -16,6 +16,7 @@ import ipaddress
 import json
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from bot.server import build_app
 from bot.slack.app import SlackAdapter, SlackConfig
 from bot.teams.app import TeamsAdapter, TeamsConfig
 from bot.web.identity import AnonymousVisitors, ProxyLogin
+from rag.insights.report.build import Window
 from rag.model.answers import Question
 from rag.model.types import AccessScope
 from rag.runtime import Candor, build_answerer
@@ -226,3 +228,17 @@ async def test_the_dashboard_and_health_show_nothing_without_the_token(web: tupl
         page = await session.get(signed.make_url("/dashboard"), allow_redirects=False)
         assert page.status in (401, 303) or "login" in (await page.text()).lower()
     await asyncio.sleep(0)
+
+
+async def test_the_gaps_of_unauthorised_readers_are_rechecked_in_their_own_scope(
+    core: Candor, handbook: KnowledgeBase
+) -> None:
+    """Runs after the tests above: their refused salary questions are gaps now. `candor gaps` re-checks
+    each with the scope its asker had, so the evidence it shows for them is never the restricted text."""
+    window = Window(
+        datetime.now(UTC) - timedelta(hours=1), datetime.now(UTC) + timedelta(minutes=1), None, handbook.name
+    )
+    found = await core.gaps(window, min_size=1)
+    shown = json.dumps(found, ensure_ascii=False, default=str)
+    assert "salary band" in shown.lower()  # the refused questions are there
+    assert leaks(found) == []
