@@ -32,6 +32,8 @@ from aiohttp.typedefs import Handler
 from bot.web.dashboard import ReportService
 from bot.web.dashboard import add_routes as add_dashboard_routes
 from bot.web.identity import ChatLogin, Network
+from bot.web.metrics import MetricsSource
+from bot.web.metrics import add_routes as add_metrics_routes
 from bot.web.routes import add_routes as add_web_routes
 from rag.errors import CandorError
 from rag.model.answers import Answer, Feedback, Question
@@ -83,16 +85,21 @@ def build_app(
     reports: ReportService | None = None,
     admin_token: str | None = None,
     trusted_proxies: Sequence[Network] = (),
+    metrics: MetricsSource | None = None,
+    open_metrics: bool = False,
 ) -> web.Application:
     """The application `candor serve` runs: `/healthz`; the chat page at `/` only with a `chat`
     login; `/dashboard` (the report page, `bot.web.dashboard`) only with an admin token and a core
-    that makes reports."""
+    that makes reports; `/metrics` with `metrics`, behind the admin token when there is one, else
+    only when `open_metrics` (a server on a loopback address)."""
     if max_question_chars < 1:
         raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
     app = web.Application(client_max_size=max_body_bytes)
     app.router.add_get("/healthz", _healthz_handler(service))
     if chat is not None:
         add_web_routes(app, service, chat, max_question_chars=max_question_chars)
+    if metrics is not None and (admin_token or open_metrics):
+        add_metrics_routes(app, metrics, token=admin_token or None)
     if admin_token:
         if reports is None:
             raise ValueError("an admin token was given but no report service to show")

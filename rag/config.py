@@ -305,6 +305,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", validation_alias=_env("CANDOR_LOG_LEVEL")
     )
+    log_format: Literal["text", "json"] = Field("text", validation_alias=_env("CANDOR_LOG_FORMAT"))
+    """CANDOR_LOG_FORMAT: `text` (a line a person reads) or `json` (one object per line, with the
+    fields the code attaches: trace id, platform, route, ...; bot/cli/logs.py)."""
 
     @field_validator("home", mode="after")
     @classmethod

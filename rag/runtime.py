@@ -11,12 +11,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from rag.backends.embeddings import backend_in_use, build_embedder
 from rag.backends.from_settings import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
 from rag.backends.llm_judge import LLMFactComparer
 from rag.backends.vector_cache import CachedEmbedder
 from rag.config import Settings
-from rag.errors import StoreError, TrackingError
+from rag.errors import QuestionError, RateLimited, StoreError, TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor, IngestReport
 from rag.insights.feedback.export import export_key
@@ -39,6 +41,7 @@ from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.tracking import TraceStore
 from rag.tracking.events import EventLedger
 from rag.tracking.limits import QuestionLimits
+from rag.tracking.metrics import Metrics
 from rag.tracking.pseudonyms import keyed, plain
 from rag.tracking.retention import Purged, forget_trace, purge_before
 
@@ -76,13 +79,23 @@ class Candor:
     """Chat platform events claimed for answering, so each is answered once by one replica."""
     limits: QuestionLimits | None = None
     """Questions per minute per asker and conversation, shared by the replicas; None: no limits."""
+    metrics: Metrics | None = None
+    """What `/metrics` shows; None: nothing is counted."""
 
     async def answer(self, question: Question) -> Answer:
         """The gated answer to one question, logged (DESIGN.md, "The flow"); `RateLimited` when its
         asker or conversation asked too many just now."""
-        if self.limits is not None:
-            await self.limits.admit(question)
-        return await self.answerer.answer(question)
+        try:
+            if self.limits is not None:
+                await self.limits.admit(question)
+            answer = await self.answerer.answer(question)
+        except QuestionError as exc:
+            if self.metrics is not None:
+                self.metrics.refused_question(question, "rate_limited" if isinstance(exc, RateLimited) else "invalid")
+            raise
+        if self.metrics is not None:
+            self.metrics.answered(question, answer)
+        return answer
 
     async def rerank(self, text: str, scope: AccessScope, *, k: int | None = None) -> list[Ranked]:
         """The shortlist for `text` as the answer pipeline orders it (retrieval, then the reranker)."""
@@ -129,6 +142,18 @@ class Candor:
                     log.warning("retention: purged %s older than %d days", purged, days)
             except StoreError as exc:
                 log.warning("retention: the purge will be tried again later: %s", exc)
+            await asyncio.sleep(every)
+
+    async def refresh_metrics_while_serving(self, every: float = 15.0) -> None:
+        """The ledger's gauges from Postgres every `every` seconds, until cancelled (a failed read is
+        logged and tried again)."""
+        if self.metrics is None:
+            return
+        while True:
+            try:
+                await self.metrics.refresh_ledger(self.store.engine)
+            except (SQLAlchemyError, OSError) as exc:
+                log.warning("metrics: could not read the event ledger: %s", exc)
             await asyncio.sleep(every)
 
     async def replay_spool_while_serving(self) -> None:
@@ -311,11 +336,17 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
         answerer = build_answerer(
             settings, store, embedder, retriever, reranker=reranker, vectors=vectors, tracker=tracker
         )
-        events = EventLedger(store.engine, lease_seconds=settings.event_lease_seconds, pseudonym=pseudonym)
+        metrics = Metrics(spool_size=tracker.spool_stats)
+        events = EventLedger(
+            store.engine,
+            lease_seconds=settings.event_lease_seconds,
+            pseudonym=pseudonym,
+            on_takeover=metrics.taken_over,
+        )
         limits = QuestionLimits(
             store.engine, per_user=settings.rate_limit_user, per_conversation=settings.rate_limit_conversation
         )
-        yield Candor(settings, store, embedder, retriever, answerer, tracker, reranker, events, limits)
+        yield Candor(settings, store, embedder, retriever, answerer, tracker, reranker, events, limits, metrics)
     finally:
         await close_chat_models()
         await store.close()

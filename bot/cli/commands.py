@@ -293,11 +293,17 @@ def serve(
             reports=candor,
             admin_token=token,
             trusted_proxies=settings.trusted_proxies,
+            metrics=candor.metrics,
+            open_metrics=is_loopback(host),
         )
         in_background(app_, candor.replay_spool_while_serving, "spool replay")
         in_background(app_, candor.purge_while_serving, "retention")
+        in_background(app_, candor.refresh_metrics_while_serving, "metrics")
         if token:
             err.print(f"Dashboard: http://{host}:{port}/dashboard (CANDOR_ADMIN_TOKEN)", highlight=False)
+        if token or is_loopback(host):
+            guarded = "CANDOR_ADMIN_TOKEN as a bearer token" if token else "open: loopback only"
+            err.print(f"Metrics: http://{host}:{port}/metrics ({guarded})", highlight=False)
         if teams:
             from bot.teams.app import TeamsAdapter, teams_config
 

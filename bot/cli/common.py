@@ -8,8 +8,6 @@ bot/cli/commands.py, which imports them all to register their commands.
 from __future__ import annotations
 
 import asyncio
-import logging
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
@@ -17,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from bot.cli.logs import configure_logging
 from rag import Candor, open_candor
 from rag.config import Settings, load_settings
 from rag.errors import CandorError, ConfigError, RetrievalError
@@ -64,5 +63,5 @@ def cli_settings() -> Settings:
     except ConfigError as exc:
         err.print(f"error: {exc}", highlight=False)
         raise typer.Exit(1) from exc
-    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_level, settings.log_format)
     return settings

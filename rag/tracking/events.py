@@ -13,7 +13,7 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -189,9 +189,12 @@ class EventLedger:
         lease_seconds: float = 60.0,
         max_attempts: int = 5,
         pseudonym: Pseudonym = plain,
+        on_takeover: Callable[[str], None] | None = None,
     ) -> None:
-        """`pseudonym`: what the `asker` column stores for an asker id (CANDOR_STORE_ASKERS)."""
+        """`pseudonym`: what the `asker` column stores for an asker id (CANDOR_STORE_ASKERS);
+        `on_takeover(platform)`: told of each question taken over from another replica (metrics)."""
         self.pseudonym = pseudonym
+        self.on_takeover = on_takeover
         if not (lease_seconds > 0 and math.isfinite(lease_seconds)):
             raise ConfigError(f"lease_seconds must be a positive number of seconds, got {lease_seconds!r}")
         if max_attempts < 1:
@@ -240,7 +243,10 @@ class EventLedger:
         rows = await self._execute(f"claim {platform} event {key}", CLAIM, params)
         if not rows or not rows[0]["won"]:
             return None
-        return _claim(rows[0], taken_over=rows[0]["attempt"] > 1)
+        claim = _claim(rows[0], taken_over=rows[0]["attempt"] > 1)
+        if claim.taken_over and self.on_takeover is not None:
+            self.on_takeover(platform)
+        return claim
 
     async def renew(self, claim: Claim) -> bool:
         """Extend the lease from now; False when the claim is no longer this owner's (taken over, or done)."""
@@ -289,6 +295,9 @@ class EventLedger:
             given_up.append(_claim(row, taken_over=True, given_up=True))
         params = {**exhausted, "limit": limit, "owner": self.owner, "lease": self.lease_seconds}
         rows = await self._execute(f"take over expired {platform} events", TAKE_OVER_EXPIRED, params)
+        if self.on_takeover is not None:
+            for row in rows:
+                self.on_takeover(row["platform"])
         return given_up + [_claim(row, taken_over=True) for row in rows]
 
     async def get(self, platform: str, key: str) -> dict[str, Any] | None:

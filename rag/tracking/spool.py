@@ -52,18 +52,23 @@ class Spool:
 
     def size(self) -> int:
         """Bytes the spooled records take (not counting `rejected/`)."""
-        total = 0
+        return self.stats()[1]
+
+    def stats(self) -> tuple[int, int]:
+        """Files and bytes in the spool (not counting `rejected/`)."""
+        files = total = 0
         try:
             with os.scandir(self.directory) as entries:
                 for entry in entries:
                     try:
                         if entry.is_file():
+                            files += 1
                             total += entry.stat().st_size
                     except FileNotFoundError:
                         continue
         except FileNotFoundError:
-            return 0
-        return total
+            return 0, 0
+        return files, total
 
     def holds(self, name: str) -> bool:
         return (self.directory / name).is_file()

@@ -143,6 +143,10 @@ class TraceStore:
             log.info("replayed %d spooled tracking records", replayed, extra={"spool_dir": str(self.spool_dir)})
         return replayed
 
+    def spool_stats(self) -> tuple[int, int]:
+        """Files and bytes waiting in the spool (blocking: a scrape's quick look at one folder)."""
+        return self._spool.stats()
+
     async def replay_while_serving(self, every: float) -> None:
         """Replay the spool every `every` seconds, for as long as the task runs (cancel to stop).
 

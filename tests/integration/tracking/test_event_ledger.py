@@ -146,6 +146,8 @@ async def test_a_live_lease_is_not_taken_over(engine: AsyncEngine, platform: str
 
 async def test_an_expired_lease_is_taken_over_by_the_next_claim(engine: AsyncEngine, platform: str) -> None:
     a, b = replicas(engine, lease=SHORT)
+    takeovers: list[str] = []
+    b.on_takeover = takeovers.append  # what /metrics counts (candor_ledger_takeovers_total)
     key = new_key()
     first = await a.claim(platform, key, PAYLOAD, event_id="Ev1", question="Leave?")
     assert first is not None
@@ -155,6 +157,7 @@ async def test_an_expired_lease_is_taken_over_by_the_next_claim(engine: AsyncEng
 
     assert second is not None
     assert (second.owner, second.attempt, second.taken_over) == ("replica-b", 2, True)
+    assert takeovers == [platform]
     assert second.payload == PAYLOAD, "the stored payload, not the retry's"
     assert second.question == "Leave?"
     assert second.lease_until > first.lease_until
