@@ -6,6 +6,7 @@ some files were skipped (each named with its reason).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -26,7 +27,7 @@ from bot.render.report_html import render_html, write_html
 from bot.render.report_text import render_report
 from bot.render.text import render_summary, render_text
 from rag import By, Candor, EvalRun, IngestReport, report_window
-from rag.errors import ConfigError, FileWriteError
+from rag.errors import CandorError, ConfigError, FileWriteError
 from rag.model.answers import Answer, Question
 from rag.model.types import AccessScope, clean_text
 
@@ -377,6 +378,42 @@ def slack_worker() -> None:
         await run_answer_process(candor)
 
     run(work)
+
+
+@app.command()
+def prepare() -> None:
+    """Load the embedder once (exporting its ONNX file into CANDOR_MODELS_DIR on first use), then
+    exit: a container image runs it at build time, so that a container starts without writing a cache."""
+    from rag.backends.embeddings import backend_in_use, build_embedder
+
+    settings = cli_settings()
+
+    async def work() -> str:
+        embedder = build_embedder(settings)
+        try:
+            await embedder.embed(["prepare"])
+            return backend_in_use(embedder)
+        finally:
+            await embedder.aclose()
+
+    try:
+        backend = asyncio.run(work())
+    except CandorError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from exc
+    out.print(f"embedder {settings.embedder} on {backend}, in {settings.model_cache}", markup=False, highlight=False)
+
+
+@app.command()
+def migrate() -> None:
+    """Bring the database's schema up to date, then exit (every command does it on start; a
+    deployment runs this once, as a job, before the new version's servers start)."""
+
+    async def work(candor: Candor) -> str:
+        return await candor.store.schema_revision()
+
+    revision = run(work, check_embedder=False)
+    out.print(f"schema up to date (revision {revision})", markup=False, highlight=False)
 
 
 app.command("gaps")(gaps)

@@ -297,6 +297,11 @@ class PostgresStore:
         async with self._transaction() as conn:
             return [(str(name), int(n)) for name, n in (await conn.execute(query)).all()]
 
+    async def schema_revision(self) -> str:
+        """The migration the schema is at (alembic's `version_num`)."""
+        async with self._transaction() as conn:
+            return str((await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar_one())
+
     async def ping(self) -> None:
         """One round trip; `StoreError` when the database does not answer (a health check's question)."""
         async with self._transaction() as conn:

@@ -27,3 +27,13 @@ def test_an_empty_signing_secret_is_refused_by_name(tmp_path: Path) -> None:
     env = {"CANDOR_HOME": str(tmp_path / "home"), "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": ""}
     result = CliRunner().invoke(app, ["serve"], env=env)
     assert result.exit_code == 1 and "SLACK_SIGNING_SECRET" in result.output and "empty" in result.output
+
+
+def test_prepare_loads_the_embedder_into_the_models_folder(tmp_path: Path, models_dir: Path) -> None:
+    """What a container image runs at build time (the run's models folder: exported once already)."""
+    env = {"CANDOR_HOME": str(tmp_path / "home"), "CANDOR_MODELS_DIR": str(models_dir), "HF_HUB_OFFLINE": "1"}
+    result = CliRunner().invoke(app, ["prepare"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("embedder minilm on onnx-int8") and f", in {models_dir}" in result.output
+    assert any(models_dir.rglob("candor-export.json"))
+    assert not (tmp_path / "home").exists()  # no database, no home: only the models

@@ -1,0 +1,115 @@
+"""deploy/: the compose file against the Compose Specification's schema, every Kubernetes manifest
+against the Kubernetes API schema (strict: an unknown field is an error), and what each must hold."""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from rag.config import load_settings
+from tests.conftest import REPO
+
+DEPLOY = REPO / "deploy"
+KUBERNETES_VERSION = "1.30"
+MANIFESTS = sorted(p for p in (DEPLOY / "kubernetes").glob("*.yaml") if p.name != "kustomization.yaml")
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def compose_schema() -> dict[str, Any]:
+    schema = files("check_jsonschema.builtin_schemas.vendor").joinpath("compose-spec.json")
+    return json.loads(schema.read_text(encoding="utf-8"))
+
+
+def test_the_compose_file_follows_the_compose_specification() -> None:
+    (compose,) = documents(DEPLOY / "compose.yaml")
+    jsonschema.validate(compose, compose_schema())
+    broken = copy.deepcopy(compose)
+    broken["services"]["candor"]["restart_policy"] = "always"  # not a service key: the check can fail
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, compose_schema())
+
+
+def test_the_compose_file_waits_for_the_schema_and_keeps_secrets_out() -> None:
+    (compose,) = documents(DEPLOY / "compose.yaml")
+    services = compose["services"]
+    assert set(services) == {"postgres", "migrate", "ingest", "candor"}
+    for name in ("ingest", "candor"):
+        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        assert services[name]["env_file"] == "candor.env"
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert "healthz" in " ".join(services["candor"]["healthcheck"]["test"])
+    assert "pgdata" in compose["volumes"]
+    text = (DEPLOY / "compose.yaml").read_text(encoding="utf-8")
+    assert "PASSWORD:" not in text and "TOKEN=" not in text and "SECRET=" not in text
+
+
+def test_the_example_env_file_is_a_valid_configuration(tmp_path: Path) -> None:
+    values = {}
+    for line in (DEPLOY / "candor.env.example").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            values[name] = value
+    overrides = {
+        "home": tmp_path,
+        "database_url": values.pop("CANDOR_DATABASE_URL"),
+        "admin_token": values.pop("CANDOR_ADMIN_TOKEN"),
+        "retention_days": values.pop("CANDOR_RETENTION_DAYS"),
+    }
+    assert values == {}, "every uncommented setting is checked here"
+    settings = load_settings(**overrides)
+    assert settings.retention_days == 90 and settings.slack_bot_token is None
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_each_kubernetes_manifest_is_valid(path: Path) -> None:
+    for doc in documents(path):
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_an_unknown_field_fails_the_kubernetes_check() -> None:
+    (deployment,) = documents(DEPLOY / "kubernetes" / "deployment.yaml")
+    deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbes"] = []
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_kustomization_lists_every_manifest() -> None:
+    (kustomization,) = documents(DEPLOY / "kubernetes" / "kustomization.yaml")
+    assert sorted(kustomization["resources"]) == sorted(p.name for p in MANIFESTS)
+
+
+def test_the_server_runs_replicated_probed_bounded_and_unprivileged_with_secrets_by_reference() -> None:
+    (deployment,) = documents(DEPLOY / "kubernetes" / "deployment.yaml")
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    assert deployment["spec"]["replicas"] >= 2
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert {"cpu", "memory"} <= set(container["resources"]["requests"])
+    assert spec["securityContext"]["runAsNonRoot"] and container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["envFrom"] == [{"secretRef": {"name": "candor"}}]
+    assert all(
+        "value" not in e or not any(w in e["name"] for w in ("TOKEN", "SECRET", "PASSWORD", "URL"))
+        for e in container["env"]
+    )
+    kinds = {doc["kind"] for path in MANIFESTS for doc in documents(path)}
+    assert {"Deployment", "Service", "PodDisruptionBudget", "Job", "CronJob"} <= kinds
+    assert "kind: Secret" not in "".join(p.read_text(encoding="utf-8") for p in MANIFESTS)
+
+
+def test_the_image_recipe_is_multi_stage_non_root_and_health_checked() -> None:
+    recipe = (DEPLOY / "Containerfile").read_text(encoding="utf-8")
+    assert recipe.count("FROM ${BASE}") == 2 and "ARG BASE=" in recipe
+    assert "candor prepare" in recipe  # the model's export baked in at build time
+    assert "USER 10001" in recipe and "HEALTHCHECK" in recipe and "/healthz" in recipe
