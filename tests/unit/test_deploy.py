@@ -112,4 +112,4 @@ def test_the_image_recipe_is_multi_stage_non_root_and_health_checked() -> None:
     recipe = (DEPLOY / "Containerfile").read_text(encoding="utf-8")
     assert recipe.count("FROM ${BASE}") == 2 and "ARG BASE=" in recipe
     assert "candor prepare" in recipe  # the model's export baked in at build time
-    assert "USER 10001" in recipe and "HEALTHCHECK" in recipe and "/healthz" in recipe
+    assert "USER 10001:10001" in recipe and "HEALTHCHECK" in recipe and "/healthz" in recipe
