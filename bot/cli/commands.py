@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import sys
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,6 +42,21 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        out.print(f"candor {package_version('candor')}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def candor_options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Candor: answers from your own documents, with citations, or an honest 'I don't know'."""
 
 
 @app.command()

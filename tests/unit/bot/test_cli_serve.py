@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -37,3 +38,8 @@ def test_prepare_loads_the_embedder_into_the_models_folder(tmp_path: Path, model
     assert result.output.startswith("embedder minilm on onnx-int8") and f", in {models_dir}" in result.output
     assert any(models_dir.rglob("candor-export.json"))
     assert not (tmp_path / "home").exists()  # no database, no home: only the models
+
+
+def test_the_version_is_printed() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and re.fullmatch(r"candor \d+\.\d+\.\d+\S*\n", result.output)
