@@ -25,11 +25,11 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from rag.tracking.limits import QuestionLimits
-from tests.conftest import SAMPLE
 from tests.fakes.bot_connector import FakeConnector
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_events import event_callback, json_body, message, signed_headers
 from tests.fakes.teams_activities import personal_message
+from tests.fakes.teams_server import ingest_handbook
 from tests.integration.tracking.test_limits import away_from_a_window_edge
 from tests.serving import serve_adapter
 
@@ -40,11 +40,7 @@ HOUR = 3600
 
 @pytest.fixture(scope="module")
 async def handbook(candor: Candor) -> KnowledgeBase:
-    kb = await candor.knowledge_base(f"abuse-{uuid.uuid4().hex[:8]}", create=True)
-    assert kb is not None
-    assert (await candor.ingestor().ingest([SAMPLE], kb=kb)).ok
-    await candor.store.analyze()
-    return kb
+    return await ingest_handbook(candor, "abuse")
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import asyncio
 import dataclasses
 import ipaddress
 import json
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,7 +33,6 @@ from rag.model.types import AccessScope
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
-from tests.conftest import SAMPLE
 from tests.fakes.bot_connector import FakeConnector
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_events import (
@@ -48,6 +46,7 @@ from tests.fakes.slack_events import (
     slash_command,
 )
 from tests.fakes.teams_activities import channel_mention, group_chat_mention, personal_message
+from tests.fakes.teams_server import ingest_handbook
 from tests.serving import serve_adapter
 
 SALARY = "What is the salary band for an L3 Senior Software Engineer?"
@@ -66,11 +65,7 @@ def leaks(payload: object) -> list[str]:
 
 @pytest.fixture(scope="module")
 async def handbook(candor: Candor) -> KnowledgeBase:
-    kb = await candor.knowledge_base(f"no-leak-{uuid.uuid4().hex[:8]}", create=True)
-    assert kb is not None
-    assert (await candor.ingestor().ingest([SAMPLE], kb=kb)).ok
-    await candor.store.analyze()
-    return kb
+    return await ingest_handbook(candor, "no-leak")
 
 
 @pytest.fixture(scope="module")

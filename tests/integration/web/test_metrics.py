@@ -19,7 +19,7 @@ from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.limits import QuestionLimits
 from rag.tracking.metrics import Metrics
-from tests.conftest import SAMPLE
+from tests.fakes.teams_server import ingest_handbook
 from tests.integration.tracking.test_limits import away_from_a_window_edge
 
 TOKEN = "a-metrics-token-of-some-length"
@@ -28,10 +28,7 @@ QUESTION = "What is the minimum password length for company accounts?"
 
 @pytest.fixture(scope="module")
 async def handbook(candor: Candor) -> KnowledgeBase:
-    kb = await candor.knowledge_base(f"metrics-{uuid.uuid4().hex[:8]}", create=True)
-    assert kb is not None
-    assert (await candor.ingestor().ingest([SAMPLE], kb=kb)).ok
-    return kb
+    return await ingest_handbook(candor, "metrics")
 
 
 @pytest.fixture
