@@ -163,12 +163,14 @@ def _quiet() -> Iterator[None]:
 
 def variant_folder(source: Path, cache_dir: Path, target: str | None) -> Path:
     """Where the export of `source` for `target` (None: float) lives. The digest covers the model's
-    path and its files' sizes and times, so a changed model is exported again."""
+    path and its files' sizes and modification times, so a changed model is exported again. Times
+    count in whole seconds: a container image's layers keep no more, and a model copied from one
+    build stage to the next must find the export made beside it."""
     identity = [str(source.resolve())]
     for path in sorted(source.rglob("*")):
         if path.is_file() and "onnx" not in path.relative_to(source).parts:
             stat = path.stat()
-            identity.append(f"{path.relative_to(source)}:{stat.st_size}:{stat.st_mtime_ns}")
+            identity.append(f"{path.relative_to(source)}:{stat.st_size}:{int(stat.st_mtime)}")
     digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:12]
     variant = f"int8-{target}" if target else "float"
     return cache_dir / f"{source.name}-{digest}-onnx-{variant}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from rag.backends.embeddings import SentenceTransformerEmbedder, backend_in_use
-from rag.backends.onnx_export import MANIFEST, Export, detect_target
+from rag.backends.onnx_export import MANIFEST, Export, detect_target, variant_folder
 from rag.backends.onnx_runner import OnnxRunner
 from rag.config import PACKAGED_MINILM, load_settings
 from rag.model.answers import Question
@@ -239,3 +240,21 @@ def test_the_cli_falls_back_with_one_warning_line_and_answers(tmp_path: Path) ->
     assert "25 days" in asked.stdout and "route: answered" in asked.stdout
     lines = [line for line in asked.stderr.splitlines() if "using torch instead" in line]
     assert len(lines) == 1 and "Traceback" not in asked.stderr, asked.stderr
+
+
+def test_the_export_is_found_again_after_a_copy_that_keeps_whole_seconds(tmp_path: Path) -> None:
+    """An image copies the model from its build stage to its final one, keeping times to the second
+    only: the export made in the build stage must still be the one found (it was not: the folder
+    name changed, the read-only image tried to export again and fell back to torch)."""
+    model = tmp_path / "model"
+    (model / "sub").mkdir(parents=True)
+    for name, text in (("config.json", "{}"), ("sub/weights.bin", "0123456789")):
+        (model / name).write_text(text)
+        os.utime(model / name, ns=(1_700_000_000_123_456_789, 1_700_000_000_987_654_321))
+    before = variant_folder(model, tmp_path / "models", "avx2")
+    for name in ("config.json", "sub/weights.bin"):
+        os.utime(model / name, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    assert variant_folder(model, tmp_path / "models", "avx2") == before
+    (model / "sub" / "weights.bin").write_text("0123456789-changed")  # a changed model: a new export
+    assert variant_folder(model, tmp_path / "models", "avx2") != before
+    assert variant_folder(model, tmp_path / "models", None) != before
