@@ -21,7 +21,14 @@ if TYPE_CHECKING:
     from rag.insights.audit.labels import Imported
     from rag.insights.conflicts.findings import AuditedDocument, ConflictAudit, ConflictPair, Difference
     from rag.insights.files import write_private
-    from rag.insights.report.build import By, Window, parse_moment, relaxed_false_alarms, report_window
+    from rag.insights.report.build import (
+        By,
+        Window,
+        parse_interval,
+        parse_moment,
+        relaxed_false_alarms,
+        report_window,
+    )
     from rag.model.answers import Answer, Question
     from rag.pipeline.understand import reads_as_question
     from rag.runtime import Candor, EvalRun, open_candor
@@ -44,6 +51,7 @@ _EXPORTS = {
     "write_private": "rag.insights.files",
     "By": "rag.insights.report.build",
     "Window": "rag.insights.report.build",
+    "parse_interval": "rag.insights.report.build",
     "parse_moment": "rag.insights.report.build",
     "relaxed_false_alarms": "rag.insights.report.build",
     "report_window": "rag.insights.report.build",
@@ -118,6 +126,7 @@ __all__ = [
     "close",
     "default_runtime",
     "open_candor",
+    "parse_interval",
     "parse_moment",
     "reads_as_question",
     "relaxed_false_alarms",

@@ -7,9 +7,12 @@ some files were skipped (each named with its reason).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import signal
 import sys
+from datetime import UTC, datetime
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,7 +30,7 @@ from bot.cli.purge import purge
 from bot.render.report_html import render_html, write_html
 from bot.render.report_text import render_report
 from bot.render.text import render_summary, render_text
-from rag import By, Candor, EvalRun, IngestReport, report_window
+from rag import By, Candor, EvalRun, IngestReport, parse_interval, report_window
 from rag.errors import CandorError, ConfigError, FileWriteError
 from rag.model.answers import Answer, Question
 from rag.model.types import AccessScope, clean_text
@@ -69,11 +72,26 @@ def ingest(
     max_authority: Annotated[
         int | None, typer.Option(min=0, help="Cap on front-matter authority for this knowledge base.")
     ] = None,
+    every: Annotated[
+        str | None,
+        typer.Option(help="Ingest again at this interval (30m, 1h, 1d) until SIGTERM or Ctrl+C; one host's schedule."),
+    ] = None,
 ) -> None:
     """Add or update documents in a knowledge base."""
     if not paths and not reembed:
         err.print("error: give at least one file or folder (or --reembed)")
         raise typer.Exit(2)
+    if every is not None:
+        try:
+            interval = parse_interval(every)
+        except ValueError as exc:
+            err.print(f"error: --every: {escape(str(exc))}", highlight=False)
+            raise typer.Exit(2) from exc
+        if reembed:
+            err.print("error: --every and --reembed do not go together", highlight=False)
+            raise typer.Exit(2)
+        run(lambda candor: _ingest_every(candor, paths or [], interval, kb, access or [], prune, max_authority))
+        return
 
     async def work(candor: Candor) -> IngestReport | int:
         if reembed:
@@ -95,6 +113,12 @@ def ingest(
     if isinstance(result, int):
         out.print(f"re-embedded {result} texts")
         return
+    _print_ingest(result)
+    if not result.ok:
+        raise typer.Exit(EXIT_SKIPPED)
+
+
+def _print_ingest(result: IngestReport) -> None:
     for path, reason in result.skipped:
         err.print(f"skipped {path}: {reason}", markup=False, highlight=False)
     out.print(
@@ -103,8 +127,36 @@ def ingest(
         f"{result.sentences} sentences; {result.embedded} texts embedded, {result.reused} reused",
         highlight=False,
     )
-    if not result.ok:
-        raise typer.Exit(EXIT_SKIPPED)
+
+
+async def _ingest_every(
+    candor: Candor,
+    paths: list[Path],
+    interval: float,
+    kb: str | None,
+    access: list[str],
+    prune: bool,
+    max_authority: int | None,
+) -> None:
+    """`candor ingest --every`: a run, its summary, a wait; SIGTERM or SIGINT ends the wait (a run in
+    progress finishes its document: each is one transaction) and the command exits 0."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    while not stop.is_set():
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            report = await candor.ingest(paths, kb=kb, access=access, prune=prune, max_authority=max_authority)
+        except CandorError as exc:  # the database went away, say: the next run tries again
+            err.print(f"[red]error:[/red] {escape(str(exc))} (trying again in {interval:g} s)", highlight=False)
+        else:
+            out.print(f"{started}: ", end="", markup=False, highlight=False)
+            _print_ingest(report)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+    out.print("stopped", markup=False, highlight=False)
 
 
 class _NoProgress:

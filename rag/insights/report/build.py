@@ -80,6 +80,17 @@ class Window:
         }
 
 
+def parse_interval(value: str) -> float:
+    """Seconds in `30s`, `30m`, `1h`, `1d`, `2w` (at least one second)."""
+    found = re.fullmatch(r"\s*(\d+)\s*([smhdw])\s*", value, re.IGNORECASE)
+    if found is None:
+        raise ValueError(f"{value!r} is not an interval (30s, 30m, 1h, 1d)")
+    seconds = int(found.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[found.group(2).lower()]
+    if not 1 <= seconds <= 366 * 86400:
+        raise ValueError(f"{value!r} is not between a second and a year")
+    return float(seconds)
+
+
 def parse_moment(value: str, now: datetime) -> datetime:
     """`7d`, `12h`, `2w` before `now`, or an ISO date (midnight UTC) or date-time (UTC unless it says)."""
     found = _DURATION.match(value)

@@ -118,3 +118,34 @@ def test_ask_eval_and_serve_from_the_command_line(fresh_home: Path) -> None:
     assert again.returncode == 0 and ": 0 traces" in again.stdout
     unreadable = candor(fresh_home, "purge", "--older-than", "soon")
     assert unreadable.returncode == 2 and "neither a duration" in unreadable.stderr
+
+
+def test_ingest_every_interval_picks_up_changes_and_prunes_until_sigterm(fresh_home: Path, tmp_path: Path) -> None:
+    """One host's schedule: `candor ingest --every` runs, waits, runs again with what changed (a new
+    file added, a deleted one pruned), and stops cleanly on SIGTERM."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "leave.md").write_text("# Leave\n\nStaff get 25 days of annual leave.\n")
+    (docs / "parking.md").write_text("# Parking\n\nParking is free for staff.\n")
+    process = start_candor(fresh_home, "ingest", str(docs), "--kb", "handbook", "--prune", "--every", "2s")
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + 120
+        while not any(": 2 added" in line for line in lines):
+            assert time.monotonic() < deadline and process.poll() is None, (lines, process.stderr)
+            lines.append(process.stdout.readline())
+        (docs / "badges.md").write_text("# Badges\n\nBadges open the front door.\n")
+        (docs / "parking.md").unlink()
+        while not any(": 1 added" in line and "1 pruned" in line for line in lines):
+            assert time.monotonic() < deadline and process.poll() is None, lines
+            lines.append(process.stdout.readline())
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    rest = process.stdout.read() if process.stdout else ""
+    assert code == 0 and "stopped" in rest, (code, rest, process.stderr.read() if process.stderr else "")
+    first = next(line for line in lines if ": 2 added" in line)
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00: 2 added, 0 updated", first)
+    bad = candor(fresh_home, "ingest", str(docs), "--every", "soon")
+    assert bad.returncode == 2 and "not an interval" in bad.stderr
