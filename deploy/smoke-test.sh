@@ -28,4 +28,16 @@ assert answer["route"] == "answered" and "14 characters" in answer["text"], answ
 assert answer["sources"] and all(s["citations"] for s in answer["sentences"]), answer
 print("answered:", answer["text"][:160])
 '
+# `candor serve` in the container, and the image's own health check against it
+port=18080
+run candor serve --host 127.0.0.1 --port "$port" > /dev/null 2>&1 &
+server=$!
+for _ in $(seq 1 60); do
+  if python3 -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=2).status != 200)" 2>/dev/null; then
+    break
+  fi
+  sleep 1
+done
+run python3 -c "import urllib.request, json; print('healthz:', json.load(urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=4)))"
+kill "$server"; pkill -f "candor serve --host 127.0.0.1 --port $port" || true; wait "$server" 2>/dev/null || true
 echo "smoke test passed: $image"
