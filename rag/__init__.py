@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     )
     from rag.model.answers import Answer, Question
     from rag.pipeline.understand import reads_as_question
-    from rag.runtime import Candor, EvalRun, open_candor
+    from rag.runtime import Candor, EvalRun, open_candor, prepare_embedder
     from rag.tracking.events import Claim, ThreadTurn
     from rag.tracking.retention import Purged
 
@@ -39,6 +39,7 @@ _EXPORTS = {
     "Candor": "rag.runtime",
     "EvalRun": "rag.runtime",
     "open_candor": "rag.runtime",
+    "prepare_embedder": "rag.runtime",
     "IngestReport": "rag.ingest.pipeline",
     "DEFAULT_SAMPLE": "rag.insights.audit.answers",
     "AuditRequest": "rag.insights.audit.answers",
@@ -128,6 +129,7 @@ __all__ = [
     "open_candor",
     "parse_interval",
     "parse_moment",
+    "prepare_embedder",
     "reads_as_question",
     "relaxed_false_alarms",
     "report_window",

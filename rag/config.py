@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     container image or several homes can share one, made once."""
     database_url: SecretStr | None = Field(None, validation_alias=_env("CANDOR_DATABASE_URL"))
     """CANDOR_DATABASE_URL: an existing Postgres (with pgvector) to use instead of the embedded one."""
+    database_read_url: SecretStr | None = Field(None, validation_alias=_env("CANDOR_DATABASE_READ_URL"))
+    """CANDOR_DATABASE_READ_URL: a hot standby of CANDOR_DATABASE_URL for the hybrid searches (the
+    answer path's heaviest reads); writes, the chat ledger and every other read stay on the
+    primary, and a search the standby cannot take runs on the primary (docs/scaling.md)."""
     db_pool_size: int = Field(20, ge=1, le=100, validation_alias=_env("CANDOR_DB_POOL_SIZE"))
     """CANDOR_DB_POOL_SIZE: database connections each process keeps; never more (searches have a
     quarter as many of their own, at least 2). `candor serve` opens them at start-up; a request that
@@ -410,6 +414,12 @@ class Settings(BaseSettings):
                 "the app's Basic Information page"
             )
         return SecretStr(secret)
+
+    @model_validator(mode="after")
+    def _standby_needs_a_primary(self) -> Settings:
+        if self.database_read_url is not None and self.database_url is None:
+            raise ValueError("CANDOR_DATABASE_READ_URL is a standby of CANDOR_DATABASE_URL, which is not set")
+        return self
 
     @model_validator(mode="after")
     def _proxy_login_needs_the_proxy(self) -> Settings:

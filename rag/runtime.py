@@ -293,6 +293,17 @@ class Candor:
         return await export_csv(self.tracker.engine, self.settings, since, until)
 
 
+async def prepare_embedder(settings: Settings) -> str:
+    """Load the configured embedder once (exporting its ONNX file on first use: `candor prepare`);
+    the backend it runs on. No database is opened."""
+    embedder = build_embedder(settings)
+    try:
+        await embedder.embed(["prepare"])
+        return backend_in_use(embedder)
+    finally:
+        await embedder.aclose()
+
+
 @asynccontextmanager
 async def open_candor(settings: Settings, *, check_embedder: bool = True) -> AsyncIterator[Candor]:
     """Open the database (embedded or external) and build the stages; close on exit.

@@ -30,7 +30,7 @@ from bot.cli.purge import purge
 from bot.render.report_html import render_html, write_html
 from bot.render.report_text import render_report
 from bot.render.text import render_summary, render_text
-from rag import By, Candor, EvalRun, IngestReport, parse_interval, report_window
+from rag import By, Candor, EvalRun, IngestReport, parse_interval, prepare_embedder, report_window
 from rag.errors import CandorError, ConfigError, FileWriteError
 from rag.model.answers import Answer, Question
 from rag.model.types import AccessScope, clean_text
@@ -452,20 +452,9 @@ def slack_worker() -> None:
 def prepare() -> None:
     """Load the embedder once (exporting its ONNX file into CANDOR_MODELS_DIR on first use), then
     exit: a container image runs it at build time, so that a container starts without writing a cache."""
-    from rag.backends.embeddings import backend_in_use, build_embedder
-
     settings = cli_settings()
-
-    async def work() -> str:
-        embedder = build_embedder(settings)
-        try:
-            await embedder.embed(["prepare"])
-            return backend_in_use(embedder)
-        finally:
-            await embedder.aclose()
-
     try:
-        backend = asyncio.run(work())
+        backend = asyncio.run(prepare_embedder(settings))
     except CandorError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from exc

@@ -21,7 +21,7 @@ from rag.store.migrate import upgrade_to_head
 log = logging.getLogger(__name__)
 
 
-def _async_url(url: str) -> str:
+def async_url(url: str) -> str:
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url.removeprefix(prefix)
@@ -35,7 +35,7 @@ async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> t
     made with, and the caller compares (see `PostgresStore.check_embedder`).
     """
     if settings.database_url is not None:
-        url = _async_url(settings.database_url.get_secret_value())
+        url = async_url(settings.database_url.get_secret_value())
     else:
         url = await asyncio.to_thread(start_embedded, settings.pgdata, shared_buffers_mb=settings.db_shared_buffers_mb)
     await asyncio.to_thread(upgrade_to_head, url, embedder=embedder, embedding_dimension=dimension)

@@ -7,6 +7,7 @@ hybrid query (rag/store/hybrid.py), which are the hot paths.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from rag.config import Settings
 from rag.errors import StoreError
-from rag.store.database import EmbedderRecord, open_engine, pooled_engine
+from rag.store.database import EmbedderRecord, async_url, open_engine, pooled_engine
 from rag.store.hybrid import hybrid_candidates
 from rag.store.queries import DOCUMENT_COLUMNS
 from rag.store.reembed import reembed_all
@@ -47,15 +48,27 @@ __all__ = [
 ]
 
 
+log = logging.getLogger("candor.store")
+
+
 class PostgresStore:
     """Candor's one database. Open with `await PostgresStore.open(settings, ...)`."""
 
     def __init__(
-        self, engine: AsyncEngine, embedder: EmbedderRecord, *, search_engine: AsyncEngine | None = None
+        self,
+        engine: AsyncEngine,
+        embedder: EmbedderRecord,
+        *,
+        search_engine: AsyncEngine | None = None,
+        searches_on_standby: bool = False,
     ) -> None:
         self.engine = engine
         self.search_engine = search_engine or engine
-        """The hybrid search's own pool, on cached plans (`pooled_engine`); by default the general one."""
+        """The hybrid search's own pool, on cached plans (`pooled_engine`); by default the general one.
+        With CANDOR_DATABASE_READ_URL, on a hot standby: writes, the ledger and every other read stay
+        on the primary."""
+        self.searches_on_standby = searches_on_standby
+        """A search the standby cannot take (down, restarting) runs on the primary instead (logged)."""
         self.embedder = embedder
         self._kb_ids: dict[str, int] = {}
         self.lexical_budget = 500
@@ -64,8 +77,10 @@ class PostgresStore:
     @classmethod
     async def open(cls, settings: Settings, *, embedder: str, dimension: int) -> PostgresStore:
         engine, record = await open_engine(settings, embedder=embedder, dimension=dimension)
-        searches = pooled_engine(engine.url, settings, pool_size=settings.search_pool_size, cached_plans=True)
-        return cls(engine, record, search_engine=searches)
+        standby = settings.database_read_url
+        url = engine.url if standby is None else async_url(standby.get_secret_value())
+        searches = pooled_engine(url, settings, pool_size=settings.search_pool_size, cached_plans=True)
+        return cls(engine, record, search_engine=searches, searches_on_standby=standby is not None)
 
     async def close(self) -> None:
         await self.engine.dispose()
@@ -92,9 +107,19 @@ class PostgresStore:
     @asynccontextmanager
     async def searching(self) -> AsyncIterator[Any]:
         """Like `reading`, from the search pool, whose connections keep cached plans: for the
-        hybrid search's own statements only (rag/store/hybrid.py)."""
-        async with self._autocommit(self.search_engine) as driver:
-            yield driver
+        hybrid search's own statements only (rag/store/hybrid.py). On a standby that cannot be
+        reached, the search runs on the primary (a search already running there is not retried)."""
+        connected = False
+        try:
+            async with self._autocommit(self.search_engine) as driver:
+                connected = True
+                yield driver
+        except StoreError as exc:
+            if connected or not self.searches_on_standby:
+                raise
+            log.warning("the read standby is unavailable (%s): searching the primary", exc)
+            async with self._autocommit(self.engine) as driver:
+                yield driver
 
     @asynccontextmanager
     async def _autocommit(self, engine: AsyncEngine) -> AsyncIterator[Any]:
