@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     """CANDOR_DATABASE_READ_URL: a hot standby of CANDOR_DATABASE_URL for the hybrid searches (the
     answer path's heaviest reads); writes, the chat ledger and every other read stay on the
     primary, and a search the standby cannot take runs on the primary (docs/scaling.md)."""
+    db_retry_seconds: float = Field(10.0, ge=0, le=600, validation_alias=_env("CANDOR_DB_RETRY_SECONDS"))
+    """CANDOR_DB_RETRY_SECONDS: how long a question, a claim or a vote waits for a database that
+    went away (a restart, a failover) before it fails; 0: fail at once."""
     db_pool_size: int = Field(20, ge=1, le=100, validation_alias=_env("CANDOR_DB_POOL_SIZE"))
     """CANDOR_DB_POOL_SIZE: database connections each process keeps; never more (searches have a
     quarter as many of their own, at least 2). `candor serve` opens them at start-up; a request that

@@ -35,7 +35,7 @@ from rag.pipeline.flow import GatedAttempt, PipelineConfig
 from rag.pipeline.rerank import EvidenceReranker, SentenceSource
 from rag.pipeline.retrieve import HybridRetriever
 from rag.pipeline.synthesis import ExtractiveSynthesizer
-from rag.store.database import fill_pool
+from rag.store.database import fill_pool, ride_through
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.tracking import TraceStore
@@ -88,7 +88,9 @@ class Candor:
         try:
             if self.limits is not None:
                 await self.limits.admit(question)
-            answer = await self.answerer.answer(question)
+            answer = await ride_through(
+                lambda: self.answerer.answer(question), within=self.settings.db_retry_seconds, what="an answer"
+            )
         except QuestionError as exc:
             if self.metrics is not None:
                 self.metrics.refused_question(question, "rate_limited" if isinstance(exc, RateLimited) else "invalid")
@@ -334,6 +336,7 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             settings.home / "spool",
             spool_max_bytes=settings.spool_max_mb * 1024 * 1024,
             pseudonym=pseudonym,
+            retry_seconds=settings.db_retry_seconds,
         )
         try:
             replayed = await tracker.replay_spool()
@@ -353,6 +356,7 @@ async def open_candor(settings: Settings, *, check_embedder: bool = True) -> Asy
             lease_seconds=settings.event_lease_seconds,
             pseudonym=pseudonym,
             on_takeover=metrics.taken_over,
+            retry_seconds=settings.db_retry_seconds,
         )
         limits = QuestionLimits(
             store.engine, per_user=settings.rate_limit_user, per_conversation=settings.rate_limit_conversation

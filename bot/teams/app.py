@@ -47,6 +47,8 @@ log = logging.getLogger("candor.teams")
 
 PLATFORM = "teams"
 MESSAGES_PATH = "/api/messages"
+REPLY_RECORD_SECONDS = 5.0
+"""How long a vote on an answer waits for the answer's record (see `TeamsAdapter._answer_of`)."""
 CHAT_HISTORY_MINUTES = 30
 """A personal or group chat never ends: earlier turns count as context for this long."""
 
@@ -236,7 +238,7 @@ class TeamsAdapter:
             log.warning("a Teams feedback invoke could not be read: %s", exc)
             return InvokeResponse(status=400)
         try:
-            row = await self.ledger.by_reply(PLATFORM, {"activity_ids": [activity.reply_to_id]})
+            row = await self._answer_of(activity.reply_to_id)
         except StoreError as exc:  # Teams tells the voter it failed; the vote is in the log
             log.error(
                 "could not store Teams feedback: %s",
@@ -260,6 +262,17 @@ class TeamsAdapter:
             log.error("storing Teams feedback failed: %s", exc, extra={"trace_id": row["trace_id"]})
             return InvokeResponse(status=500)
         return InvokeResponse(status=200)
+
+    async def _answer_of(self, reply_id: str | None) -> dict[str, Any] | None:
+        """The ledger row of the question `reply_id` answered. An answer is recorded just after Teams
+        accepted it, so a vote cast at once (or while the database is slow) may come first: it waits
+        up to REPLY_RECORD_SECONDS for the record."""
+        deadline = asyncio.get_running_loop().time() + REPLY_RECORD_SECONDS
+        while True:
+            row = await self.ledger.by_reply(PLATFORM, {"activity_ids": [reply_id]})
+            if (row is not None and row.get("trace_id")) or asyncio.get_running_loop().time() >= deadline:
+                return row
+            await asyncio.sleep(0.25)
 
     async def deleted(self, context: TurnContext) -> None:
         """A question deleted in Teams: its answer is deleted too, and its text leaves the ledger and

@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import psycopg
+import sqlalchemy.exc
 from pgvector.psycopg import register_vector_async
 from sqlalchemy import URL, event, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from rag.config import Settings
@@ -19,6 +23,8 @@ from rag.store.embedded import start_embedded
 from rag.store.migrate import upgrade_to_head
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def async_url(url: str) -> str:
@@ -115,3 +121,36 @@ class EmbedderRecord:
                 f"the knowledge base was embedded with {self.name} ({self.dimension} dimensions) but the "
                 f"configured embedder is {name} ({dimension}); run `candor ingest --reembed`"
             )
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure of the connection, not of the statement: Postgres restarting, failing over or out
+    of reach. The wrapped causes are looked through (`StoreError(...) from exc`)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, psycopg.errors.QueryCanceled):
+            return False  # a statement that ran out of time would run out of time again
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, psycopg.OperationalError | sqlalchemy.exc.OperationalError | OSError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+async def ride_through(operation: Callable[[], Awaitable[T]], *, within: float, what: str) -> T:
+    """`operation()`, tried again while the database is away (a restart or a failover takes seconds),
+    for up to `within` seconds; then, or on any other error, its error."""
+    deadline = time.monotonic() + within
+    delay = 0.1
+    while True:
+        try:
+            return await operation()
+        except Exception as exc:
+            if not is_transient(exc) or time.monotonic() + delay > deadline:
+                raise
+            log.warning("%s: the database is out of reach; trying again in %.1f s (%s)", what, delay, exc)
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 2.0)

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.errors import ConfigError, StoreError
 from rag.model.types import clean_text
+from rag.store.database import ride_through
 from rag.tracking.pseudonyms import Pseudonym, plain
 from rag.tracking.records import dumps, parse_trace_id, plain_dict
 
@@ -190,10 +191,14 @@ class EventLedger:
         max_attempts: int = 5,
         pseudonym: Pseudonym = plain,
         on_takeover: Callable[[str], None] | None = None,
+        retry_seconds: float = 0.0,
     ) -> None:
         """`pseudonym`: what the `asker` column stores for an asker id (CANDOR_STORE_ASKERS);
-        `on_takeover(platform)`: told of each question taken over from another replica (metrics)."""
+        `on_takeover(platform)`: told of each question taken over from another replica (metrics);
+        `retry_seconds`: how long a statement waits for a database that went away
+        (CANDOR_DB_RETRY_SECONDS) before it fails with `StoreError`."""
         self.pseudonym = pseudonym
+        self.retry_seconds = retry_seconds
         self.on_takeover = on_takeover
         if not (lease_seconds > 0 and math.isfinite(lease_seconds)):
             raise ConfigError(f"lease_seconds must be a positive number of seconds, got {lease_seconds!r}")
@@ -369,13 +374,22 @@ class EventLedger:
         ]
 
     async def _execute(self, what: str, statement: TextClause, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Run one statement in its own transaction, its rows as dicts; database failures become `StoreError`."""
-        try:
+        """Run one statement in its own transaction, its rows as dicts, riding through a database
+        restart for up to `retry_seconds`; database failures become `StoreError`.
+
+        A statement that committed but whose reply was lost runs again: a claim then finds the
+        question already held (by this owner: the `expired` poll takes it over once its lease ends), a
+        completion finds it no longer held (logged as superseded); both are safe."""
+
+        async def once() -> list[dict[str, Any]]:
             async with self.engine.connect() as conn:
                 # one statement is atomic on its own: autocommit saves the BEGIN and COMMIT round
                 # trips, which an acknowledgement Slack is waiting for would otherwise pay
                 conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
                 return [dict(row._mapping) for row in await conn.execute(statement, params)]
+
+        try:
+            return await ride_through(once, within=self.retry_seconds, what=what)
         except DATABASE_ERRORS as exc:
             raise StoreError(f"could not {what}: {_describe(exc)}") from exc
 

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from rag.errors import StoreError, TrackingError, UnknownTrace
 from rag.model.answers import Answer, Feedback, Question
+from rag.store.database import ride_through
 from rag.tracking import queries
 from rag.tracking.pseudonyms import Pseudonym, plain
 from rag.tracking.records import dumps, feedback_record, load_record, parse_trace_id, plain_dict, trace_record
@@ -51,9 +52,15 @@ class TraceStore:
         *,
         spool_max_bytes: int | None = None,
         pseudonym: Pseudonym = plain,
+        retry_seconds: float = 0.0,
     ) -> None:
-        """`pseudonym`: what is stored for an asker or voter id (CANDOR_STORE_ASKERS)."""
+        """`pseudonym`: what is stored for an asker or voter id (CANDOR_STORE_ASKERS); `retry_seconds`:
+        how long a trace or vote waits for a database that went away before it is spooled
+        (CANDOR_DB_RETRY_SECONDS). Waiting keeps a restart from spooling: a spooled trace is
+        written by its own replica's replay, and a vote on it sent to another replica meanwhile
+        finds no trace."""
         self.pseudonym = pseudonym
+        self.retry_seconds = retry_seconds
         self.engine = engine
         self.spool_dir = spool_dir
         self._spool = Spool(spool_dir, max_bytes=spool_max_bytes)
@@ -67,9 +74,12 @@ class TraceStore:
         question = replace(question, asker=self.pseudonym(question.asker))
         record = trace_record(question, answer, config=config, models=models, now=_now())
         trace_id = record["trace"]["id"]
-        try:
+        async def write() -> None:
             async with self.engine.begin() as conn:
                 await _write_trace(conn, record, recorded_late=False)
+
+        try:
+            await ride_through(write, within=self.retry_seconds, what=f"trace {trace_id}")
         except DATABASE_ERRORS as exc:
             await self._spool_record(f"trace-{trace_id}.json", record, exc, trace_id=trace_id, what="trace")
             return False
@@ -84,9 +94,13 @@ class TraceStore:
         record = feedback_record(replace(feedback, user=voter), trace_id, now=_now())
         name = f"feedback-{uuid.uuid4().hex}.json"
         try:
-            if feedback.askers_only:
-                await self._check_voter_asked(trace_id, voter)
-            await self._write_feedback(record)
+
+            async def write() -> None:
+                if feedback.askers_only:
+                    await self._check_voter_asked(trace_id, voter)
+                await self._write_feedback(record)
+
+            await ride_through(write, within=self.retry_seconds, what=f"a vote on trace {trace_id}")
         except UnknownTrace:
             if not await asyncio.to_thread(self._spool.holds, f"trace-{trace_id}.json"):
                 raise

@@ -319,14 +319,16 @@ class FakeOpenAI:
             raise RuntimeError("the fake OpenAI server is not running")
         return f"http://127.0.0.1:{self._port}/v1"
 
-    async def start(self) -> str:
+    async def start(self, port: int = 0) -> str:
+        """Listen on `port` (0: a free one); the base URL."""
         app = web.Application()
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
         self._port = sock.getsockname()[1]
         await web.SockSite(self._runner, sock).start()
         return self.base_url
@@ -632,11 +634,21 @@ class ThreadedFakeOpenAI:
         self.fake = fake or FakeOpenAI()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="fake-openai", daemon=True)
+        self._port = 0
 
     def __enter__(self) -> FakeOpenAI:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self.fake.start(), self._loop).result(timeout=10)
         return self.fake
+
+    def down(self) -> None:
+        """Stop listening, as an endpoint that went away: connections are refused until `up()`."""
+        self._port = int(self.fake.base_url.rsplit(":", 1)[1].split("/", 1)[0])
+        asyncio.run_coroutine_threadsafe(self.fake.stop(), self._loop).result(timeout=10)
+
+    def up(self) -> None:
+        """Listen again on the port it had before `down()`."""
+        asyncio.run_coroutine_threadsafe(self.fake.start(self._port), self._loop).result(timeout=10)
 
     def __exit__(self, *exc: object) -> None:
         try:
