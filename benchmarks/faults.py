@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import shutil
 import sys
@@ -74,6 +75,8 @@ class Run:
     answered_at: dict[str, float] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     ack_ms: list[float] = field(default_factory=list)
+    probes: int = 0
+    """Questions asked after the load to see the writer recover (`probe_writer`)."""
 
 
 class Watcher:
@@ -181,11 +184,41 @@ async def drive(made: Cluster, args: argparse.Namespace) -> Run:
         if not injecting.done():
             print("  the questions ran out before every fault was injected: waiting for the rest", flush=True)
         await injecting
-    print(f"  all {len(run.asked)} questions asked in {time.monotonic() - started:.0f} s; settling", flush=True)
+        print(f"  all {len(run.asked)} questions asked in {time.monotonic() - started:.0f} s", flush=True)
+        if any(f.name == "writer" for f in run.faults):
+            await probe_writer(made, deliverer, watcher, run, texts)
+    print("  settling", flush=True)
     await settle(made, args.settle)
     following.cancel()
     run.answered_at = watcher.first
     return run
+
+
+async def probe_writer(made: Cluster, deliverer: Deliverer, watcher: Watcher, run: Run, texts: list[str]) -> None:
+    """After the load: one more question every 2 s (not counted with the others) until the model
+    writes an answer again, so that the writer's recovery is measured even when the load ended
+    first. Each replica's circuit breaker waits 30 s before it tries the endpoint again."""
+    writer = next(f for f in run.faults if f.name == "writer")
+    deadline = time.monotonic() + 120
+    n = len(run.asked)
+    while time.monotonic() < deadline and not model_wrote_since(made, writer.wall_ended):
+        probe = new_question(n, "slack", texts[n % len(texts)])
+        n += 1
+        waiting = watcher.expect(probe.key)
+        await deliverer.ask(probe)
+        run.probes += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiting, 30)
+        await asyncio.sleep(2)
+
+
+def model_wrote_since(made: Cluster, wall: float) -> bool:
+    return bool(
+        made.count(
+            "SELECT count(*) FROM traces t JOIN gate_outcomes g ON g.trace_id = t.id AND g.gate = 'writer' "
+            f"WHERE g.passed AND t.created_at > to_timestamp({wall})"
+        )
+    )
 
 
 async def settle(made: Cluster, quiet: float) -> None:
@@ -218,10 +251,12 @@ def report(made: Cluster, run: Run) -> dict[str, object]:
         "answered_twice_or_more": sum(n > 1 for n in per_question.values()),
         "never_answered": sum(n == 0 for n in per_question.values()),
         "redelivered": sum(a.redelivered for a in run.asked),
+        "redelivered_answered_once": sum(a.redelivered and per_question[a.key] == 1 for a in run.asked),
         "undelivered": len(undelivered),
         "failure_messages": len(failures),
         "votes_cast": len(cast),
         "votes_refused": len(vote_failures),
+        "refused_vote_statuses": dict(Counter(f"{v.platform} {v.status}" for v in vote_failures)),
         "votes_stored": stored,
         "vote_whispers": dict(whispers),
         "ack_p50": percentile(run.ack_ms, 50),
@@ -231,6 +266,7 @@ def report(made: Cluster, run: Run) -> dict[str, object]:
         "delivery_statuses": dict(Counter(str(s) for a in run.asked for s in a.statuses)),
         "recovery": recovery,
         "traces": made.count("SELECT count(*) FROM traces"),
+        "writer_probes_after_the_load": run.probes,
         "written_by_the_fallback": made.count(
             "SELECT count(*) FROM gate_outcomes WHERE gate = 'writer' AND NOT passed"
         ),
@@ -288,9 +324,9 @@ def main() -> None:
     parser.add_argument("--redeliver-every", type=int, default=10)
     parser.add_argument("--writer-delay", type=float, default=0.5)
     parser.add_argument("--writer-outage", type=float, default=30.0)
-    parser.add_argument("--postgres-at", type=float, default=30.0, help="seconds from the start; -1: not at all")
-    parser.add_argument("--kill-at", type=float, default=80.0)
-    parser.add_argument("--writer-at", type=float, default=130.0)
+    parser.add_argument("--postgres-at", type=float, default=10.0, help="seconds from the start; -1: not at all")
+    parser.add_argument("--kill-at", type=float, default=25.0)
+    parser.add_argument("--writer-at", type=float, default=40.0)
     parser.add_argument("--lease", type=float, default=10.0, help="CANDOR_EVENT_LEASE_SECONDS")
     parser.add_argument("--settle", type=float, default=25.0, help="quiet seconds before counting")
     args = parser.parse_args()

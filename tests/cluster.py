@@ -262,7 +262,7 @@ class Asked:
     sent: float = 0.0
     acked: float | None = None
     statuses: list[int | str] = field(default_factory=list)
-    """Each delivery attempt's HTTP status, or "refused" / "timeout"."""
+    """Each delivery attempt's HTTP status, or "refused" (no replica took it), "timeout" or "cut"."""
     redelivered: bool = False
 
 
@@ -313,8 +313,10 @@ class Deliverer:
                     return response.status
             except aiohttp.ClientConnectorError:
                 continue  # refused: that replica is down, the balancer tries the next
-            except (TimeoutError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+            except TimeoutError:
                 return "timeout"
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                return "cut"  # the replica died with the request in hand
         return "refused"
 
     async def ask(self, asked: Asked) -> None:
