@@ -33,7 +33,7 @@ from rag.config import load_settings
 from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
 from rag.store.postgres import ChunkRow, DocumentRow
-from rag.store.queries import HNSW_INDEX_SQL
+from rag.store.queries import hnsw_index_sql
 
 RAMDOCS = REPO.parent / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"
 PER_DOCUMENT = 100
@@ -72,7 +72,7 @@ async def build(candor: Candor, size: int, texts: list[str], vectors: np.ndarray
     rng = np.random.default_rng(size)
     async with candor.store.engine.begin() as conn:
         raw = await conn.get_raw_connection()
-        await raw.driver_connection.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        await raw.driver_connection.execute(f"DROP INDEX IF EXISTS chunks_embedding_hnsw_kb{int(kb.id)}")
     start = time.perf_counter()
     for d in range(size // PER_DOCUMENT):
         rows = []
@@ -96,7 +96,7 @@ async def build(candor: Candor, size: int, texts: list[str], vectors: np.ndarray
     async with candor.store.engine.begin() as conn:
         raw = await conn.get_raw_connection()
         await raw.driver_connection.execute("SET maintenance_work_mem = '2GB'")
-        await raw.driver_connection.execute(HNSW_INDEX_SQL.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
+        await raw.driver_connection.execute(hnsw_index_sql(kb.id))
         await raw.driver_connection.execute("ANALYZE chunks")
     print(f"  index built in {time.perf_counter() - start:.0f}s", flush=True)
 

@@ -51,8 +51,11 @@ async def hybrid_candidates(
     embedding = None if isinstance(vector, np.ndarray) else asyncio.ensure_future(vector)
     try:
         kb_ids = None if knowledge_bases is None else tuple(await store.knowledge_base_ids(knowledge_bases))
+        every_base = await store.every_knowledge_base_id() if kb_ids is None else ()
         try:
-            lexical_sql, dense_sql = search_statements(kb_ids, tuple(sorted(groups)), limit, 4 * store.lexical_budget)
+            lexical_sql, dense_sql = search_statements(
+                kb_ids, tuple(sorted(groups)), limit, 4 * store.lexical_budget, every_base
+            )
         except psycopg.Error as exc:  # a group name Postgres cannot hold (a NUL byte)
             raise StoreError(f"cannot search with these access groups: {exc}") from exc
         lexical_params = {"text": query, "max_df": max_term_frequency, "budget": store.lexical_budget}

@@ -23,7 +23,7 @@ from rag.config import Settings
 from rag.errors import StoreError
 from rag.store.database import EmbedderRecord, async_url, open_engine, pooled_engine
 from rag.store.hybrid import hybrid_candidates
-from rag.store.queries import DOCUMENT_COLUMNS
+from rag.store.queries import DOCUMENT_COLUMNS, hnsw_index_sql
 from rag.store.reembed import reembed_all
 from rag.store.rows import (
     Candidate,
@@ -151,7 +151,15 @@ class PostgresStore:
                     .on_conflict_do_nothing(index_elements=["name"])
                 )
             row = (await conn.execute(select(knowledge_bases).where(knowledge_bases.c.name == name))).first()
+            if row is not None and create_with_max_authority is not None:
+                await _ensure_vector_index(conn, row.id)
         return None if row is None else KnowledgeBase(row.id, row.name, row.max_authority)
+
+    async def every_knowledge_base_id(self) -> tuple[int, ...]:
+        """The ids of all knowledge bases, as they are now (another process may have just made one)."""
+        async with self.reading() as driver:
+            rows = await (await driver.execute("SELECT id FROM knowledge_bases ORDER BY id")).fetchall()
+        return tuple(int(r[0]) for r in rows)
 
     async def set_max_authority(self, kb: KnowledgeBase, value: int) -> KnowledgeBase:
         async with self._transaction() as conn:
@@ -411,3 +419,12 @@ def _document_values(doc: DocumentRow) -> tuple[Any, ...]:
         doc.access_groups,
         json.dumps(doc.metadata, default=str),
     )
+
+
+async def _ensure_vector_index(conn: Any, kb_id: int) -> None:
+    """Give a knowledge base its own HNSW index unless it has one. Looked up first: creating an
+    index, even one that exists, locks `chunks` against writes for the moment it takes."""
+    name = f"chunks_embedding_hnsw_kb{int(kb_id)}"
+    found = await conn.execute(text("SELECT 1 FROM pg_indexes WHERE indexname = :name"), {"name": name})
+    if found.first() is None:
+        await conn.execute(text(hnsw_index_sql(kb_id)))

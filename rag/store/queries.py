@@ -11,11 +11,18 @@ DOCUMENT_COLUMNS = (
     "date_flag, declared_date, authority, declared_authority, access_groups, metadata"
 )
 
-HNSW_INDEX_SQL = (
-    "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops) "
-    "WITH (m = 16, ef_construction = 200)"
-)
-"""The chunk-vector index as migration 0009 builds it (a re-embed builds it again): see there why."""
+HNSW_OPTIONS = "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 200)"
+
+
+def hnsw_index_sql(kb_id: int) -> str:
+    """The HNSW index of one knowledge base's chunk vectors (a partial index of `chunks`): each base
+    has its own graph, so a search in it walks only its own chunks (migration 0012)."""
+    kb = int(kb_id)
+    return f"CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw_kb{kb} ON chunks {HNSW_OPTIONS} WHERE kb_id = {kb}"
+
+
+HNSW_INDEXES = "SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexname LIKE 'chunks_embedding_hnsw%'"
+"""The chunk-vector indexes (migration 0009 chose their graph's parameters: see there why)."""
 
 # The two search statements run with cached (generic) plans: planning them each time cost ~1.4 ms of
 # a search's ~5 ms in Postgres. So everything that steers the plan is written into the statement
@@ -83,14 +90,23 @@ lex AS (
 SELECT (SELECT tsq::text FROM q), coalesce((SELECT array_agg(id ORDER BY rank DESC, id) FROM lex), '{{}}')
 """
 
+DENSE_ONE_BASE = """(
+        SELECT id, embedding <=> %(vec)s AS distance FROM chunks
+        WHERE kb_id = {kb}
+          AND (access_groups = '{{}}' OR access_groups && {groups}::text[])
+        ORDER BY embedding <=> %(vec)s
+        LIMIT {n}
+    )"""
+"""The nearest chunks of one knowledge base, through its own HNSW index (`hnsw_index_sql`)."""
+
+DENSE_NONE = "(SELECT NULL::bigint AS id, NULL::float8 AS distance WHERE false)"
+
 DENSE_SQL = """
 WITH dense AS (
     SELECT c.id, c.distance, row_number() OVER (ORDER BY c.distance) AS rnk
     FROM (
-        SELECT id, embedding <=> %(vec)s AS distance FROM chunks
-        WHERE {scope}
-          AND (access_groups = '{{}}' OR access_groups && {groups}::text[])
-        ORDER BY embedding <=> %(vec)s
+        SELECT id, distance FROM ({bases}) per_base
+        ORDER BY distance
         LIMIT {n}
     ) c
 ),
@@ -112,12 +128,16 @@ LEFT JOIN lex ON lex.id = c.id
 
 @functools.lru_cache(maxsize=256)
 def search_statements(
-    kb_ids: tuple[int, ...] | None, groups: tuple[str, ...], limit: int, scan_cap: int
+    kb_ids: tuple[int, ...] | None, groups: tuple[str, ...], limit: int, scan_cap: int, every_base: tuple[int, ...]
 ) -> tuple[str, str]:
-    """The full-text and dense statements for these knowledge bases (None: all), access groups
-    (sorted, so that one set is one cached statement) and row limits. The groups are quoted by
-    psycopg, and a `%` in them doubled for its placeholders."""
+    """The full-text and dense statements for these knowledge bases (None: all, which are
+    `every_base`), access groups (sorted, so that one set is one cached statement) and row limits.
+    The dense side asks each knowledge base's own index for its nearest chunks and keeps the
+    nearest of those. The groups are quoted by psycopg, and a `%` in them doubled for its
+    placeholders."""
     scope = "TRUE" if kb_ids is None else "kb_id = ANY('{{{}}}'::int[])".format(",".join(str(int(i)) for i in kb_ids))
     quoted = sql.Literal(list(groups)).as_string().replace("%", "%%")
     values = {"scope": scope, "groups": quoted, "n": int(limit), "scan_cap": int(scan_cap)}
-    return LEXICAL_SQL.format(**values), DENSE_SQL.format(**values)
+    searched = every_base if kb_ids is None else kb_ids
+    bases = " UNION ALL ".join(DENSE_ONE_BASE.format(kb=int(kb), **values) for kb in sorted(set(searched)))
+    return LEXICAL_SQL.format(**values), DENSE_SQL.format(bases=bases or DENSE_NONE, **values)

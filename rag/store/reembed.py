@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rag.store.embedding_inputs import chunk_input, input_hash
-from rag.store.queries import HNSW_INDEX_SQL
+from rag.store.queries import HNSW_INDEXES, hnsw_index_sql
 from rag.store.rows import Vector
 
 
@@ -26,7 +26,8 @@ async def reembed_all(
     """Re-embed every chunk and sentence on `driver` (a psycopg connection inside the caller's
     transaction) with `embed`, recording `name` and `dimension` as the store's embedder; the
     number of texts embedded."""
-    await driver.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+    for (index,) in await (await driver.execute(HNSW_INDEXES)).fetchall():
+        await driver.execute(f'DROP INDEX IF EXISTS "{index}"')
     for table in ("chunks", "sentences"):
         await driver.execute(f"ALTER TABLE {table} ALTER COLUMN embedding DROP NOT NULL")
         await driver.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimension)}) USING NULL")
@@ -52,7 +53,8 @@ async def reembed_all(
             done += len(part)
     await driver.execute("ALTER TABLE chunks ALTER COLUMN embedding SET NOT NULL")
     await driver.execute("SET LOCAL maintenance_work_mem = '1GB'")
-    await driver.execute(HNSW_INDEX_SQL)
+    for (kb_id,) in await (await driver.execute("SELECT id FROM knowledge_bases")).fetchall():
+        await driver.execute(hnsw_index_sql(kb_id))
     await driver.execute(
         "UPDATE candor_meta SET value = %s WHERE key = 'embedder'",
         (json.dumps({"name": name, "dimension": dimension}),),

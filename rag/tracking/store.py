@@ -74,6 +74,7 @@ class TraceStore:
         question = replace(question, asker=self.pseudonym(question.asker))
         record = trace_record(question, answer, config=config, models=models, now=_now())
         trace_id = record["trace"]["id"]
+
         async def write() -> None:
             async with self.engine.begin() as conn:
                 await _write_trace(conn, record, recorded_late=False)
