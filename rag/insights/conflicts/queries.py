@@ -22,7 +22,7 @@ FROM chunks a
 CROSS JOIN LATERAL (
     SELECT c.id, 1 - (c.embedding <=> a.embedding) AS cosine
     FROM chunks c
-    WHERE c.kb_id = a.kb_id AND c.document_id <> a.document_id
+    WHERE c.kb_id = %(kb)s AND c.document_id <> a.document_id  -- a constant, so the index of that base serves (0012)
     ORDER BY c.embedding <=> a.embedding
     LIMIT %(neighbours)s
 ) b

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from rag.insights.conflicts.queries import NEIGHBOURS_SQL
 from rag.model.types import AccessScope
 from rag.runtime import Candor
 from rag.store.queries import HNSW_INDEXES, search_statements
@@ -41,6 +42,13 @@ async def test_a_new_knowledge_base_gets_an_index_of_its_own_and_a_search_uses_i
         await driver.execute("SET enable_seqscan = off")  # a tiny table is otherwise scanned exactly
         vector = (await candor.embedder.embed(["annual leave"]))[0]
         plan = await (await driver.execute("EXPLAIN " + dense, {"vec": vector, "tsq": "", "lex_ids": []})).fetchall()
+        await driver.execute("RESET enable_seqscan")
+    assert f"chunks_embedding_hnsw_kb{first.id}" in "\n".join(row[0] for row in plan)
+    # the conflict audit's neighbour search, per chunk of a base, uses that base's index too
+    async with candor.store.reading() as driver:
+        await driver.execute("SET enable_seqscan = off")
+        params = {"kb": first.id, "neighbours": 8, "min_cosine": 0.5}
+        plan = await (await driver.execute("EXPLAIN " + NEIGHBOURS_SQL, params)).fetchall()
         await driver.execute("RESET enable_seqscan")
     assert f"chunks_embedding_hnsw_kb{first.id}" in "\n".join(row[0] for row in plan)
 
