@@ -39,7 +39,7 @@ from rag.config import load_settings
 from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
 from rag.store.postgres import ChunkRow, DocumentRow
-from rag.store.queries import HNSW_INDEXES, hnsw_index_sql
+from rag.store.queries import index_sql
 
 SIZE = 1_000_000
 KNOWLEDGE_BASES = 20
@@ -64,8 +64,9 @@ async def build(candor: Candor, texts: list[str], vectors: np.ndarray) -> None:
     per_kb = SIZE // KNOWLEDGE_BASES
     async with candor.store.engine.begin() as conn:
         raw = (await conn.get_raw_connection()).driver_connection
-        indexes = [r[0] for r in await (await raw.execute(HNSW_INDEXES)).fetchall()]
-    if len(indexes) >= KNOWLEDGE_BASES and await chunk_count(candor) >= SIZE:
+        listed = "SELECT indexname FROM pg_indexes WHERE indexname ~ '^chunks_(embedding_hnsw|tsv_gin)_kb'"
+        indexes = [r[0] for r in await (await raw.execute(listed)).fetchall()]
+    if len(indexes) >= 2 * KNOWLEDGE_BASES and await chunk_count(candor) >= SIZE:
         return
     print(f"building {SIZE} chunks in {KNOWLEDGE_BASES} knowledge bases (cached afterwards)", flush=True)
     async with candor.store.engine.begin() as conn:
@@ -76,9 +77,10 @@ async def build(candor: Candor, texts: list[str], vectors: np.ndarray) -> None:
     for k in range(KNOWLEDGE_BASES):
         kb = await candor.knowledge_base(kb_name(k), create=True)
         assert kb is not None
-        async with candor.store.engine.begin() as conn:  # creating the base gave it an index
+        async with candor.store.engine.begin() as conn:  # creating the base gave it its indexes
             raw = (await conn.get_raw_connection()).driver_connection
-            await raw.execute(f"DROP INDEX IF EXISTS chunks_embedding_hnsw_kb{int(kb.id)}")
+            for name, _ in index_sql(kb.id):
+                await raw.execute(f"DROP INDEX IF EXISTS {name}")
         have = (await candor.store.counts(kb))["documents"]
         rng = np.random.default_rng(1000 + k)
         for d in range(per_kb // PER_DOCUMENT):
@@ -103,14 +105,15 @@ async def build(candor: Candor, texts: list[str], vectors: np.ndarray) -> None:
             )
             await candor.store.write_document(doc, rows)
         print(f"  {kb_name(k)} loaded ({time.perf_counter() - start:.0f}s so far)", flush=True)
-    print("building the HNSW indexes, one per knowledge base", flush=True)
+    print("building the indexes, a vector and a full-text one per knowledge base", flush=True)
     start = time.perf_counter()
     async with candor.store.engine.begin() as conn:
         raw = (await conn.get_raw_connection()).driver_connection
         await raw.execute("SET maintenance_work_mem = '2GB'")
         await raw.execute("SET max_parallel_maintenance_workers = 2")
         for kb_id in await candor.store.every_knowledge_base_id():
-            await raw.execute(hnsw_index_sql(kb_id))
+            for _, statement in index_sql(kb_id):
+                await raw.execute(statement)
         await raw.execute("ANALYZE")
     print(f"  indexes built in {time.perf_counter() - start:.0f}s", flush=True)
 

@@ -33,7 +33,7 @@ from rag.config import load_settings
 from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
 from rag.store.postgres import ChunkRow, DocumentRow
-from rag.store.queries import hnsw_index_sql
+from rag.store.queries import index_sql
 
 RAMDOCS = REPO.parent / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"
 PER_DOCUMENT = 100
@@ -72,7 +72,8 @@ async def build(candor: Candor, size: int, texts: list[str], vectors: np.ndarray
     rng = np.random.default_rng(size)
     async with candor.store.engine.begin() as conn:
         raw = await conn.get_raw_connection()
-        await raw.driver_connection.execute(f"DROP INDEX IF EXISTS chunks_embedding_hnsw_kb{int(kb.id)}")
+        for name, _ in index_sql(kb.id):  # loaded without them, indexed afterwards
+            await raw.driver_connection.execute(f"DROP INDEX IF EXISTS {name}")
     start = time.perf_counter()
     for d in range(size // PER_DOCUMENT):
         rows = []
@@ -96,7 +97,8 @@ async def build(candor: Candor, size: int, texts: list[str], vectors: np.ndarray
     async with candor.store.engine.begin() as conn:
         raw = await conn.get_raw_connection()
         await raw.driver_connection.execute("SET maintenance_work_mem = '2GB'")
-        await raw.driver_connection.execute(hnsw_index_sql(kb.id))
+        for _, statement in index_sql(kb.id):
+            await raw.driver_connection.execute(statement)
         await raw.driver_connection.execute("ANALYZE chunks")
     print(f"  index built in {time.perf_counter() - start:.0f}s", flush=True)
 

@@ -23,7 +23,7 @@ from rag.config import Settings
 from rag.errors import StoreError
 from rag.store.database import EmbedderRecord, async_url, open_engine, pooled_engine
 from rag.store.hybrid import hybrid_candidates
-from rag.store.queries import DOCUMENT_COLUMNS, hnsw_index_sql
+from rag.store.queries import DOCUMENT_COLUMNS, index_sql
 from rag.store.reembed import reembed_all
 from rag.store.rows import (
     Candidate,
@@ -152,7 +152,7 @@ class PostgresStore:
                 )
             row = (await conn.execute(select(knowledge_bases).where(knowledge_bases.c.name == name))).first()
             if row is not None and create_with_max_authority is not None:
-                await _ensure_vector_index(conn, row.id)
+                await _ensure_indexes(conn, row.id)
         return None if row is None else KnowledgeBase(row.id, row.name, row.max_authority)
 
     async def every_knowledge_base_id(self) -> tuple[int, ...]:
@@ -421,10 +421,10 @@ def _document_values(doc: DocumentRow) -> tuple[Any, ...]:
     )
 
 
-async def _ensure_vector_index(conn: Any, kb_id: int) -> None:
-    """Give a knowledge base its own HNSW index unless it has one. Looked up first: creating an
-    index, even one that exists, locks `chunks` against writes for the moment it takes."""
-    name = f"chunks_embedding_hnsw_kb{int(kb_id)}"
-    found = await conn.execute(text("SELECT 1 FROM pg_indexes WHERE indexname = :name"), {"name": name})
-    if found.first() is None:
-        await conn.execute(text(hnsw_index_sql(kb_id)))
+async def _ensure_indexes(conn: Any, kb_id: int) -> None:
+    """Give a knowledge base its own vector and full-text indexes unless it has them. Looked up
+    first: creating an index, even one that exists, locks `chunks` against writes meanwhile."""
+    for name, statement in index_sql(kb_id):
+        found = await conn.execute(text("SELECT 1 FROM pg_indexes WHERE indexname = :name"), {"name": name})
+        if found.first() is None:
+            await conn.execute(text(statement))

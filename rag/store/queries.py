@@ -21,16 +21,28 @@ def hnsw_index_sql(kb_id: int) -> str:
     return f"CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw_kb{kb} ON chunks {HNSW_OPTIONS} WHERE kb_id = {kb}"
 
 
+def gin_index_sql(kb_id: int) -> str:
+    """The full-text index of one knowledge base's chunks (migration 0013), for the same reason."""
+    kb = int(kb_id)
+    return f"CREATE INDEX IF NOT EXISTS chunks_tsv_gin_kb{kb} ON chunks USING gin (tsv) WHERE kb_id = {kb}"
+
+
+def index_sql(kb_id: int) -> list[tuple[str, str]]:
+    """Each index a knowledge base has of its own: (name, the statement creating it)."""
+    kb = int(kb_id)
+    return [(f"chunks_embedding_hnsw_kb{kb}", hnsw_index_sql(kb)), (f"chunks_tsv_gin_kb{kb}", gin_index_sql(kb))]
+
+
 HNSW_INDEXES = "SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexname LIKE 'chunks_embedding_hnsw%'"
 """The chunk-vector indexes (migration 0009 chose their graph's parameters: see there why)."""
 
 # The two search statements run with cached (generic) plans: planning them each time cost ~1.4 ms of
 # a search's ~5 ms in Postgres. So everything that steers the plan is written into the statement
-# text, not passed as a parameter (`search_statements`): `{scope}` is `kb_id = ANY('{1,2}'::int[])`
-# or `TRUE` (the planner must see the knowledge bases to weigh an exact scan of a small one against
-# HNSW), `{groups}` the reader's access groups (a parameter's share of rows is guessed at 1%, which
-# makes an exact scan of a mostly restricted base look cheap), and the row limits are numbers (a
-# parameter LIMIT is planned as 10% of the table: 50 ms instead of 4 at 100k chunks).
+# text, not passed as a parameter (`search_statements`): `{scope}` is `(kb_id = 1 OR kb_id = 2)`
+# (the planner must see the knowledge bases to use their own indexes), `{groups}` the reader's
+# access groups (a parameter's share of rows is guessed at 1%, which makes an exact scan of a
+# mostly restricted base look cheap), and the row limits are numbers (a parameter LIMIT is planned
+# as 10% of the table: 50 ms instead of 4 at 100k chunks).
 LEXICAL_SQL = """
 WITH stats AS (
     SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
@@ -135,9 +147,11 @@ def search_statements(
     The dense side asks each knowledge base's own index for its nearest chunks and keeps the
     nearest of those. The groups are quoted by psycopg, and a `%` in them doubled for its
     placeholders."""
-    scope = "TRUE" if kb_ids is None else "kb_id = ANY('{{{}}}'::int[])".format(",".join(str(int(i)) for i in kb_ids))
+    searched = sorted({int(kb) for kb in (every_base if kb_ids is None else kb_ids)})
+    # one equality per base, OR'ed: each arm is what a base's partial index covers, so the full-text
+    # side reads those indexes (a bitmap OR), not one over every chunk
+    scope = "(" + " OR ".join(f"kb_id = {kb}" for kb in searched) + ")" if searched else "FALSE"
     quoted = sql.Literal(list(groups)).as_string().replace("%", "%%")
     values = {"scope": scope, "groups": quoted, "n": int(limit), "scan_cap": int(scan_cap)}
-    searched = every_base if kb_ids is None else kb_ids
-    bases = " UNION ALL ".join(DENSE_ONE_BASE.format(kb=int(kb), **values) for kb in sorted(set(searched)))
+    bases = " UNION ALL ".join(DENSE_ONE_BASE.format(kb=kb, **values) for kb in searched)
     return LEXICAL_SQL.format(**values), DENSE_SQL.format(bases=bases or DENSE_NONE, **values)

@@ -1,6 +1,6 @@
-"""Each knowledge base has an HNSW index of its own (migration 0012): a search in one walks only its
-chunks, a search of several asks each one's index and keeps the nearest, and a new knowledge base
-gets its index when it is created."""
+"""Each knowledge base has a vector (HNSW) and a full-text (GIN) index of its own (migrations 0012,
+0013): a search in one reads only its chunks' entries, a search of several asks each one's
+indexes, and a new knowledge base gets its indexes when it is created."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ async def test_a_new_knowledge_base_gets_an_index_of_its_own_and_a_search_uses_i
     indexes = await index_names(candor)
     assert {f"chunks_embedding_hnsw_kb{kb.id}" for kb in bases if kb} <= indexes
     assert "chunks_embedding_hnsw" not in indexes  # no graph over every chunk any more
+    async with candor.store.reading() as driver:
+        text_indexes = {r[0] for r in await (await driver.execute("SELECT indexname FROM pg_indexes")).fetchall()}
+    assert {f"chunks_tsv_gin_kb{kb.id}" for kb in bases if kb} <= text_indexes
+    assert "chunks_tsv_gin" not in text_indexes
     assert await candor.knowledge_base(names[0], create=True) == bases[0]  # again: no second index, no error
 
     for kb, fact in zip(bases, ("Staff get 25 days of annual leave.", "Visitors sign in at reception."), strict=True):
@@ -35,15 +39,24 @@ async def test_a_new_knowledge_base_gets_an_index_of_its_own_and_a_search_uses_i
         (folder / "page.md").write_text(f"# Page\n\n{fact}\n")
         assert kb is not None and (await candor.ingestor().ingest([folder], kb=kb)).added == 1
 
-    first = bases[0]
-    assert first is not None
-    _, dense = search_statements((first.id,), (), 40, 400, ())
+    first, second = bases
+    assert first is not None and second is not None
+    lexical, dense = search_statements((first.id,), (), 40, 400, ())
+    both_lexical, _ = search_statements((first.id, second.id), (), 40, 400, ())
+    words = {"text": "annual leave reception", "max_df": 0.5, "budget": 100}
     async with candor.store.reading() as driver:
         await driver.execute("SET enable_seqscan = off")  # a tiny table is otherwise scanned exactly
         vector = (await candor.embedder.embed(["annual leave"]))[0]
         plan = await (await driver.execute("EXPLAIN " + dense, {"vec": vector, "tsq": "", "lex_ids": []})).fetchall()
+        text_plan = await (await driver.execute("EXPLAIN " + lexical, words)).fetchall()
+        both_plan = await (await driver.execute("EXPLAIN " + both_lexical, words)).fetchall()
         await driver.execute("RESET enable_seqscan")
     assert f"chunks_embedding_hnsw_kb{first.id}" in "\n".join(row[0] for row in plan)
+    # the full-text side reads the base's own full-text index, and a bitmap OR of both for two bases
+    read = "\n".join(row[0] for row in text_plan)
+    assert f"chunks_tsv_gin_kb{first.id}" in read and f"chunks_tsv_gin_kb{second.id}" not in read
+    read = "\n".join(row[0] for row in both_plan)
+    assert f"chunks_tsv_gin_kb{first.id}" in read and f"chunks_tsv_gin_kb{second.id}" in read
     # the conflict audit's neighbour search, per chunk of a base, uses that base's index too
     async with candor.store.reading() as driver:
         await driver.execute("SET enable_seqscan = off")
