@@ -182,7 +182,7 @@ async def drive(made: Cluster, args: argparse.Namespace) -> Run:
         await asyncio.gather(*(user(queue, deliverer, watcher, run, args.redeliver_every) for _ in range(args.users)))
         run.ack_ms = deliverer.durations_ms
         if not injecting.done():
-            print("  the questions ran out before every fault was injected: waiting for the rest", flush=True)
+            print("  the questions ran out before the last fault was over: waiting for it", flush=True)
         await injecting
         print(f"  all {len(run.asked)} questions asked in {time.monotonic() - started:.0f} s", flush=True)
         if any(f.name == "writer" for f in run.faults):
