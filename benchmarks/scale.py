@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.answer import add_sentences, measure
 from benchmarks.common import CACHE, load_squad, median, percentile
-from benchmarks.search_latency import PER_DOCUMENT, pool
+from benchmarks.search_latency import PER_DOCUMENT, mixture_rows, pool
 from rag.backends.embeddings import SentenceTransformerEmbedder
 from rag.config import load_settings
 from rag.model.types import AccessScope
 from rag.runtime import Candor, open_candor
-from rag.store.postgres import ChunkRow, DocumentRow
+from rag.store.postgres import DocumentRow
 from rag.store.queries import index_sql
 
 SIZE = 1_000_000
@@ -88,12 +88,7 @@ async def build(candor: Candor, texts: list[str], vectors: np.ndarray) -> None:
             pairs = rng.integers(0, len(texts), size=(PER_DOCUMENT, 2))
             if d < have:
                 continue
-            rows = []
-            for position, (i, j) in enumerate(pairs):
-                vec = 0.8 * vectors[i] + 0.6 * vectors[j]
-                vec = (vec / np.linalg.norm(vec)).astype(np.float32)
-                text = texts[i] + " " + texts[j][:200]
-                rows.append(ChunkRow(position, ["Scale", f"Section {position}"], text, f"{k}-{d}-{position}", vec))
+            rows = mixture_rows(pairs, texts, vectors, f"{k}-{d}")
             doc = DocumentRow(
                 kb_id=kb.id,
                 source=f"scale://{kb_name(k)}/{d:05d}",

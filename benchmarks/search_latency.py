@@ -21,6 +21,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +63,18 @@ def pool(embedder: SentenceTransformerEmbedder) -> tuple[list[str], np.ndarray]:
     return texts, vectors
 
 
+def mixture_rows(pairs: Sequence[Sequence[int]], texts: list[str], vectors: np.ndarray, tag: str) -> list[ChunkRow]:
+    """A document's scale chunks, one per pair of pool passages (i, j): the text of i and the start
+    of j, and the normalised weighted sum of their vectors."""
+    rows = []
+    for position, (i, j) in enumerate(pairs):
+        vec = 0.8 * vectors[i] + 0.6 * vectors[j]
+        vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+        text = texts[i] + " " + texts[j][:200]
+        rows.append(ChunkRow(position, ["Scale", f"Section {position}"], text, f"{tag}-{position}", vec))
+    return rows
+
+
 async def build(candor: Candor, size: int, texts: list[str], vectors: np.ndarray) -> None:
     kb = await candor.knowledge_base(f"scale{size}", create=True)
     assert kb is not None
@@ -76,13 +89,8 @@ async def build(candor: Candor, size: int, texts: list[str], vectors: np.ndarray
             await raw.driver_connection.execute(f"DROP INDEX IF EXISTS {name}")
     start = time.perf_counter()
     for d in range(size // PER_DOCUMENT):
-        rows = []
-        for position in range(PER_DOCUMENT):
-            i, j = rng.integers(0, len(texts), size=2)
-            vec = 0.8 * vectors[i] + 0.6 * vectors[j]
-            vec = (vec / np.linalg.norm(vec)).astype(np.float32)
-            text = texts[i] + " " + texts[j][:200]
-            rows.append(ChunkRow(position, ["Scale", f"Section {position}"], text, f"s{size}-{d}-{position}", vec))
+        pairs = [rng.integers(0, len(texts), size=2) for _ in range(PER_DOCUMENT)]
+        rows = mixture_rows(pairs, texts, vectors, f"s{size}-{d}")
         doc = DocumentRow(
             kb_id=kb.id,
             source=f"scale://{size}/{d}",
