@@ -329,11 +329,20 @@ class SlackAdapter:
         await ack()
         rating: Rating = "up" if action["action_id"] == FEEDBACK_UP else "down"
         user, channel = body["user"]["id"], (body.get("channel") or {}).get("id")
+        if rating == "down":
+            # first: the trigger id lives 3 s, and storing the vote and whispering may take longer
+            await self._ask_reason(body["trigger_id"], action["value"])
         note = await self._store_vote(Feedback(action["value"], rating, user=user, platform="slack"))
         if channel:
             await _whisper(self.client, channel, user, note)
-        if rating == "down" and note == feedback_ack("down"):
-            await self.client.views_open(trigger_id=body["trigger_id"], view=feedback_reason_modal(action["value"]))
+
+    async def _ask_reason(self, trigger_id: str, trace_id: str) -> None:
+        """The optional reason form for a 👎; the vote counts without it, so a form that cannot open
+        (the trigger expired) is logged and the vote goes on."""
+        try:
+            await self.client.views_open(trigger_id=trigger_id, view=feedback_reason_modal(trace_id))
+        except SlackApiError as exc:
+            log.warning("the reason form for a 👎 could not open: %s", exc, extra={"trace_id": trace_id})
 
     async def _on_reason(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         await ack()

@@ -57,6 +57,10 @@ _JSON_FIELDS = frozenset(
 _SCOPES = "app_mentions:read,channels:history,chat:write,commands,groups:history,im:history,reactions:write"
 
 
+TRIGGER_SECONDS = 3.0
+"""How long Slack accepts a `trigger_id` for `views.open`."""
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One Web API call as the fake saw it, and how it answered."""
@@ -106,7 +110,7 @@ class _FakeSlackCore:
             "chat.delete": self._delete,
             "reactions.add": _ok,
             "reactions.remove": _ok,
-            "views.open": self._view,
+            "views.open": self._open_view,
             "views.publish": self._view,
             "views.update": self._view,
             "conversations.info": self._conversation,
@@ -288,6 +292,14 @@ class _FakeSlackCore:
 
     def _delete(self, params: Params) -> Params:
         return _message_problem(params) or {"ok": True, "channel": params["channel"], "ts": params["ts"]}
+
+    def _open_view(self, params: Params) -> Params:
+        """`views.open`: a trigger id lives 3 s (one from tests/fakes/slack_events.py says when it was
+        issued; any other is taken as fresh)."""
+        issued = str(params.get("trigger_id") or "").split(".", 1)[0]
+        if issued.isdigit() and len(issued) >= 13 and time.time() - int(issued) / 1000 > TRIGGER_SECONDS:
+            return {"ok": False, "error": "expired_trigger_id"}
+        return self._view(params)
 
     def _view(self, params: Params) -> Params:
         view = params.get("view")

@@ -269,7 +269,9 @@ def assistant_thread_started(
 
 
 def _trigger_id() -> str:
-    return f"{int(time.time())}.{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex}"
+    """Shaped like Slack's; the first part is when it was issued (epoch milliseconds), so the fake
+    can refuse a `views.open` more than 3 s later, as Slack does."""
+    return f"{int(time.time() * 1000)}.{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex}"
 
 
 def _user(user: str) -> dict[str, str]:
