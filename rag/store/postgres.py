@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -51,6 +52,10 @@ __all__ = [
 log = logging.getLogger("candor.store")
 
 
+EVERY_BASE_SECONDS = 5.0
+"""How long the list of every knowledge base is reused by unscoped searches."""
+
+
 class PostgresStore:
     """Candor's one database. Open with `await PostgresStore.open(settings, ...)`."""
 
@@ -71,6 +76,7 @@ class PostgresStore:
         """A search the standby cannot take (down, restarting) runs on the primary instead (logged)."""
         self.embedder = embedder
         self._kb_ids: dict[str, int] = {}
+        self._every_base: tuple[float, tuple[int, ...]] | None = None
         self.lexical_budget = 500
         """Rows the full-text side may rank: past it, candidates must hold both rarest words."""
 
@@ -153,13 +159,21 @@ class PostgresStore:
             row = (await conn.execute(select(knowledge_bases).where(knowledge_bases.c.name == name))).first()
             if row is not None and create_with_max_authority is not None:
                 await _ensure_indexes(conn, row.id)
+                self._every_base = None
         return None if row is None else KnowledgeBase(row.id, row.name, row.max_authority)
 
     async def every_knowledge_base_id(self) -> tuple[int, ...]:
-        """The ids of all knowledge bases, as they are now (another process may have just made one)."""
+        """The ids of all knowledge bases, read again after EVERY_BASE_SECONDS: an unscoped search
+        needs them, and reading them each time cost a checkout on the answer path. A base another
+        process has just made is searched from then on; one made here, at once."""
+        now = time.monotonic()
+        if self._every_base is not None and now - self._every_base[0] < EVERY_BASE_SECONDS:
+            return self._every_base[1]
         async with self.reading() as driver:
             rows = await (await driver.execute("SELECT id FROM knowledge_bases ORDER BY id")).fetchall()
-        return tuple(int(r[0]) for r in rows)
+        ids = tuple(int(r[0]) for r in rows)
+        self._every_base = (now, ids)
+        return ids
 
     async def set_max_authority(self, kb: KnowledgeBase, value: int) -> KnowledgeBase:
         async with self._transaction() as conn:
