@@ -23,6 +23,7 @@ from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor, IngestReport
 from rag.insights.feedback.export import export_key
 from rag.insights.report.build import Window, build_report
+from rag.loop import CuratedAnswers, Handoffs, Loop
 from rag.model.answers import Answer, Feedback, Question
 from rag.model.evidence import Query, Ranked
 from rag.model.ports import Embedder, Reranker, Synthesizer, Verifier
@@ -179,6 +180,16 @@ class Candor:
             Chunker(max_tokens=self.settings.chunk_tokens),
             embed_sentences=self.settings.sentence_embeddings,
         )
+
+    @property
+    def loop(self) -> Loop:
+        """Hand-offs to a person and curated answers (`rag.loop`); made on each use, holding nothing."""
+
+        async def base(name: str) -> KnowledgeBase | None:
+            return await self.knowledge_base(name, create=True)
+
+        curated = CuratedAnswers(self.store, self.ingestor)
+        return Loop(Handoffs(self.store.engine), curated, knowledge_base=base, default_kb=self.settings.default_kb)
 
     async def knowledge_base(self, name: str, *, create: bool = False) -> KnowledgeBase | None:
         cap = self.settings.max_authority if create else None

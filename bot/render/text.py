@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bot.render.wording import source_date
 from rag.model.answers import Answer
 
 _ROUTE_LABEL = {"answered": "answered", "low_confidence": "LOW CONFIDENCE", "abstained": "abstained"}
@@ -18,7 +19,7 @@ def render_text(answer: Answer) -> str:
     if answer.sources:
         lines.append("Sources:")
         for s in answer.sources:
-            date = f", effective {s.effective_date.isoformat()}" if s.effective_date else ""
+            date = f", {source_date(s)}" if source_date(s) else ""
             where = s.url or s.document
             heading = f" > {s.heading}" if s.heading and s.heading != s.title else ""
             lines.append(f"  [{s.n}] {s.title}{heading}{date}")

@@ -4,6 +4,8 @@ one way every renderer shortens a text to a platform's limit."""
 
 from __future__ import annotations
 
+from rag.model.answers import Source
+
 LOW_CONFIDENCE_NOTE = (
     "Low confidence: parts of this answer could not be fully verified against the sources. "
     "Check the cited passages before relying on it."
@@ -25,3 +27,13 @@ def shorten(text: str, limit: int) -> str:
     if cut < limit // 2:  # one very long word: cut inside it rather than lose most of the text
         cut = limit - 1
     return flat[:cut].rstrip() + "…"
+
+
+def source_date(source: Source) -> str:
+    """How a source is dated beside its title: "effective 2026-03-01", or for a curated answer (an
+    expert's reply kept as a document) "answered by Ana Diaz on 2026-12-02"; "" when undated. Raw
+    text: escape afterwards."""
+    day = source.effective_date.isoformat() if source.effective_date else None
+    if source.answered_by:
+        return f"answered by {source.answered_by}" + (f" on {day}" if day else "")
+    return f"effective {day}" if day else ""

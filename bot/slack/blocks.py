@@ -25,7 +25,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bot.render.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
+from bot.render.wording import (
+    FAILURE_NOTE,
+    LOW_CONFIDENCE_NOTE,
+    NO_PREFERENCE_REASON,
+    UNANSWERED_NOTE,
+    shorten,
+    source_date,
+)
 from bot.slack.mrkdwn import escape, link, pack, split_text, to_mrkdwn
 from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
@@ -216,7 +223,8 @@ def _conflict_blocks(conflict: Conflict, sources: dict[int, Source]) -> list[Blo
         if source is None:
             return f"[{n}]"
         title = escape(shorten(source.title or source.document, TITLE_CHARS))
-        date = f" (effective {source.effective_date.isoformat()})" if source.effective_date else ""
+        dated = source_date(source)
+        date = f" ({escape(dated)})" if dated else ""
         return f"[{n}] {title}{date}"
 
     note = f" {escape(conflict.note)}" if conflict.note.strip() else ""
@@ -258,8 +266,8 @@ def _source(source: Source) -> str:
         line += f" · {escape(shorten(source.heading, TITLE_CHARS))}"
     if linked is None and source.title and source.title != source.document:
         line += f" · {escape(shorten(source.document, TITLE_CHARS))}"
-    if source.effective_date is not None:
-        line += f" · effective {source.effective_date.isoformat()}"
+    if source_date(source):
+        line += f" · {escape(source_date(source))}"
     if source.excerpt.strip():
         line += f"\n> {escape(shorten(source.excerpt, SNIPPET_CHARS))}"
     return line

@@ -31,7 +31,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.render.wording import FAILURE_NOTE, LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, shorten
+from bot.render.wording import (
+    FAILURE_NOTE,
+    LOW_CONFIDENCE_NOTE,
+    NO_PREFERENCE_REASON,
+    UNANSWERED_NOTE,
+    shorten,
+    source_date,
+)
 from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
 __all__ = [
@@ -275,7 +282,7 @@ def _conflict(conflict: Conflict, sources: dict[int, Source]) -> _Line:
         if source is None:
             return marker(n)
         title = escape(shorten(source.title or source.document, TITLE_CHARS))
-        date = f" (effective {source.effective_date.isoformat()})" if source.effective_date else ""
+        date = f" ({escape(source_date(source))})" if source_date(source) else ""
         return f"{marker(n)} {title}{date}".rstrip()
 
     pieces = ["⚠️ **Sources disagree:**"]
@@ -313,7 +320,7 @@ def _citation(source: Source, detail: _Detail) -> dict[str, Any]:
             keyword
             for keyword in (
                 _plain(source.heading, KEYWORD_CHARS) if source.heading.strip() != source.title.strip() else "",
-                f"effective {source.effective_date.isoformat()}" if source.effective_date else "",
+                source_date(source),
             )
             if keyword
         ][:KEYWORDS]

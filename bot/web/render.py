@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from html import escape
 
-from bot.render.wording import LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE
+from bot.render.wording import LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, source_date
 from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
 _LINKABLE_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f\"'<>\\`]+", re.IGNORECASE)
@@ -150,8 +150,8 @@ def _source_html(source: Source, anchor: str) -> str:
     details = [f'<span class="source-title">{title}</span>']
     if source.heading:
         details.append(f'<span class="source-heading">{escape(source.heading)}</span>')
-    if source.effective_date is not None:
-        details.append(f'<span class="source-date">effective {source.effective_date.isoformat()}</span>')
+    if source_date(source):
+        details.append(f'<span class="source-date">{escape(source_date(source))}</span>')
     if source.title and source.title != source.document:
         details.append(f'<span class="source-document">{escape(source.document)}</span>')
     excerpt = ""

@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
 
@@ -178,25 +178,29 @@ class Ingestor:
             report.unchanged += 1
             return None
         facts = await asyncio.to_thread(self._parse, path, data, kb, access, modified)
-        row = DocumentRow(
-            kb_id=kb.id,
-            source=source,
-            title=facts.title,
-            format=facts.format,
-            content_hash=content_hash,
-            options_hash=options_hash,
-            url=facts.url,
-            effective_date=facts.effective_date,
-            date_source=facts.date_source,
-            date_flag=facts.date_flag,
-            declared_date=facts.declared_date,
-            authority=facts.authority,
-            declared_authority=facts.declared_authority,
-            access_groups=list(facts.access_groups),
-            metadata=facts.metadata,
-        )
+        row = _document_row(kb, source, facts, content_hash, options_hash)
         chunk_rows, pending = self._rows(facts)
         return _Prepared(path, previous.id if previous else None, row, chunk_rows, pending)
+
+    async def ingest_text(
+        self, source: str, markdown: str, *, kb: KnowledgeBase, access: Sequence[str] = (), kind: str = "md"
+    ) -> int:
+        """One document given as Markdown text rather than a file (a curated answer is one): the
+        same parsing (front matter included), dates, trust, chunking, embeddings and single
+        transaction as a file, stored under `source` with format `kind`, replacing what `source`
+        held. Returns its document id; an unusable text raises `IngestError`, a failed write `StoreError`."""
+        access = [clean_text(group).strip() for group in access]
+        if not all(access):
+            raise ConfigError("an access group name is blank")
+        data = markdown.encode("utf-8")
+        name = Path(f"{kind}.md")  # what errors call it; the suffix chooses the Markdown parser
+        facts = await asyncio.to_thread(self._parse, name, data, kb, access, self.today())
+        facts = replace(facts, format=kind)
+        content_hash = hashlib.sha256(data).hexdigest()
+        row = _document_row(kb, source, facts, content_hash, self._options_hash(kb, access))
+        chunk_rows, pending = self._rows(facts)
+        await self._embed([_Prepared(name, None, row, chunk_rows, pending)], IngestReport())
+        return await self.store.write_document(row, chunk_rows)
 
     def _parse(
         self, path: Path, data: bytes, kb: KnowledgeBase, access: Sequence[str], modified: date
@@ -239,6 +243,18 @@ class Ingestor:
         """Embed this batch (while the previous one is still being written), then start writing it."""
         if not batch:
             return writer
+        try:
+            await self._embed(batch, report)
+        except BaseException:
+            if writer is not None:  # the previous batch was embedded: let it land before failing
+                await asyncio.gather(writer, return_exceptions=True)
+            raise
+        if writer is not None:
+            await writer
+        return asyncio.create_task(self._write(batch, report))
+
+    async def _embed(self, batch: list[_Prepared], report: IngestReport) -> None:
+        """Give every chunk (and sentence) of the batch its vector: stored ones reused, the rest embedded."""
         wanted: dict[str, str] = {}
         for prepared in batch:
             wanted.update(prepared.pending)
@@ -246,12 +262,7 @@ class Ingestor:
         report.reused += len(vectors)
         missing = [h for h in wanted if h not in vectors]
         if missing:
-            try:
-                matrix = await self.embedder.embed([wanted[h] for h in missing])
-            except BaseException:
-                if writer is not None:  # the previous batch was embedded: let it land before failing
-                    await asyncio.gather(writer, return_exceptions=True)
-                raise
+            matrix = await self.embedder.embed([wanted[h] for h in missing])
             vectors.update(zip(missing, matrix, strict=True))
             report.embedded += len(missing)
         for prepared in batch:
@@ -259,9 +270,6 @@ class Ingestor:
                 chunk.embedding = vectors[chunk.text_hash]
                 for sentence in chunk.sentences:
                     sentence.embedding = vectors.get(sentence.text_hash) if self.embed_sentences else None
-        if writer is not None:
-            await writer
-        return asyncio.create_task(self._write(batch, report))
 
     async def _write(self, batch: list[_Prepared], report: IngestReport) -> None:
         """Write the batch in one transaction; if that fails, document by document, so one bad
@@ -296,6 +304,28 @@ class Ingestor:
             ]
 
         return await self.store.delete_documents(await asyncio.to_thread(gone))
+
+
+def _document_row(
+    kb: KnowledgeBase, source: str, facts: DocumentFacts, content_hash: str, options_hash: str
+) -> DocumentRow:
+    return DocumentRow(
+        kb_id=kb.id,
+        source=source,
+        title=facts.title,
+        format=facts.format,
+        content_hash=content_hash,
+        options_hash=options_hash,
+        url=facts.url,
+        effective_date=facts.effective_date,
+        date_source=facts.date_source,
+        date_flag=facts.date_flag,
+        declared_date=facts.declared_date,
+        authority=facts.authority,
+        declared_authority=facts.declared_authority,
+        access_groups=list(facts.access_groups),
+        metadata=facts.metadata,
+    )
 
 
 def _missing(path: Path) -> bool:

@@ -144,9 +144,12 @@ class Source:
     effective_date: date | None = None
     chunk_id: int | None = None
     document_id: int | None = None
+    answered_by: str | None = None
+    """A curated answer: who wrote it (cited as "answered by <name> on <date>")."""
 
     def as_json(self) -> dict[str, Any]:
         return {
+            **({"answered_by": self.answered_by} if self.answered_by else {}),
             "n": self.n,
             "document": self.document,
             "title": self.title,

@@ -67,6 +67,8 @@ class Passage:
     authority: int = 0
     knowledge_base: str = ""
     access_groups: tuple[str, ...] = field(default_factory=tuple)
+    answered_by: str | None = None
+    """Set on a curated answer (an expert's answer kept as a document): who wrote it."""
 
     def as_json(self) -> dict[str, object]:
         """The shape `candor search --json` prints."""

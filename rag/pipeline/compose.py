@@ -136,6 +136,7 @@ def _source(n: int, p: Passage) -> Source:
         effective_date=p.effective_date,
         chunk_id=p.chunk_id,
         document_id=p.document_id,
+        answered_by=p.answered_by,
     )
 
 

@@ -154,4 +154,5 @@ def _passage(scored: Scored) -> Passage:
         authority=c.authority,
         knowledge_base=c.knowledge_base,
         access_groups=c.access_groups,
+        answered_by=c.answered_by,
     )

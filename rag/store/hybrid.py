@@ -95,6 +95,7 @@ async def hybrid_candidates(
             lexical=float(r[12]),
             dense_rank=r[13],
             lexical_rank=r[14],
+            answered_by=r[15],
         )
         for r in rows
     ]

@@ -88,3 +88,5 @@ class Candidate:
     lexical: float
     dense_rank: int | None
     lexical_rank: int | None
+    answered_by: str | None = None
+    """A curated answer's author (documents of format `curated` only)."""
