@@ -22,7 +22,7 @@ import contextlib
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -37,6 +37,7 @@ from bot.web.metrics import add_routes as add_metrics_routes
 from bot.web.routes import add_routes as add_web_routes
 from rag.errors import CandorError
 from rag.model.answers import Answer, Feedback, Question
+from rag.model.loop import CuratedAnswer, CuratedDraft, Handoff, HandoffReason
 
 log = logging.getLogger("candor.server")
 
@@ -60,8 +61,29 @@ class AnswerService(Protocol):
         ...
 
 
+class LoopService(Protocol):
+    """Hand-offs to a person and curated answers (`rag.loop.Loop`)."""
+
+    async def hand_off(
+        self, trace_id: str, *, platform: str, asker: str, reason: HandoffReason, reply_to: Mapping[str, Any]
+    ) -> tuple[Handoff, bool]:
+        """The hand-off of this trace by this asker, and whether it was made now (False: found)."""
+        ...
+
+    async def handoff(self, handoff_id: str) -> Handoff: ...
+
+    async def note_triage(self, handoff_id: str, triage: Mapping[str, Any]) -> None: ...
+
+    async def reply_to_handoff(self, handoff_id: str, reply: str, *, by: str, by_name: str) -> Handoff: ...
+
+    async def curate(self, draft: CuratedDraft, *, kb: str | None = None) -> CuratedAnswer: ...
+
+
 class ChatCore(Protocol):
     """What the chat platform adapters (Slack, Teams) need from the core."""
+
+    @property
+    def loop(self) -> LoopService: ...
 
     async def answer(self, question: Question) -> Answer: ...
 

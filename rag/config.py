@@ -179,6 +179,11 @@ class Settings(BaseSettings):
     """SLACK_API_URL: the Web API base URL (tests, proxies); Slack's own when unset."""
     slack_ask_human: str | None = Field(None, validation_alias=_env("SLACK_ASK_HUMAN"))
     """SLACK_ASK_HUMAN: shown under a refusal: a channel id ("C0123") or a URL (an on-call page)."""
+    slack_triage_channel: str | None = Field(
+        None, pattern=r"^[CG][A-Z0-9]{6,}$", validation_alias=_env("SLACK_TRIAGE_CHANNEL")
+    )
+    """SLACK_TRIAGE_CHANNEL: the channel id where "Ask a person" posts a question for the team (the bot
+    must be a member). Unset: no hand-off button; SLACK_ASK_HUMAN's line is all a refusal offers."""
     slack_answer_process: bool = Field(False, validation_alias=_env("CANDOR_SLACK_ANSWER_PROCESS"))
     """CANDOR_SLACK_ANSWER_PROCESS: `candor serve` answers Slack questions in a child process of its
     own instead of its event loop (on the 2-core test machine this did not lower acknowledgement

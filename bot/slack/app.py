@@ -44,6 +44,8 @@ from bot.slack.blocks import (
     feedback_reason_modal,
     home_view,
 )
+from bot.slack.handoff import SlackHandoffs
+from bot.slack.handoff_blocks import vote_note_blocks
 from bot.slack.jobs import PLATFORM, Job, Responder
 from bot.worker import EventClaims, Worker
 from rag import reads_as_question
@@ -70,6 +72,8 @@ class SlackConfig:
     app_token: str | None = None
     api_url: str | None = None
     ask_human: str | None = None
+    triage_channel: str | None = None
+    """Where "Ask a person" hands questions to the team (`bot.slack.handoff`); None: no hand-offs."""
     concurrency: int | None = None
     """Answers made at once (None: the CPU count)."""
     answers_here: bool = True
@@ -92,6 +96,7 @@ def slack_config(settings: Settings, *, answers_here: bool | None = None) -> Sla
         app_token=app_token.get_secret_value() if app_token is not None else None,
         api_url=settings.slack_api_url,
         ask_human=settings.slack_ask_human,
+        triage_channel=settings.slack_triage_channel,
         concurrency=settings.answer_concurrency,
         answers_here=not settings.slack_answer_process if answers_here is None else answers_here,
     )
@@ -118,7 +123,10 @@ class SlackAdapter:
             base_url=config.api_url or AsyncWebClient.BASE_URL,
             retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=3), AsyncConnectionErrorRetryHandler()],
         )
-        self.responder = Responder(core, ledger, self.client, ask_human=config.ask_human)
+        self.responder = Responder(
+            core, ledger, self.client, ask_human=config.ask_human, handoff=config.triage_channel is not None
+        )
+        self.handoffs = SlackHandoffs(core, self.client, config.triage_channel) if config.triage_channel else None
         poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
         self.worker = Worker(self.responder, ledger, PLATFORM, poll_seconds=poll)
         if config.concurrency is not None:
@@ -176,6 +184,8 @@ class SlackAdapter:
         self.bolt.action(FEEDBACK_UP)(self._on_vote)
         self.bolt.action(FEEDBACK_DOWN)(self._on_vote)
         self.bolt.view(FEEDBACK_REASON_CALLBACK)(self._on_reason)
+        if self.handoffs is not None:
+            self.handoffs.listen(self.bolt)
         self.bolt.error(self._on_error)
 
     async def _on_mention(self, event: dict[str, Any], body: dict[str, Any], request: AsyncBoltRequest) -> None:
@@ -334,7 +344,10 @@ class SlackAdapter:
             await self._ask_reason(body["trigger_id"], action["value"])
         note = await self._store_vote(Feedback(action["value"], rating, user=user, platform="slack"))
         if channel:
-            await _whisper(self.client, channel, user, note)
+            offer = rating == "down" and self.handoffs is not None
+            thread = (body.get("message") or {}).get("thread_ts")
+            blocks = vote_note_blocks(note, action["value"], thread=thread) if offer else None
+            await _whisper(self.client, channel, user, note, blocks)
 
     async def _ask_reason(self, trigger_id: str, trace_id: str) -> None:
         """The optional reason form for a 👎; the vote counts without it, so a form that cannot open
@@ -380,8 +393,10 @@ def _team(body: dict[str, Any], event: dict[str, Any]) -> str:
     return str(body.get("team_id") or event.get("team") or "")
 
 
-async def _whisper(client: AsyncWebClient, channel: str, user: str, text: str) -> None:
+async def _whisper(
+    client: AsyncWebClient, channel: str, user: str, text: str, blocks: list[dict[str, Any]] | None = None
+) -> None:
     try:
-        await client.chat_postEphemeral(channel=channel, user=user, text=text)
+        await client.chat_postEphemeral(channel=channel, user=user, text=text, blocks=blocks)
     except SlackApiError as exc:
         log.warning("could not send an ephemeral note: %s", exc)

@@ -21,7 +21,7 @@ The last message always ends with the 👍/👎 buttons, whose value is the answ
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,8 +33,17 @@ from bot.render.wording import (
     shorten,
     source_date,
 )
-from bot.slack.mrkdwn import escape, link, pack, split_text, to_mrkdwn
+from bot.slack.handoff_blocks import handoff_button
+from bot.slack.kit import MESSAGE_BLOCKS, Block
+from bot.slack.kit import button as _button
+from bot.slack.kit import context as _context
+from bot.slack.kit import header as _header
+from bot.slack.kit import plain as _plain
+from bot.slack.kit import section as _section
+from bot.slack.kit import sections as _sections
+from bot.slack.mrkdwn import escape, link, to_mrkdwn
 from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
+from rag.model.loop import HandoffReason
 
 __all__ = [
     "FEEDBACK_DOWN",
@@ -60,19 +69,10 @@ REASON_BLOCK = "reason"
 REASON_ACTION = "reason_text"
 REASON_MAX_LENGTH = 2000
 
-SECTION_LIMIT = 3000
-CONTEXT_LIMIT = 2000
-CONTEXT_ELEMENTS = 10
-MESSAGE_BLOCKS = 50
-BUTTON_TEXT_LIMIT = 75
-BUTTON_VALUE_LIMIT = 2000
-HEADER_LIMIT = 150
 SUMMARY_CHARS = 300
 SNIPPET_CHARS = 200
 TITLE_CHARS = 300
 HOME_KNOWLEDGE_BASES = 100
-
-Block = dict[str, Any]
 
 _CHANNEL_ID = re.compile(r"#?([CG][A-Z0-9]{6,})")
 
@@ -84,8 +84,10 @@ class SlackMessage:
     blocks: tuple[dict[str, Any], ...]
 
 
-def answer_messages(answer: Answer, *, ask_human: str | None = None) -> list[SlackMessage]:
-    """The answer as one or more messages to post in order, the 👍/👎 buttons on the last one."""
+def answer_messages(answer: Answer, *, ask_human: str | None = None, handoff: bool = False) -> list[SlackMessage]:
+    """The answer as one or more messages to post in order, the 👍/👎 buttons on the last one, and
+    with `handoff` (a triage channel is set) an "Ask a person" button beside them when the answer
+    is a refusal, low-confidence or leaves a part unanswered."""
     blocks: list[Block]
     if answer.abstained:
         blocks = _refusal_blocks(answer, ask_human)
@@ -98,7 +100,7 @@ def answer_messages(answer: Answer, *, ask_human: str | None = None) -> list[Sla
             *_unanswered_blocks(answer.unanswered_parts, ask_human),
             *_sources_blocks(answer.sources),
         ]
-    blocks.append(_feedback_block(answer.trace_id))
+    blocks.append(_feedback_block(answer.trace_id, handoff_reason(answer) if handoff else None))
     summary = _summary(answer)
     chunks = [blocks[start : start + MESSAGE_BLOCKS] for start in range(0, len(blocks), MESSAGE_BLOCKS)]
     return [
@@ -292,42 +294,15 @@ def _summary(answer: Answer) -> str:
     return f"(low confidence) {summary}" if answer.route == "low_confidence" else summary
 
 
-def _feedback_block(trace_id: str) -> Block:
-    return {
-        "type": "actions",
-        "block_id": FEEDBACK_BLOCK,
-        "elements": [_button("👍 Helpful", FEEDBACK_UP, trace_id), _button("👎 Not helpful", FEEDBACK_DOWN, trace_id)],
-    }
+def handoff_reason(answer: Answer) -> HandoffReason | None:
+    """Why a person may be wanted: the answer refused, is low-confidence, or left a part unanswered."""
+    if answer.route in ("abstained", "low_confidence"):
+        return answer.route
+    return "asked" if answer.unanswered_parts else None
 
 
-def _button(text: str, action_id: str, value: str) -> Block:
-    return {
-        "type": "button",
-        "action_id": action_id,
-        "text": _plain(text[:BUTTON_TEXT_LIMIT]),
-        "value": value[:BUTTON_VALUE_LIMIT],
-    }
-
-
-def _section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-
-
-def _sections(units: Iterable[str], separator: str) -> list[Block]:
-    return [_section(text) for text in pack(units, separator, SECTION_LIMIT)]
-
-
-def _context(texts: Iterable[str]) -> list[Block]:
-    elements = [{"type": "mrkdwn", "text": piece} for text in texts for piece in split_text(text, CONTEXT_LIMIT)]
-    return [
-        {"type": "context", "elements": elements[start : start + CONTEXT_ELEMENTS]}
-        for start in range(0, len(elements), CONTEXT_ELEMENTS)
-    ]
-
-
-def _header(text: str) -> Block:
-    return {"type": "header", "text": _plain(shorten(text, HEADER_LIMIT))}
-
-
-def _plain(text: str) -> dict[str, Any]:
-    return {"type": "plain_text", "text": text, "emoji": True}
+def _feedback_block(trace_id: str, handoff: HandoffReason | None) -> Block:
+    elements = [_button("👍 Helpful", FEEDBACK_UP, trace_id), _button("👎 Not helpful", FEEDBACK_DOWN, trace_id)]
+    if handoff is not None:
+        elements.append(handoff_button(trace_id, handoff))
+    return {"type": "actions", "block_id": FEEDBACK_BLOCK, "elements": elements}

@@ -85,12 +85,15 @@ class Responder:
         client: AsyncWebClient,
         *,
         ask_human: str | None = None,
+        handoff: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.core = core
         self.ledger = ledger
         self.client = client
         self.ask_human = ask_human
+        self.handoff = handoff
+        """Answers that may want a person carry an "Ask a person" button (a triage channel is set)."""
         self.clock = clock
         self._audiences: dict[str, tuple[float, Audience]] = {}
 
@@ -124,7 +127,7 @@ class Responder:
             )
             answer = await self.core.answer(question)
             trace_id = answer.trace_id
-            posted = await self._deliver(job, answer_messages(answer, ask_human=self.ask_human))
+            posted = await self._deliver(job, answer_messages(answer, ask_human=self.ask_human, handoff=self.handoff))
         except QuestionError as exc:
             await self._deliver(job, [SlackMessage(escape(f"I couldn't take that question: {exc}."), ())])
             await self.ledger.complete(claim, failed=True, error=str(exc))

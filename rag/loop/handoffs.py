@@ -41,7 +41,8 @@ INSERT = text(
 SELECT = (
     "SELECT h.id::text AS id, h.trace_id::text AS trace_id, h.platform, h.asker, h.reason, h.reply_to, h.triage, "
     "h.status, h.reply_text, h.replied_by, h.replied_by_name, h.replied_at, h.curated_id, h.created_at, "
-    "t.question, t.answer_text, t.route, t.answer -> 'sources' AS sources, t.scope -> 'knowledge_bases' AS kbs "
+    "t.question, t.answer_text, t.route, t.answer -> 'sources' AS sources, t.scope -> 'knowledge_bases' AS kbs, "
+    "coalesce(jsonb_array_length(t.scope -> 'groups'), 0) > 0 AS restricted "
     "FROM handoffs h JOIN traces t ON t.id = h.trace_id"
 )
 BY_ID = text(SELECT + " WHERE h.id = CAST(:id AS uuid)")
@@ -165,4 +166,5 @@ def _handoff(row: Any) -> Handoff:
         curated_id=row["curated_id"],
         created_at=row["created_at"],
         knowledge_bases=tuple(kbs) if isinstance(kbs, list) else None,
+        restricted=bool(row["restricted"]),
     )

@@ -51,6 +51,9 @@ class Handoff:
     created_at: datetime | None = None
     knowledge_bases: tuple[str, ...] | None = field(default=None)
     """The knowledge bases the question was searched in (None: all)."""
+    restricted: bool = False
+    """The question was answered with access groups (the asker's own, in a DM, or a channel's): its
+    answer may quote documents that a triage channel's readers may not read."""
 
 
 @dataclass(frozen=True, slots=True)

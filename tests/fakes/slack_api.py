@@ -90,6 +90,8 @@ class _FakeSlackCore:
     def __init__(self) -> None:
         self.channels: dict[str, Params] = {}
         """conversations.info overrides per channel id, e.g. {"is_private": True}."""
+        self.users: dict[str, Params] = {}
+        """users.info per user id, e.g. {"real_name": "Ana Diaz"}; others are a user with no real name."""
         self.scopes = _SCOPES
         """Sent as `x-oauth-scopes` (bolt reads the bot's scopes from auth.test's header)."""
         self._lock = threading.Lock()
@@ -114,6 +116,7 @@ class _FakeSlackCore:
             "views.publish": self._view,
             "views.update": self._view,
             "conversations.info": self._conversation,
+            "users.info": self._user_info,
             "assistant.threads.setStatus": _ok,
             "assistant.threads.setSuggestedPrompts": _ok,
             "assistant.threads.setTitle": _ok,
@@ -332,6 +335,15 @@ class _FakeSlackCore:
             **({"user": "U1"} if is_im else {"name": str(channel).lower(), "creator": "U1"}),
         }
         return {"ok": True, "channel": {**info, **self.channels.get(channel, {})}}
+
+    def _user_info(self, params: Params) -> Params:
+        user = str(params.get("user") or "")
+        if not user.startswith(("U", "W")):
+            return {"ok": False, "error": "user_not_found"}
+        known = self.users.get(user, {})
+        profile = {"real_name": known.get("real_name", ""), "display_name": known.get("display_name", "")}
+        info = {"id": user, "team_id": TEAM_ID, "name": user.lower(), "deleted": False, "is_bot": False}
+        return {"ok": True, "user": {**info, "real_name": profile["real_name"], "profile": profile}}
 
     def _connections_open(self, params: Params) -> Params:
         ticket = str(uuid.uuid4())

@@ -288,21 +288,27 @@ def block_action(
     trigger_id: str | None = None,
     block_id: str = "actions",
     response_url: str | None = None,
+    thread_ts: str | None = None,
+    ephemeral: bool = False,
 ) -> dict[str, Any]:
-    """A `block_actions` payload: `user` clicked the button `action_id` (with `value`) on a bot message."""
+    """A `block_actions` payload: `user` clicked the button `action_id` (with `value`) on a bot message
+    (in the thread `thread_ts`), or on an ephemeral one (Slack sends no `message` for those)."""
     message_ts = message_ts or next_ts()
+    message = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": message_ts, "text": ""}
+    if thread_ts is not None:
+        message["thread_ts"] = thread_ts
     return {
         "type": "block_actions",
         "user": _user(user),
         "api_app_id": APP_ID,
         "token": VERIFICATION_TOKEN,
-        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": ephemeral},
         "trigger_id": trigger_id or _trigger_id(),
         "team": {"id": TEAM_ID, "domain": TEAM_DOMAIN},
         "enterprise": None,
         "is_enterprise_install": False,
         "channel": {"id": channel, "name": channel.lower()},
-        "message": {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": message_ts, "text": ""},
+        **({} if ephemeral else {"message": message}),
         "state": {"values": {}},
         "response_url": response_url or f"https://hooks.slack.com/actions/{TEAM_ID}/1/{uuid.uuid4().hex}",
         "actions": [

@@ -1,0 +1,234 @@
+"""Slack's hand-off to a person: "Ask a person" → a post in the triage channel → "Reply to asker" →
+the expert's answer in the asker's thread, optionally kept as a curated answer.
+
+On with `SLACK_TRIAGE_CHANNEL`. The button sits under a refusal, a low-confidence answer, an answer
+with an unanswered part, and in the thank-you for a 👎. A click records the hand-off
+(`rag.loop`; one per answer and asker, so a second click or Slack's retry finds the first) before
+anything is posted, then posts to the triage channel and tells the asker, privately, where it went.
+The expert's reply is stored before it is delivered, so a reply Slack refuses is not lost (the
+expert is told). The asker gets it where they asked: the answer's thread, the DM, or (for a
+private `/candor` answer, which has no thread) a direct message from the app.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.server import ChatCore
+from bot.slack.handoff_blocks import (
+    HANDOFF,
+    HANDOFF_REPLY,
+    HANDOFF_REPLY_CALLBACK,
+    QUESTION_BLOCK,
+    REPLY_BLOCK,
+    expert_reply_text,
+    read_handoff_value,
+    readable,
+    reply_form,
+    reply_modal,
+    triage_done_blocks,
+    triage_message,
+)
+from rag.errors import CandorError, ConfigError, UnknownTrace
+from rag.model.loop import HANDOFF_REASONS, CuratedAnswer, CuratedDraft, Handoff, HandoffReason
+
+log = logging.getLogger("candor.slack")
+
+PASSED_ON = "I've passed your question to the team in <#{channel}>. A person will answer you here."
+ALREADY = "Your question is already with the team in <#{channel}>. A person will answer you here."
+GONE = "That answer is no longer on record, so it could not be passed on."
+FAILED = "Sorry, your question could not be passed on right now. The error is logged; please try again."
+
+
+class SlackHandoffs:
+    def __init__(self, core: ChatCore, client: AsyncWebClient, triage_channel: str) -> None:
+        self.core = core
+        self.client = client
+        self.triage_channel = triage_channel
+
+    def listen(self, bolt: AsyncApp) -> None:
+        bolt.action(HANDOFF)(self._on_ask)
+        bolt.action(HANDOFF_REPLY)(self._on_reply)
+        bolt.view(HANDOFF_REPLY_CALLBACK)(self._on_reply_form)
+
+    # --- the asker: "Ask a person" --------------------------------------------------------------
+
+    async def _on_ask(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        value = read_handoff_value(str(action.get("value") or ""))
+        user = body["user"]["id"]
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        if not value or not channel:
+            log.warning("an 'Ask a person' click without its answer", extra={"value": action.get("value")})
+            return
+        reason: HandoffReason = value["reason"] if value.get("reason") in HANDOFF_REASONS else "asked"
+        try:
+            handoff, made = await self.core.loop.hand_off(
+                value["trace"], platform="slack", asker=user, reason=reason, reply_to=_reply_to(body, value, channel)
+            )
+        except UnknownTrace:
+            await self._whisper(channel, user, GONE)
+            return
+        except CandorError as exc:
+            log.error("could not record a hand-off: %s", exc, extra={"trace_id": value["trace"]})
+            await self._whisper(channel, user, FAILED)
+            return
+        if made or handoff.triage is None:  # a post that failed before is tried again
+            if not await self._post_triage(handoff, channel):
+                await self._whisper(channel, user, FAILED)
+                return
+            await self._whisper(channel, user, PASSED_ON.format(channel=self.triage_channel))
+        else:
+            await self._whisper(channel, user, ALREADY.format(channel=self.triage_channel))
+
+    async def _post_triage(self, handoff: Handoff, channel: str) -> bool:
+        where = "a direct message" if channel.startswith("D") else f"<#{channel}>"
+        text, blocks = triage_message(handoff, where=where)
+        try:
+            sent = await self.client.chat_postMessage(
+                channel=self.triage_channel, text=text, blocks=blocks, unfurl_links=False, unfurl_media=False
+            )
+        except SlackApiError as exc:
+            log.error(
+                "could not post a hand-off to the triage channel %s: %s (is the bot a member?)",
+                self.triage_channel,
+                exc.response.get("error"),
+                extra={"trace_id": handoff.trace_id, "handoff": handoff.id},
+            )
+            return False
+        await self.core.loop.note_triage(handoff.id, {"channel": self.triage_channel, "ts": sent["ts"], "where": where})
+        return True
+
+    # --- the expert: "Reply to asker" -----------------------------------------------------------
+
+    async def _on_reply(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        try:
+            handoff = await self.core.loop.handoff(str(action.get("value") or ""))
+        except CandorError as exc:
+            log.warning("'Reply to asker' on a hand-off that cannot be read: %s", exc)
+            channel = (body.get("channel") or {}).get("id")
+            if channel:
+                await self._whisper(channel, body["user"]["id"], f"That hand-off cannot be opened: {exc}")
+            return
+        try:
+            await self.client.views_open(trigger_id=body["trigger_id"], view=reply_modal(handoff))
+        except SlackApiError as exc:
+            log.warning("the reply form could not open: %s", exc, extra={"handoff": handoff.id})
+
+    async def _on_reply_form(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        form = reply_form(view)
+        if not form["reply"]:
+            await ack(response_action="errors", errors={REPLY_BLOCK: "Write the answer first."})
+            return
+        if form["curate"] and not form["question"]:
+            await ack(response_action="errors", errors={QUESTION_BLOCK: "A curated answer needs its question."})
+            return
+        await ack()
+        expert = body["user"]["id"]
+        name = await self._name(expert, body["user"])
+        try:
+            handoff = await self.core.loop.reply_to_handoff(
+                str(view.get("private_metadata") or ""), form["reply"], by=expert, by_name=name
+            )
+        except (CandorError, ValueError) as exc:
+            log.error("could not store a reply to a hand-off: %s", exc)
+            await self._tell_expert(expert, f"Your reply could not be stored, so it was not sent: {exc}")
+            return
+        await self._deliver(handoff, expert)
+        curated = await self._curate(handoff, form, expert, name) if form["curate"] else None
+        await self._mark_done(handoff, expert, curated)
+
+    async def _deliver(self, handoff: Handoff, expert: str) -> None:
+        text, blocks = expert_reply_text(handoff, expert=expert)
+        target = handoff.reply_to
+        try:
+            await self.client.chat_postMessage(
+                channel=str(target.get("channel") or handoff.asker),
+                thread_ts=target.get("thread_ts"),
+                text=text,
+                blocks=blocks,
+                unfurl_links=False,
+            )
+        except SlackApiError as exc:
+            log.error("could not deliver a reply to the asker: %s", exc, extra={"handoff": handoff.id})
+            await self._tell_expert(
+                expert, f"Your reply is stored with the question, but Slack refused to post it to the asker: {exc}"
+            )
+
+    async def _curate(self, handoff: Handoff, form: Mapping[str, Any], expert: str, name: str) -> CuratedAnswer | None:
+        draft = CuratedDraft(
+            question=form["question"],
+            answer=form["reply"],
+            author=expert,
+            author_name=name,
+            access_groups=tuple(form["groups"]),
+            handoff_id=handoff.id,
+            trace_id=handoff.trace_id,
+        )
+        try:
+            return await self.core.loop.curate(draft)
+        except ConfigError as exc:
+            await self._tell_expert(expert, f"Your reply was sent, but it could not be kept as a curated answer: {exc}")
+        except CandorError as exc:
+            log.error("could not keep a curated answer: %s", exc, extra={"handoff": handoff.id})
+            await self._tell_expert(expert, "Your reply was sent, but keeping it as a curated answer failed (logged).")
+        return None
+
+    async def _mark_done(self, handoff: Handoff, expert: str, curated: CuratedAnswer | None) -> None:
+        triage = handoff.triage or {}
+        if not triage.get("ts"):
+            return
+        _, blocks = triage_message(handoff, where=str(triage.get("where") or "Slack"))
+        try:
+            await self.client.chat_update(
+                channel=str(triage["channel"]),
+                ts=str(triage["ts"]),
+                text=f"Answered by a person: {readable(handoff.question)[:200]}",
+                blocks=triage_done_blocks(handoff, blocks, expert=expert, curated=curated),
+            )
+        except SlackApiError as exc:
+            log.warning("could not mark the triage post answered: %s", exc, extra={"handoff": handoff.id})
+
+    # --- plumbing ----------------------------------------------------------------------------------
+
+    async def _name(self, user: str, given: Mapping[str, Any]) -> str:
+        """The expert's display name for citations ("answered by …"): Slack's real name, else the
+        payload's name, else the id."""
+        try:
+            info = (await self.client.users_info(user=user)).get("user") or {}
+        except SlackApiError as exc:
+            log.warning("users.info failed for %s: %s", user, exc)
+            info = {}
+        profile = info.get("profile") or {}
+        for name in (profile.get("real_name"), info.get("real_name"), profile.get("display_name"), given.get("name")):
+            if isinstance(name, str) and name.strip():
+                return name.strip()
+        return user
+
+    async def _whisper(self, channel: str, user: str, text: str) -> None:
+        try:
+            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+        except SlackApiError as exc:
+            log.warning("could not send an ephemeral note: %s", exc)
+
+    async def _tell_expert(self, expert: str, text: str) -> None:
+        await self._whisper(self.triage_channel, expert, text)
+
+
+def _reply_to(body: Mapping[str, Any], value: Mapping[str, Any], channel: str) -> dict[str, Any]:
+    """Where the asker waits: the answer's thread (from the button's value when it sits in an
+    ephemeral note, else from the message it is on), the DM, or (a private answer with no thread)
+    a direct message from the app."""
+    message = body.get("message") or {}
+    thread = value.get("thread") or message.get("thread_ts")
+    if (body.get("container") or {}).get("is_ephemeral") and not thread and not channel.startswith("D"):
+        return {"channel": body["user"]["id"], "thread_ts": None, "direct": True}
+    return {"channel": channel, "thread_ts": thread}
