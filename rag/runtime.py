@@ -18,7 +18,7 @@ from rag.backends.from_settings import build_reranker, build_verifier, build_wri
 from rag.backends.llm_judge import LLMFactComparer
 from rag.backends.vector_cache import CachedEmbedder
 from rag.config import Settings
-from rag.errors import QuestionError, RateLimited, StoreError, TrackingError
+from rag.errors import CandorError, QuestionError, RateLimited, StoreError, TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor, IngestReport
 from rag.insights.feedback.export import export_key
@@ -145,6 +145,15 @@ class Candor:
                     log.warning("retention: purged %s older than %d days", purged, days)
             except StoreError as exc:
                 log.warning("retention: the purge will be tried again later: %s", exc)
+            await asyncio.sleep(every)
+
+    async def expire_curated_while_serving(self, every: float = 60.0) -> None:
+        """Take curated answers whose expiry has come out of the index every `every` seconds, until cancelled."""
+        while True:
+            try:
+                await self.loop.curated.expire_due()
+            except CandorError as exc:
+                log.warning("curated answers: expiring will be tried again: %s", exc)
             await asyncio.sleep(every)
 
     async def refresh_metrics_while_serving(self, every: float = 15.0) -> None:

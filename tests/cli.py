@@ -22,7 +22,7 @@ def process_env(**env: str) -> dict[str, str]:
 
 
 def run_cli(
-    candor: Candor, home: Path, *args: str, timeout: float = 300, **env: str
+    candor: Candor, home: Path, *args: str, timeout: float = 300, input_text: str | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """`candor ARGS` with `CANDOR_HOME=home`, the session's database (CANDOR_DATABASE_URL), no other
     CANDOR_/OPENAI_ variable of the caller's (but the models folder), and `env` on top. Output is
@@ -30,6 +30,11 @@ def run_cli(
     url = candor.store.engine.url.render_as_string(hide_password=False)
     base = process_env(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1", **env)
     done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args], cwd=home, env=base, capture_output=True, timeout=timeout
+        [sys.executable, "-m", "bot.cli", *args],
+        cwd=home,
+        env=base,
+        capture_output=True,
+        timeout=timeout,
+        input=None if input_text is None else input_text.encode(),
     )
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())

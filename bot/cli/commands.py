@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import bot.cli.audit_answers  # noqa: F401  (registers `candor audit answers` on audit_app)
+from bot.cli.answers import answers_app
 from bot.cli.audit import audit_app
 from bot.cli.common import AccessOption, KbOption, cli_settings, err, out, require_knowledge_base, run
 from bot.cli.feedback import feedback_app
@@ -320,6 +321,7 @@ teams = typer.Typer(help="Microsoft Teams: the app package an admin uploads.", n
 app.add_typer(teams, name="teams")
 app.add_typer(audit_app, name="audit")
 app.add_typer(feedback_app, name="feedback")
+app.add_typer(answers_app, name="answers")
 
 
 @teams.command("package")

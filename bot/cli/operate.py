@@ -69,6 +69,7 @@ def serve(
         )
         in_background(app_, candor.replay_spool_while_serving, "spool replay")
         in_background(app_, candor.purge_while_serving, "retention")
+        in_background(app_, candor.expire_curated_while_serving, "curated answer expiry")
         in_background(app_, candor.refresh_metrics_while_serving, "metrics")
         if token:
             err.print(f"Dashboard: http://{host}:{port}/dashboard (CANDOR_ADMIN_TOKEN)", highlight=False)
