@@ -288,15 +288,19 @@ def block_action(
     trigger_id: str | None = None,
     block_id: str = "actions",
     response_url: str | None = None,
+    ephemeral: bool = False,
 ) -> dict[str, Any]:
-    """A `block_actions` payload: `user` clicked the button `action_id` (with `value`) on a bot message."""
+    """A `block_actions` payload: `user` clicked the button `action_id` (with `value`) on a bot message.
+
+    With `ephemeral`, the message was one only `user` sees (a slash command's answer): the container
+    says so, and Slack sends no `message` with it."""
     message_ts = message_ts or next_ts()
-    return {
+    payload: dict[str, Any] = {
         "type": "block_actions",
         "user": _user(user),
         "api_app_id": APP_ID,
         "token": VERIFICATION_TOKEN,
-        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": ephemeral},
         "trigger_id": trigger_id or _trigger_id(),
         "team": {"id": TEAM_ID, "domain": TEAM_DOMAIN},
         "enterprise": None,
@@ -316,6 +320,9 @@ def block_action(
             }
         ],
     }
+    if ephemeral:
+        del payload["message"]
+    return payload
 
 
 def view_submission(
