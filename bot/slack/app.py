@@ -40,13 +40,14 @@ from bot.slack.blocks import (
     FEEDBACK_UP,
     REASON_ACTION,
     REASON_BLOCK,
+    SlackMessage,
     feedback_ack,
     feedback_reason_modal,
     home_view,
 )
 from bot.slack.handoff import SlackHandoffs
 from bot.slack.handoff_blocks import vote_note_blocks
-from bot.slack.jobs import PLATFORM, Job, Responder
+from bot.slack.jobs import PLATFORM, Job, Responder, post_to_response_url
 from bot.worker import EventClaims, Worker
 from rag import reads_as_question
 from rag.config import Settings
@@ -319,6 +320,8 @@ class SlackAdapter:
         )
 
     async def _on_command(self, ack: AsyncAck, command: dict[str, Any]) -> None:
+        """`/candor question`: answered privately through the command's `response_url`, which works
+        where the bot is not a member (a channel it was never invited to, a DM between two people)."""
         text = (command.get("text") or "").strip()
         if not text:
             await ack("Ask me a question after the command, e.g. `/candor how do I request annual leave?`")
@@ -330,6 +333,7 @@ class SlackAdapter:
             user=command["user_id"],
             text=text,
             private=True,
+            response_url=command.get("response_url") or None,
             progress="none",
         )
         await self._claim(job, None, key=f"{job.team}/command/{job.ts}")
@@ -343,10 +347,17 @@ class SlackAdapter:
             # first: the trigger id lives 3 s, and storing the vote and whispering may take longer
             await self._ask_reason(body["trigger_id"], action["value"])
         note = await self._store_vote(Feedback(action["value"], rating, user=user, platform="slack"))
+        offer = rating == "down" and self.handoffs is not None
+        thread = (body.get("message") or {}).get("thread_ts")
+        blocks = vote_note_blocks(note, action["value"], thread=thread) if offer else None
+        if (body.get("container") or {}).get("is_ephemeral") and body.get("response_url"):
+            # a private answer (a slash command's), perhaps where the bot is not a member and
+            # chat.postEphemeral fails: thanked through the click's own response_url
+            refused = await post_to_response_url(body["response_url"], SlackMessage(note, tuple(blocks or ())))
+            if refused is None:
+                return
+            log.warning("the thank-you for a vote could not go to its response_url (%s)", refused)
         if channel:
-            offer = rating == "down" and self.handoffs is not None
-            thread = (body.get("message") or {}).get("thread_ts")
-            blocks = vote_note_blocks(note, action["value"], thread=thread) if offer else None
             await _whisper(self.client, channel, user, note, blocks)
 
     async def _ask_reason(self, trigger_id: str, trace_id: str) -> None:

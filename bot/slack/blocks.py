@@ -58,6 +58,7 @@ __all__ = [
     "feedback_ack",
     "feedback_reason_modal",
     "home_view",
+    "response_url_body",
     "to_mrkdwn",
 ]
 
@@ -107,6 +108,16 @@ def answer_messages(answer: Answer, *, ask_human: str | None = None, handoff: bo
         SlackMessage(summary if index == 0 else f"(continued) {summary}", tuple(chunk))
         for index, chunk in enumerate(chunks)
     ]
+
+
+def response_url_body(message: SlackMessage) -> dict[str, Any]:
+    """`message` as a post to a `response_url` (a slash command's, a button's): seen by the asker
+    only, and a message of its own, never one replacing the message it answers (a 👍's thank-you
+    must leave the answer in place)."""
+    body: dict[str, Any] = {"text": message.text, "response_type": "ephemeral", "replace_original": False}
+    if message.blocks:
+        body["blocks"] = list(message.blocks)
+    return body
 
 
 def failure_message(trace_id: str | None = None) -> SlackMessage:

@@ -6,6 +6,12 @@ ledger (`rag.tracking.events`), so that another replica can answer it when this 
 thread), decides who can read the conversation, passes the thread's earlier turns as history,
 asks the core, posts the Block Kit messages and records where they went. `bot.worker.Worker`
 runs responders: leases, takeover, drain.
+
+A slash command's answer goes to the command's `response_url`, which reaches the asker wherever
+the command was typed, the bot a member there or not (a channel it was never invited to, a DM
+between two people). Slack takes 5 posts there within 30 minutes; what it refuses (a takeover
+after half an hour, an answer of more than 5 messages) goes by `chat.postEphemeral`, which works
+only where the bot is a member.
 """
 
 from __future__ import annotations
@@ -16,11 +22,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.server import ChatCore
-from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message
+from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message, response_url_body
 from bot.worker import EventClaims
 from rag import Claim
 from rag.errors import CandorError, QuestionError
@@ -50,6 +58,9 @@ class Job:
     channel_type: str | None = None
     private: bool = False
     """A slash command: answered with an ephemeral message only the asker sees."""
+    response_url: str | None = None
+    """A slash command's `response_url`, where its answer goes (None in a claim stored before it
+    was kept: answered by `chat.postEphemeral`)."""
     progress: Literal["reaction", "status", "none"] = "reaction"
     replaces: tuple[str, ...] = ()
     """An edited question: the ts of the answer messages to replace."""
@@ -127,7 +138,8 @@ class Responder:
             )
             answer = await self.core.answer(question)
             trace_id = answer.trace_id
-            posted = await self._deliver(job, answer_messages(answer, ask_human=self.ask_human, handoff=self.handoff))
+            messages = answer_messages(answer, ask_human=self.ask_human, handoff=self.handoff)
+            posted = await self._deliver(job, messages, trace_id)
         except QuestionError as exc:
             await self._deliver(job, [SlackMessage(escape(f"I couldn't take that question: {exc}."), ())])
             await self.ledger.complete(claim, failed=True, error=str(exc))
@@ -135,7 +147,8 @@ class Responder:
         except Exception as exc:  # CandorError, Slack, the network, or a defect: the asker hears of it
             expected = isinstance(exc, CandorError | SlackApiError | OSError)
             log.error(
-                "answering a Slack question failed: %s",
+                "answering a Slack question failed (trace %s): %s",
+                trace_id,
                 exc,
                 exc_info=not expected,
                 extra={"key": claim.key, "trace_id": trace_id},
@@ -199,16 +212,16 @@ class Responder:
                 history.append(Turn(turn.answer, from_bot=True))
         return tuple(history)
 
-    async def _deliver(self, job: Job, messages: Sequence[SlackMessage]) -> list[str]:
-        """Post (or replace, or whisper) the messages; the ts of what now shows the answer."""
+    async def _deliver(self, job: Job, messages: Sequence[SlackMessage], trace_id: str | None = None) -> list[str]:
+        """Post (or replace, or whisper) the messages; the ts of what now shows the answer (none for
+        a whisper: an ephemeral message cannot be edited or deleted later)."""
+        if job.private:
+            await self._whisper(job, messages, trace_id)
+            return []
         posted: list[str] = []
         for i, message in enumerate(messages):
             blocks = list(message.blocks) or None
-            if job.private:
-                await self.client.chat_postEphemeral(
-                    channel=job.channel, user=job.user, text=message.text, blocks=blocks
-                )
-            elif i < len(job.replaces):
+            if i < len(job.replaces):
                 await self.client.chat_update(channel=job.channel, ts=job.replaces[i], text=message.text, blocks=blocks)
                 posted.append(job.replaces[i])
             else:
@@ -225,11 +238,46 @@ class Responder:
             await _quietly(self.client.chat_delete(channel=job.channel, ts=stale), "chat.delete")
         return posted
 
+    async def _whisper(self, job: Job, messages: Sequence[SlackMessage], trace_id: str | None) -> None:
+        """A slash command's messages, seen by the asker only: through its `response_url`, and what
+        that refuses by `chat.postEphemeral` (whose failure propagates, for the caller to log)."""
+        unsent = messages
+        if job.response_url is not None:
+            unsent = await self._respond(job, job.response_url, messages, trace_id)
+        for message in unsent:
+            await self.client.chat_postEphemeral(
+                channel=job.channel, user=job.user, text=message.text, blocks=list(message.blocks) or None
+            )
+
+    async def _respond(
+        self, job: Job, url: str, messages: Sequence[SlackMessage], trace_id: str | None
+    ) -> Sequence[SlackMessage]:
+        """Post the messages to `url` in order; those not taken, from the first it refused (once it
+        has refused one, expired or used up, it will refuse the rest)."""
+        for i, message in enumerate(messages):
+            refused = await post_to_response_url(url, message)
+            if refused is not None:
+                log.warning(
+                    "a slash command's response_url refused message %d of %d (%s): sending the rest with "
+                    "chat.postEphemeral, which works only where the bot is a member",
+                    i + 1,
+                    len(messages),
+                    refused,
+                    extra={"key": job.key, "trace_id": trace_id},
+                )
+                return messages[i:]
+        return ()
+
     async def deliver_failure(self, job: Job, trace_id: str | None) -> None:
         try:
-            await self._deliver(job, [failure_message(trace_id)])
+            await self._deliver(job, [failure_message(trace_id)], trace_id)
         except (SlackApiError, OSError) as exc:
-            log.error("could not tell the asker that answering failed: %s", exc, extra={"key": job.key})
+            log.error(
+                "could not tell the asker that answering failed (trace %s): %s",
+                trace_id,
+                exc,
+                extra={"key": job.key, "trace_id": trace_id},
+            )
 
     async def _progress(self, job: Job, *, started: bool) -> None:
         if job.progress == "reaction" and not job.private:
@@ -251,6 +299,17 @@ def _audience_of(info: Mapping[str, Any]) -> Audience:
     if info.get("is_private") or info.get("is_mpim") or info.get("is_group"):
         return "private"
     return "public"
+
+
+async def post_to_response_url(url: str, message: SlackMessage) -> str | None:
+    """Post one message to a `response_url`, ephemeral; None when Slack took it, else why not: the
+    status and Slack's reason (`expired_url` past 30 minutes, `used_url` past 5 posts) or the
+    network error. Never raises for Slack's or the network's sake: the caller decides what next."""
+    try:
+        sent = await AsyncWebhookClient(url).send_dict(response_url_body(message))
+    except (aiohttp.ClientError, OSError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None if sent.status_code == 200 else f"{sent.status_code} {sent.body}".strip()
 
 
 async def _quietly(call: Awaitable[Any], what: str) -> None:

@@ -3,6 +3,7 @@
 - `openai_server.FakeOpenAI`: an OpenAI-compatible `/v1/embeddings` endpoint with scriptable
   failures; `ThreadedFakeOpenAI` runs one in a background thread for subprocess tests.
 - `slack_api.FakeSlack`: Slack's Web API (the methods Candor calls, recorded, with scriptable 429s,
-  errors and delays) and a Socket Mode WebSocket endpoint; `ThreadedFakeSlack` for subprocess tests.
+  errors and delays; channel membership and `response_url` limits enforced) and a Socket Mode
+  WebSocket endpoint; `ThreadedFakeSlack` for subprocess tests.
 - `slack_events`: what Slack sends (Events API envelopes, interactivity, slash commands), signed.
 """

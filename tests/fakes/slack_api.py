@@ -11,6 +11,20 @@ inside form fields are decoded. The bearer token (or a `token` parameter) is rec
 except that a call without one is `not_authed` and an app-level `xapp-` token is only accepted by
 `apps.connections.open` (and only it), as on Slack. Unknown methods answer `unknown_method`.
 
+Membership is enforced as on Slack: every conversation is one the bot is in unless declared
+otherwise with `fake.channel(id, member=False, ...)`. Posting, updating, deleting or reacting where
+the bot is not a member answers `not_in_channel` in a public channel and `channel_not_found` in a
+private channel, DM or group DM (which do not exist for an outsider: `conversations.info` says
+`channel_not_found` too; for a public channel it answers with `is_member: false`).
+
+A `response_url` (`fake.response_url()`, for slash commands and block actions) takes posts as
+Slack's does: JSON `text`/`blocks`, `response_type` ("ephemeral" by default, or "in_channel"),
+`replace_original`/`delete_original`; at most 5 within 30 minutes of being issued. Past either limit
+it answers 404 with `used_url` or `expired_url` as plain text (the way Slack's hooks answer errors;
+the limits are documented, the exact reply less so, and the app reads only the status); a body
+without text or blocks is 400 `no_text`. Posts are recorded as method "response_url" with the URL in
+`Call.url`; `fake.response_url(age=...)` issues one that is already that old.
+
 Failures are scripted per method and consumed in order, one per call:
 
     fake.rate_limit("chat.postMessage", retry_after=1)   # 429, Retry-After: 1, error "ratelimited"
@@ -59,6 +73,16 @@ _SCOPES = "app_mentions:read,channels:history,chat:write,commands,groups:history
 
 TRIGGER_SECONDS = 3.0
 """How long Slack accepts a `trigger_id` for `views.open`."""
+RESPONSE_URL_USES = 5
+"""How many posts Slack takes at one `response_url`."""
+RESPONSE_URL_SECONDS = 30 * 60.0
+"""How long after it was issued Slack takes posts at a `response_url`."""
+_MEMBERS_ONLY = frozenset(
+    {"chat.postMessage", "chat.postEphemeral", "chat.update", "chat.delete", "reactions.add", "reactions.remove"}
+)
+"""Methods Slack refuses in a conversation the bot is not a member of."""
+_HIDDEN = ("is_private", "is_im", "is_mpim", "is_group")
+"""What makes a conversation invisible to a bot that is not in it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +98,8 @@ class Call:
     """`time.monotonic()` when it arrived."""
     error: str | None = None
     """The `error` of an `ok: false` answer."""
+    url: str | None = None
+    """For a "response_url" call: the URL posted to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +110,26 @@ class _Fault:
     delay: float = 0.0
 
 
+@dataclass(slots=True)
+class _ResponseUrl:
+    issued: float
+    """`time.monotonic()` when Slack would have sent it (with the command or action)."""
+    uses: int = 0
+
+    def refusal(self, now: float) -> str | None:
+        if now - self.issued > RESPONSE_URL_SECONDS:
+            return "expired_url"
+        if self.uses >= RESPONSE_URL_USES:
+            return "used_url"
+        return None
+
+
 class _FakeSlackCore:
     """State, scripting and the aiohttp handlers; the subclasses decide which loop runs them."""
 
     def __init__(self) -> None:
         self.channels: dict[str, Params] = {}
-        """conversations.info overrides per channel id, e.g. {"is_private": True}."""
+        """conversations.info overrides per channel id, e.g. {"is_private": True}; `channel()` sets them."""
         self.users: dict[str, Params] = {}
         """users.info per user id, e.g. {"real_name": "Ana Diaz"}; others are a user with no real name."""
         self.scopes = _SCOPES
@@ -100,6 +140,7 @@ class _FakeSlackCore:
         self._faults: dict[str, deque[_Fault]] = {}
         self._delays: dict[str, float] = {}
         self._tickets: set[str] = set()
+        self._response_urls: dict[str, _ResponseUrl] = {}
         self._sockets: set[web.WebSocketResponse] = set()
         self._view_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -136,9 +177,25 @@ class _FakeSlackCore:
         """What `AsyncWebClient(base_url=...)` and SLACK_API_URL take (with slack_sdk's trailing slash)."""
         return f"{self.base_url}/api/"
 
-    def response_url(self) -> str:
-        """A fresh `response_url` on the fake; what is posted there is recorded as method "response_url"."""
-        return f"{self.base_url}/response-url/{uuid.uuid4().hex}"
+    def response_url(self, *, age: float = 0.0) -> str:
+        """A fresh `response_url` on the fake, or (with `age`) one issued `age` seconds ago: past
+        `RESPONSE_URL_SECONDS` it is expired. What is posted there is recorded as method "response_url"."""
+        key = uuid.uuid4().hex
+        with self._lock:
+            self._response_urls[key] = _ResponseUrl(time.monotonic() - age)
+        return f"{self.base_url}/response-url/{key}"
+
+    # --- conversations -------------------------------------------------------------------
+
+    def channel(self, channel: str, *, member: bool = True, **info: Any) -> None:
+        """Declare a conversation: `member=False` for one the bot is not in; `info` is what
+        conversations.info says of it beyond the defaults (`is_private`, `is_im`, `is_mpim`, ...).
+
+            fake.channel("C0OUTSIDE", member=False)                            # public, bot not in it
+            fake.channel("D0PEOPLE", member=False, is_im=True)                 # a DM between two people
+            fake.channel("G0GROUP", member=False, is_mpim=True, is_private=True)
+        """
+        self.channels[channel] = {**info, "is_member": member}
 
     # --- recording -----------------------------------------------------------------------
 
@@ -162,7 +219,7 @@ class _FakeSlackCore:
         return len(self._sockets)
 
     def reset(self) -> None:
-        """Forget calls, acks and scripted failures (`channels` and open sockets stay)."""
+        """Forget calls, acks and scripted failures (`channels`, response URLs and open sockets stay)."""
         with self._lock:
             self._calls.clear()
             self._acks.clear()
@@ -174,7 +231,7 @@ class _FakeSlackCore:
         return found if len(found) >= count else None
 
     def _timed_out(self, method: str, count: int, timeout: float) -> AssertionError:
-        seen = "\n".join(f"  {call.method} {call.status} {call.params}" for call in self.calls) or "  (none)"
+        seen = "\n".join(f"  {c.method} {c.status} {c.error or 'ok'} {c.params}" for c in self.calls) or "  (none)"
         return AssertionError(f"expected {count} call(s) to {method} within {timeout}s; calls seen:\n{seen}")
 
     # --- scripting -----------------------------------------------------------------------
@@ -247,6 +304,8 @@ class _FakeSlackCore:
             body = {"ok": False, "error": "invalid_json"}
         elif (problem := _token_problem(method, token)) is not None:
             body = {"ok": False, "error": problem}
+        elif method in _MEMBERS_ONLY and (outside := self._outsider(str(params.get("channel") or ""))):
+            body = {"ok": False, "error": outside}
         elif method in self._methods:
             body = self._methods[method](params)
         else:
@@ -314,10 +373,15 @@ class _FakeSlackCore:
         return {"ok": True, "view": {**defaults, **view, **server_side, "hash": uuid.uuid4().hex[:16]}}
 
     def _conversation(self, params: Params) -> Params:
-        channel = params.get("channel")
-        if not channel:
+        channel = str(params.get("channel") or "")
+        if not channel or self._outsider(channel) == "channel_not_found":
             return {"ok": False, "error": "channel_not_found"}
-        is_im = str(channel).startswith("D")
+        return {"ok": True, "channel": self._info(channel)}
+
+    def _info(self, channel: str) -> Params:
+        """What conversations.info says of `channel`: D… is an IM, anything else a public channel the
+        bot is in, unless `channels` says otherwise."""
+        is_im = channel.startswith("D")
         info: Params = {
             "id": channel,
             "created": 1_700_000_000,
@@ -332,9 +396,17 @@ class _FakeSlackCore:
             "is_ext_shared": False,
             "is_org_shared": False,
             "is_member": True,
-            **({"user": "U1"} if is_im else {"name": str(channel).lower(), "creator": "U1"}),
+            **({"user": "U1"} if is_im else {"name": channel.lower(), "creator": "U1"}),
         }
-        return {"ok": True, "channel": {**info, **self.channels.get(channel, {})}}
+        return {**info, **self.channels.get(channel, {})}
+
+    def _outsider(self, channel: str) -> str | None:
+        """Slack's error for the bot acting in `channel` when it is not a member (None: it is): a
+        public channel says so; a private one, a DM or a group DM does not exist for an outsider."""
+        info = self._info(channel)
+        if info.get("is_member", True):
+            return None
+        return "channel_not_found" if any(info.get(key) for key in _HIDDEN) else "not_in_channel"
 
     def _user_info(self, params: Params) -> Params:
         user = str(params.get("user") or "")
@@ -352,10 +424,19 @@ class _FakeSlackCore:
         return {"ok": True, "url": f"ws://127.0.0.1:{self._port}/socket-mode?ticket={ticket}&app_id={APP_ID}"}
 
     async def _response_url(self, request: web.Request) -> web.Response:
+        """A post to a `response_url`: refused past Slack's limits or without content, else taken (one
+        use). A URL the fake did not issue counts as issued at its first post."""
         arrived = time.monotonic()
-        params, _ = await _params(request)
+        params, bad_json = await _params(request)
         with self._lock:
-            self._calls.append(Call("response_url", params, None, 200, arrived))
+            issued = self._response_urls.setdefault(request.match_info["key"], _ResponseUrl(arrived))
+            error = issued.refusal(arrived) or _response_problem(params, bad_json)
+            status = 200 if error is None else 404 if error in ("expired_url", "used_url") else 400
+            if error is None:
+                issued.uses += 1
+            self._calls.append(Call("response_url", params, None, status, arrived, error, url=str(request.url)))
+        if error is not None:
+            return web.Response(status=status, text=error)
         return web.json_response({"ok": True})
 
     # --- Socket Mode ---------------------------------------------------------------------
@@ -561,6 +642,15 @@ def _token_problem(method: str, token: str | None) -> str | None:
         return "not_authed"
     if (method == "apps.connections.open") != token.startswith("xapp-"):
         return "not_allowed_token_type"
+    return None
+
+
+def _response_problem(params: Params, bad_json: bool) -> str | None:
+    """What Slack refuses in a `response_url` body: bad JSON, an unknown `response_type`, no content."""
+    if bad_json or params.get("response_type") not in (None, "ephemeral", "in_channel"):
+        return "invalid_payload"
+    if not (params.get("text") or params.get("blocks") or params.get("delete_original")):
+        return "no_text"
     return None
 
 

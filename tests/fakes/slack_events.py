@@ -42,6 +42,11 @@ _ts_lock = threading.Lock()
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 
 
+UNREACHABLE = "http://127.0.0.1:9"
+"""Where a payload's `response_url` points unless a test gives the fake's (`FakeSlack.response_url()`):
+a closed local port, so an app that posts there is refused at once, never reaching the real Slack."""
+
+
 def next_ts() -> str:
     """A fresh message timestamp: "1700000000.000100", "1700000000.000101", ... (unique per process)."""
     with _ts_lock:
@@ -292,12 +297,15 @@ def block_action(
     ephemeral: bool = False,
 ) -> dict[str, Any]:
     """A `block_actions` payload: `user` clicked the button `action_id` (with `value`) on a bot message
-    (in the thread `thread_ts`), or on an ephemeral one (Slack sends no `message` for those)."""
+    (in the thread `thread_ts`).
+
+    With `ephemeral`, the message was one only `user` sees (a slash command's answer, a note after a
+    vote): the container says so, and Slack sends no `message` with it."""
     message_ts = message_ts or next_ts()
     message = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": message_ts, "text": ""}
     if thread_ts is not None:
         message["thread_ts"] = thread_ts
-    return {
+    payload: dict[str, Any] = {
         "type": "block_actions",
         "user": _user(user),
         "api_app_id": APP_ID,
@@ -308,9 +316,9 @@ def block_action(
         "enterprise": None,
         "is_enterprise_install": False,
         "channel": {"id": channel, "name": channel.lower()},
-        **({} if ephemeral else {"message": message}),
+        "message": message,
         "state": {"values": {}},
-        "response_url": response_url or f"https://hooks.slack.com/actions/{TEAM_ID}/1/{uuid.uuid4().hex}",
+        "response_url": response_url or f"{UNREACHABLE}/actions/{TEAM_ID}/1/{uuid.uuid4().hex}",
         "actions": [
             {
                 "action_id": action_id,
@@ -322,6 +330,9 @@ def block_action(
             }
         ],
     }
+    if ephemeral:
+        del payload["message"]
+    return payload
 
 
 def view_submission(
@@ -397,6 +408,6 @@ def slash_command(
         "text": text,
         "api_app_id": APP_ID,
         "is_enterprise_install": "false",
-        "response_url": response_url or f"https://hooks.slack.com/commands/{TEAM_ID}/1/{uuid.uuid4().hex}",
+        "response_url": response_url or f"{UNREACHABLE}/commands/{TEAM_ID}/1/{uuid.uuid4().hex}",
         "trigger_id": trigger_id or _trigger_id(),
     }

@@ -119,10 +119,11 @@ async def test_slack_gives_the_figures_only_where_the_hr_person_alone_reads_them
                 assert await slack_post(url, json_body(event_callback(event))) == 200
             posts = await fake.wait_for("chat.postMessage", count=len(unauthorised), timeout=60)
             assert {p.params["channel"] for p in posts} == set(unauthorised)
-            assert (
-                await slack_post(url, command_body(slash_command(SALARY, user=SLACK_OTHER, channel="C0PUBLIC"))) == 200
+            other_command = slash_command(
+                SALARY, user=SLACK_OTHER, channel="C0PUBLIC", response_url=fake.response_url()
             )
-            (whisper,) = await fake.wait_for("chat.postEphemeral", timeout=60)
+            assert await slack_post(url, command_body(other_command)) == 200
+            (whisper,) = await fake.wait_for("response_url", timeout=60)
             assert await slack_post(url, json_body(event_callback(app_home_opened(user=SLACK_OTHER)))) == 200
             (home,) = await fake.wait_for("views.publish", timeout=30)
             for call in [*posts, whisper, home]:
@@ -132,12 +133,14 @@ async def test_slack_gives_the_figures_only_where_the_hr_person_alone_reads_them
             assert (
                 await slack_post(url, json_body(event_callback(message(SALARY, user=SLACK_HR, channel="D0HR")))) == 200
             )
-            assert await slack_post(url, command_body(slash_command(SALARY, user=SLACK_HR, channel="C0PUBLIC"))) == 200
+            hr_url = fake.response_url()  # the command's response_url reaches the HR person alone
+            hr_command = slash_command(SALARY, user=SLACK_HR, channel="C0PUBLIC", response_url=hr_url)
+            assert await slack_post(url, command_body(hr_command)) == 200
             dm = await fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == "D0HR", timeout=60)
-            whispers = await fake.wait_for("chat.postEphemeral", count=2, timeout=60)
+            (hr_whisper,) = await fake.wait_for("response_url", where=lambda c: c.url == hr_url, timeout=60)
             assert "£58,000" in json.dumps(dm[0].params, ensure_ascii=False)
-            assert "£58,000" in json.dumps(whispers[1].params, ensure_ascii=False)
-            assert whispers[1].params["user"] == SLACK_HR
+            assert "£58,000" in json.dumps(hr_whisper.params, ensure_ascii=False)
+            assert hr_whisper.params["response_type"] == "ephemeral"
 
 
 # --- Teams -----------------------------------------------------------------------------------------

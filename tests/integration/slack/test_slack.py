@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -29,7 +30,7 @@ from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.conftest import SAMPLE
 from tests.cores import Broken, Verbose
-from tests.fakes.slack_api import Call, FakeSlack
+from tests.fakes.slack_api import RESPONSE_URL_SECONDS, RESPONSE_URL_USES, Call, FakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
     app_mention,
@@ -50,6 +51,7 @@ from tests.serving import serve_adapter
 
 SECRET = "test-signing-secret"
 RESTRICTED_QUESTION = "What is the salary band for an L3 Senior Software Engineer?"
+SMS_QUESTION = "How many SMS alerts per month are included with Beacon Pro?"
 
 
 @pytest.fixture(scope="module")
@@ -337,15 +339,133 @@ async def test_a_restricted_document_never_reaches_a_public_channel(served: Serv
     assert "58,000" in block_text(posts[1])
 
 
-async def test_a_slash_command_is_answered_privately(served: Served) -> None:
-    command = slash_command("How many SMS alerts per month are included with Beacon Pro?", user="U5", channel="C5")
-    body = command_body(command)
-    status, text = await served.post(body, signed_headers(SECRET, body))
-    assert status == 200 and "only you" in text
+async def command(served: Served, text: str, *, channel: str, response_url: str, user: str = "U5") -> dict[str, str]:
+    """Send `/candor text` as `user` in `channel`; the command as sent, once Slack has its ack."""
+    sent = slash_command(text, user=user, channel=channel, response_url=response_url)
+    body = command_body(sent)
+    status, acked = await served.post(body, signed_headers(SECRET, body))
+    assert status == 200 and "only you" in acked
+    return sent
+
+
+async def finished(served: Served, key: str) -> dict[str, Any]:
+    """The ledger row of `key` once it is no longer being answered (answered or failed)."""
+    for _ in range(100):
+        row = await served.ledger.get(PLATFORM, key)
+        if row is not None and row["status"] != "claimed":
+            return row
+        await settle(0.1)
+    raise AssertionError(f"{key} was still being answered: {row}")
+
+
+async def test_a_slash_command_is_answered_privately_through_its_response_url(served: Served) -> None:
+    url = served.fake.response_url()
+    sent = await command(served, SMS_QUESTION, channel="C5", response_url=url)
+    (reply,) = await served.fake.wait_for("response_url")
+    assert reply.url == url and reply.status == 200
+    assert reply.params["response_type"] == "ephemeral" and reply.params["replace_original"] is False
+    assert "1,000" in block_text(reply)
+    trace_id_of(reply)  # 👍/👎 under the answer
+    assert served.fake.calls_to("chat.postEphemeral") == [] and served.fake.calls_to("chat.postMessage") == []
+    row = await finished(served, f"T0001/command/{sent['trigger_id']}")
+    assert row["status"] == "answered" and row["payload"]["response_url"] == url  # for a takeover
+
+
+@pytest.mark.parametrize(
+    ("channel", "info"),
+    [("C0OUTSIDE", {}), ("D0PEOPLE", {"is_im": True}), ("G0GROUPDM", {"is_mpim": True, "is_private": True})],
+    ids=["a channel the bot is not in", "a DM between two people", "a group DM"],
+)
+async def test_a_slash_command_where_the_bot_is_not_a_member_reaches_the_asker_and_takes_votes(
+    served: Served, channel: str, info: dict[str, Any]
+) -> None:
+    served.fake.channel(channel, member=False, **info)
+    url = served.fake.response_url()
+    await command(served, SMS_QUESTION, channel=channel, response_url=url)
+    (reply,) = await served.fake.wait_for("response_url", where=lambda c: c.url == url)
+    assert reply.status == 200 and reply.params["response_type"] == "ephemeral"
+    assert "1,000" in block_text(reply)
+    trace_id = trace_id_of(reply)
+
+    # 👍 on that ephemeral answer: stored, and thanked through the action's own response_url
+    thanks_url = served.fake.response_url()
+    vote = block_action(FEEDBACK_UP, trace_id, user="U5", channel=channel, ephemeral=True, response_url=thanks_url)
+    assert await served.interact(vote) == 200
+    (thanks,) = await served.fake.wait_for("response_url", where=lambda c: c.url == thanks_url)
+    assert thanks.status == 200 and "Thanks" in thanks.params["text"]
+    assert thanks.params["replace_original"] is False  # the answer stays
+    trace = await served.core.tracker.trace(trace_id)
+    assert trace is not None and [(f["rating"], f["user_id"]) for f in trace["feedback"]] == [(1, "U5")]
+    assert [c.method for c in served.fake.calls if c.method.startswith("chat.") and c.error is None] == []
+
+
+async def test_a_long_private_answer_takes_several_response_url_posts(served: Served) -> None:
+    served.adapter.responder.core = Verbose(served.core, repeat=150, padding=2000)  # a few messages
+    served.fake.channel("C0OUTSIDE2", member=False)
+    url = served.fake.response_url()
+    sent = await command(served, "How much is the home office stipend?", channel="C0OUTSIDE2", response_url=url)
+    row = await finished(served, f"T0001/command/{sent['trigger_id']}")
+    assert row["status"] == "answered"
+    posts = served.fake.calls_to("response_url")
+    assert 2 <= len(posts) <= RESPONSE_URL_USES and all(p.url == url and p.status == 200 for p in posts)
+    assert all(len(p.params["blocks"]) <= 50 for p in posts) and any("$500" in block_text(p) for p in posts)
+    trace_id_of(posts[-1])  # the feedback buttons close the last message
+
+
+async def test_past_five_response_url_posts_the_rest_of_an_answer_goes_by_chat_post_ephemeral(served: Served) -> None:
+    served.adapter.responder.core = Verbose(served.core, repeat=350, padding=2000)  # over five messages
+    url = served.fake.response_url()
+    sent = await command(served, "How much is the home office stipend?", channel="C14", response_url=url)
+    row = await finished(served, f"T0001/command/{sent['trigger_id']}")
+    assert row["status"] == "answered"
+    posts = served.fake.calls_to("response_url")
+    assert [p.error for p in posts] == [None] * RESPONSE_URL_USES + ["used_url"]
+    whispers = served.fake.calls_to("chat.postEphemeral")
+    assert whispers and all(w.error is None and w.params["channel"] == "C14" for w in whispers)
+    assert whispers[0].params["text"] == posts[-1].params["text"]  # the refused message, then the rest
+    trace_id_of(whispers[-1])
+
+
+@pytest.mark.parametrize("spent", ["expired", "used up"])
+async def test_a_spent_response_url_falls_back_to_chat_post_ephemeral(served: Served, spent: str) -> None:
+    if spent == "expired":  # e.g. another replica took the question over more than 30 minutes on
+        url = served.fake.response_url(age=RESPONSE_URL_SECONDS + 1)
+    else:
+        url = served.fake.response_url()
+        async with aiohttp.ClientSession() as session:
+            for _ in range(RESPONSE_URL_USES):
+                async with session.post(url, json={"text": "earlier"}) as response:
+                    assert response.status == 200
+    await command(served, SMS_QUESTION, channel="C13", response_url=url)
     (whisper,) = await served.fake.wait_for("chat.postEphemeral")
-    assert whisper.params["user"] == "U5" and whisper.params["channel"] == "C5"
+    assert whisper.params["user"] == "U5" and whisper.params["channel"] == "C13"
     assert "1,000" in block_text(whisper)
-    assert served.fake.calls_to("chat.postMessage") == []
+    trace_id_of(whisper)
+    refused = served.fake.calls_to("response_url")[-1]
+    assert refused.status == 404 and refused.error == ("expired_url" if spent == "expired" else "used_url")
+
+
+async def test_an_answer_that_reaches_no_one_is_logged_with_its_trace_and_the_worker_goes_on(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    served.fake.channel("C0GONE", member=False)
+    expired = served.fake.response_url(age=RESPONSE_URL_SECONDS + 1)
+    with caplog.at_level(logging.WARNING, logger="candor.slack"):
+        sent = await command(served, SMS_QUESTION, channel="C0GONE", response_url=expired)
+        row = await finished(served, f"T0001/command/{sent['trigger_id']}")
+    assert row["status"] == "failed" and row["trace_id"] is not None
+    trace_id = str(row["trace_id"])
+    ours = [r for r in caplog.records if r.name == "candor.slack"]
+    warnings = [r.getMessage() for r in ours if r.levelno == logging.WARNING]
+    assert any("response_url" in m and "expired_url" in m for m in warnings)
+    errors = [r.getMessage() for r in ours if r.levelno >= logging.ERROR]
+    assert errors and all(trace_id in m for m in errors)
+    assert [c.error for c in served.fake.calls_to("chat.postEphemeral")] == ["not_in_channel"] * 2  # answer, note
+
+    url = served.fake.response_url()  # the worker goes on: the next command is answered
+    await command(served, SMS_QUESTION, channel="C0GONE", response_url=url)
+    (reply,) = await served.fake.wait_for("response_url", where=lambda c: c.url == url)
+    assert reply.status == 200 and "1,000" in block_text(reply)
 
 
 async def test_an_edited_question_updates_its_answer_and_a_deleted_one_removes_it(served: Served) -> None:

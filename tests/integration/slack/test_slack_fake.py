@@ -21,8 +21,9 @@ from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from tests.fakes.slack_api import FakeSlack, ThreadedFakeSlack
+from tests.fakes.slack_api import RESPONSE_URL_SECONDS, RESPONSE_URL_USES, FakeSlack, ThreadedFakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
     app_mention,
@@ -175,6 +176,64 @@ async def test_wait_for_with_predicate(fake: FakeSlack) -> None:
     [call] = await fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == "C2", timeout=5)
     assert call.params["text"] == "second"
     await task
+
+
+async def test_the_bot_is_refused_where_it_is_not_a_member(fake: FakeSlack) -> None:
+    client = web_client(fake)
+    fake.channel("C0OUT", member=False)
+    fake.channel("C0PRIV", member=False, is_private=True)
+    fake.channel("D0PEOPLE", member=False, is_im=True)
+    fake.channel("G0GROUP", member=False, is_mpim=True, is_private=True)
+    refusals = {"C0OUT": "not_in_channel", "C0PRIV": "channel_not_found", "D0PEOPLE": "channel_not_found"}
+    refusals["G0GROUP"] = "channel_not_found"  # a conversation the bot is not in does not exist for it
+    attempts = {
+        "chat.postMessage": {"text": "hi"},
+        "chat.postEphemeral": {"user": "U1", "text": "psst"},
+        "chat.update": {"ts": "1.2", "text": "v2"},
+        "reactions.add": {"timestamp": "1.2", "name": "eyes"},
+    }
+    for channel, error in refusals.items():
+        for method, params in attempts.items():
+            with pytest.raises(SlackApiError) as refused:
+                await client.api_call(method, params={"channel": channel, **params})
+            assert refused.value.response["error"] == error, (method, channel)
+    assert (await client.conversations_info(channel="C0OUT"))["channel"]["is_member"] is False
+    for hidden in ("C0PRIV", "D0PEOPLE", "G0GROUP"):
+        with pytest.raises(SlackApiError) as unseen:
+            await client.conversations_info(channel=hidden)
+        assert unseen.value.response["error"] == "channel_not_found"
+
+    # any other conversation is one the bot is in
+    assert (await client.chat_postMessage(channel="C1", text="hi"))["ok"] is True
+    assert (await client.conversations_info(channel="C1"))["channel"]["is_member"] is True
+    fake.channel("C0OUT")  # the bot was invited
+    assert (await client.chat_postMessage(channel="C0OUT", text="hi"))["ok"] is True
+
+
+async def test_a_response_url_takes_five_posts_within_thirty_minutes(fake: FakeSlack) -> None:
+    url = fake.response_url()
+    webhook = AsyncWebhookClient(url)
+    for n in range(RESPONSE_URL_USES):
+        sent = await webhook.send(text=f"part {n}", blocks=BLOCKS, response_type="ephemeral", replace_original=False)
+        assert (sent.status_code, sent.body) == (200, '{"ok": true}')
+    over = await webhook.send(text="one too many")
+    assert (over.status_code, over.body) == (404, "used_url")
+    late = await AsyncWebhookClient(fake.response_url(age=RESPONSE_URL_SECONDS + 1)).send(text="late")
+    assert (late.status_code, late.body) == (404, "expired_url")
+    empty = await AsyncWebhookClient(fake.response_url()).send(response_type="ephemeral")
+    assert (empty.status_code, empty.body) == (400, "no_text")
+    odd = await AsyncWebhookClient(fake.response_url()).send(text="hi", response_type="everyone")
+    assert (odd.status_code, odd.body) == (400, "invalid_payload")
+
+    calls = fake.calls_to("response_url")
+    assert [c.error for c in calls] == [None] * 5 + ["used_url", "expired_url", "no_text", "invalid_payload"]
+    assert calls[0].url == url
+    assert calls[0].params == {
+        "text": "part 0",
+        "blocks": BLOCKS,
+        "response_type": "ephemeral",
+        "replace_original": False,
+    }
 
 
 async def test_app_tokens_only_open_connections(fake: FakeSlack) -> None:

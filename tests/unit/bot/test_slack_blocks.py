@@ -25,6 +25,7 @@ from bot.slack.blocks import (
     feedback_ack,
     feedback_reason_modal,
     home_view,
+    response_url_body,
     to_mrkdwn,
 )
 from bot.slack.mrkdwn import pack, split_text
@@ -371,6 +372,23 @@ def test_fallback_text_is_a_short_plain_summary() -> None:
     assert summary.startswith("All staff get leave.") and summary.endswith("…")
     assert len(summary) <= 301 and "<" not in summary
     assert answer_messages(answer(text="", sentences=()))[0].text
+
+
+def test_a_response_url_body_is_ephemeral_and_never_replaces_what_it_answers() -> None:
+    [message] = answer_messages(answer())
+    body = response_url_body(message)
+    assert body == {
+        "text": message.text,
+        "blocks": list(message.blocks),
+        "response_type": "ephemeral",
+        "replace_original": False,
+    }
+    assert json.loads(json.dumps(body)) == body  # posted as JSON as it is
+    assert response_url_body(SlackMessage("Thanks", ())) == {
+        "text": "Thanks",
+        "response_type": "ephemeral",
+        "replace_original": False,
+    }
 
 
 def test_failure_message_carries_the_trace_id() -> None:
