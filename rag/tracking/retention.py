@@ -13,6 +13,9 @@ What a question leaves behind, and what a purge removes from records older than 
   the job payload (text, user, conversation reference) and the answer text in its reply. Kept:
   the keys, the status and where the answer was posted (so a late vote still finds its trace).
 - `audit_abstentions`, `human_labels`: the question part they name.
+- `handoffs` (questions passed to a person): the asker id, where they waited and the reply they got.
+  Kept: the reason, who replied and when, the curated answer it became (a curated answer is a
+  document its author wrote, edited and removed with `candor answers`, not a record of the asker).
 
 `forget_trace` does the same at once for one trace: a question deleted in Slack keeps no text.
 """
@@ -96,6 +99,10 @@ PURGE_EVENTS = text(
     "WHERE status <> 'claimed' AND (created_at < :cutoff OR trace_id = ANY(CAST(:ids AS uuid[]))) "
     "AND (question IS NOT NULL OR asker IS NOT NULL OR payload <> '{}'::jsonb OR reply ? 'answer_text')"
 )
+PURGE_HANDOFFS = text(
+    "UPDATE handoffs SET asker = 'purged-' || id, reply_to = '{}'::jsonb, reply_text = NULL "
+    "WHERE trace_id = ANY(CAST(:ids AS uuid[])) AND asker NOT LIKE 'purged-%'"
+)
 NOTHING_BEFORE = datetime(1970, 1, 1)
 
 
@@ -159,7 +166,7 @@ async def _purge_traces(connection: AsyncConnection, rows: Sequence[Any], *, cut
         if changed:
             await connection.execute(UPDATE_GATE, changed)
     audits = 0
-    for statement in PURGE_AUDITS:
+    for statement in (*PURGE_AUDITS, PURGE_HANDOFFS):
         audits += (await connection.execute(statement, {"ids": ids})).rowcount or 0
     votes = (await connection.execute(PURGE_VOTES, {"ids": ids, "cutoff": cutoff})).rowcount or 0
     events = (await connection.execute(PURGE_EVENTS, {"ids": ids, "cutoff": cutoff})).rowcount or 0

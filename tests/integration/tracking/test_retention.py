@@ -14,6 +14,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from pydantic import SecretStr
+from sqlalchemy import text
 
 from rag.insights.report.build import Window
 from rag.model.answers import Feedback, GateOutcome
@@ -132,3 +133,30 @@ async def test_keyed_askers_are_stored_as_the_same_pseudonym_everywhere(candor: 
     assert trace["asker"].startswith("k:") and len(trace["asker"]) == 18
     (vote,) = trace["feedback"]  # the same pseudonym: the "up" replaced the "down"
     assert vote["user_id"] == trace["asker"] == row["asker"] and vote["rating"] == 1
+
+
+async def test_a_purge_removes_who_handed_a_question_over_and_where_they_waited(candor: Candor) -> None:
+    asker = f"U{uuid.uuid4().hex[:8]}"
+    old = await recorded(candor, days_ago=200, asker=asker)
+    recent = await recorded(candor, days_ago=1, asker=asker)
+    where = {"channel": "C0PRIYA", "thread_ts": "1.5"}
+    for trace_id in (old, recent):
+        handoff, _ = await candor.loop.hand_off(
+            trace_id, platform="slack", asker=asker, reason="down_vote", reply_to=where
+        )
+        await candor.loop.reply_to_handoff(handoff.id, "Priya, yes: up to 5 days.", by="U0HR", by_name="Hana")
+
+    await candor.purge(datetime.now(UTC) - timedelta(days=90))
+
+    async with candor.store.engine.connect() as conn:
+        rows = {
+            str(row.trace_id): row
+            for row in await conn.execute(
+                text("SELECT * FROM handoffs WHERE trace_id = ANY(CAST(:ids AS uuid[]))"), {"ids": [old, recent]}
+            )
+        }
+    purged, kept = rows[old], rows[recent]
+    assert purged.asker.startswith("purged-") and purged.reply_to == {} and purged.reply_text is None
+    assert (purged.reason, purged.status, purged.replied_by_name) == ("down_vote", "replied", "Hana")
+    assert kept.asker == asker and kept.reply_to == where and "Priya" in kept.reply_text
+    assert asker not in json.dumps(await candor.tracker.trace(old), default=str)
