@@ -50,6 +50,25 @@ def _cluster(cluster: Mapping[str, Any]) -> list[str]:
         when = example["created_at"][:10]
         lines.append(f"   - {_clip(example['text'])}{times}  ({when}, {route}{part}, trace {example['trace_id']})")
     lines += _evidence(cluster["evidence"], check["threshold"])
+    lines += _follow_up(cluster.get("follow_up") or {})
+    return lines
+
+
+def _follow_up(follow: Mapping[str, Any]) -> list[str]:
+    """The hand-offs and curated answers of a cluster, and how a curated answer changed its questions' fate."""
+    lines = []
+    handoffs = follow.get("handoffs") or []
+    if handoffs:
+        replied = [h for h in handoffs if h["status"] == "replied"]
+        by = sorted({str(h["replied_by"]) for h in replied if h["replied_by"]})
+        who = f", replied by {', '.join(by)}" if by else ""
+        lines.append(f"   handed to a person: {len(handoffs)} ({len(replied)} replied{who})")
+    for c in follow.get("curated_answers") or []:
+        state = "" if c["live"] else ", expired"
+        lines.append(
+            f"   curated answer #{c['id']} by {c['author']} ({c['created_at'][:10]}{state}): since then answered "
+            f"with it {c['answered_with_it']}x, unanswered {c['unanswered_after']}x (before: {c['unanswered_before']}x)"
+        )
     return lines
 
 

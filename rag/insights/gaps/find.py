@@ -9,6 +9,8 @@
    5 distinct examples (newest first) with trace ids and dates, its routes, and a label from the
    relaxed re-check (rag/insights/relaxed.py): "true_gap" (nothing in the documents) or "possibly_answerable"
    (the documents may hold it: abstentions a person should look at), with the best evidence found.
+4. What was done about it (rag/insights/gaps/follow_up.py): the hand-offs of its questions and the
+   curated answers that cover it, with how often each answered since it was saved.
 
 Re-check budget: the medoid plus the newest other distinct texts, `RECHECK_CAP` (7) per cluster; a
 member whose text and scope equal a re-checked one shares its result. Members of a cluster are
@@ -37,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from rag.calibration import calibrated
 from rag.insights.gaps.clustering import average_linkage, medoid
+from rag.insights.gaps.follow_up import embed_questions, fetch_follow_up, follow_up
 from rag.insights.gaps.queries import GapRow, fetch_gap_rows
 from rag.insights.relaxed import Ranking, Recheck, recheck
 from rag.insights.report.build import Window
@@ -219,7 +222,24 @@ async def find_gaps(
     vectors = await embed_items(embedder, items)
     groups = average_linkage(vectors, cut) if items else []
     shown = [g for g in groups if len(g) >= min_size]
-    clusters = [await describe_cluster(ranking, items, vectors, g, k=k, threshold=threshold) for g in shown]
+    handoffs, curated, cited = await fetch_follow_up(
+        engine, list(dict.fromkeys(i.trace_id for i in items)), window.since, window.until
+    )
+    curated_vectors = await embed_questions(embedder, curated)
+    clusters = []
+    for g in shown:
+        cluster = await describe_cluster(ranking, items, vectors, g, k=k, threshold=threshold)
+        representative = vectors[medoid(vectors, g)]
+        cluster["follow_up"] = follow_up(
+            [(items[m].trace_id, items[m].created_at) for m in g],
+            representative / (np.linalg.norm(representative) or 1.0),
+            handoffs,
+            curated,
+            curated_vectors,
+            cited,
+            cut=cut,
+        )
+        clusters.append(cluster)
     clusters.sort(key=lambda c: str(c["last_seen"]), reverse=True)
     clusters.sort(key=lambda c: int(c["size"]), reverse=True)  # largest first, then the newest
     labels = Counter(c["label"] for c in clusters)
