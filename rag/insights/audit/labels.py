@@ -52,7 +52,7 @@ COLUMNS = (
     "label_options",
 )
 REQUIRED = ("kind", "trace_id", "position", "part", "label")
-LABELS = {"sentence": ("supported", "unsupported"), "abstention": ("correct_abstention", "wrong_abstention")}
+LABELS = {"sentence": ("supported", "unsupported", "partly"), "abstention": ("correct_abstention", "wrong_abstention")}
 ENCODING = "utf-8-sig"
 """Written with a byte-order mark, so that spreadsheet programs read the UTF-8 as UTF-8; read either way."""
 

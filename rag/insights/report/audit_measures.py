@@ -280,6 +280,7 @@ def human(rows: Sequence[Mapping[str, Any]], delivered: Mapping[Any, int] | None
             "n": unsupported,
             "sample_size": sentences,
             "labelled_answers": _sum(rows, "labelled_answers"),
+            "partly": _sum(rows, "partly"),
             "interval": stratified_interval(days),
             "method": STRATIFIED,
             "coverage": coverage(days) if sentences else None,

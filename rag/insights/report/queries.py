@@ -226,12 +226,14 @@ AUDIT_ABSTENTIONS = _measure(
     """
 )
 
-# People's labels: one per item (`human_labels_item`; a re-import replaced the earlier one), by day.
+# People's labels: one per item (`human_labels_item`; a re-import replaced the earlier one), by day. A
+# sentence labelled `partly` supported counts as unsupported (it says more than its source), and is counted too.
 HUMAN_LABELS = _measure(
     """
     SELECT s.period, s.utc_day,
            count(*) FILTER (WHERE h.position IS NOT NULL) AS sentences,
-           count(*) FILTER (WHERE h.label = 'unsupported') AS unsupported,
+           count(*) FILTER (WHERE h.label IN ('unsupported', 'partly')) AS unsupported,
+           count(*) FILTER (WHERE h.label = 'partly') AS partly,
            count(DISTINCT h.trace_id) FILTER (WHERE h.position IS NOT NULL) AS labelled_answers,
            count(*) FILTER (WHERE h.position IS NULL) AS abstentions,
            count(*) FILTER (WHERE h.label = 'wrong_abstention') AS wrong
