@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rag import Claim, ThreadTurn
+from rag import Claim, Completion, ThreadTurn
 from rag.errors import StoreError
 
 log = logging.getLogger("candor.worker")
@@ -53,7 +53,19 @@ class EventClaims(Protocol):
         reply: Mapping[str, Any] | None = None,
         failed: bool = False,
         error: str | None = None,
-    ) -> bool: ...
+    ) -> Completion | None: ...
+
+    async def revise(
+        self,
+        platform: str,
+        key: str,
+        payload: Mapping[str, Any],
+        *,
+        question: str,
+        revision: str,
+        event_id: str | None = None,
+        hold: bool = True,
+    ) -> Claim | None: ...
 
     async def expired(self, platform: str, *, limit: int = 10) -> list[Claim]: ...
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rag.model.answers import Answer, Question
     from rag.pipeline.understand import reads_as_question
     from rag.runtime import Candor, EvalRun, open_candor, prepare_embedder
-    from rag.tracking.events import Claim, ThreadTurn
+    from rag.tracking.events import Claim, Completion, ThreadTurn
     from rag.tracking.retention import Purged
 
 _EXPORTS = {
@@ -58,6 +58,7 @@ _EXPORTS = {
     "report_window": "rag.insights.report.build",
     "reads_as_question": "rag.pipeline.understand",
     "Claim": "rag.tracking.events",
+    "Completion": "rag.tracking.events",
     "ThreadTurn": "rag.tracking.events",
     "Purged": "rag.tracking.retention",
 }
@@ -114,6 +115,7 @@ __all__ = [
     "By",
     "Candor",
     "Claim",
+    "Completion",
     "ConflictAudit",
     "ConflictPair",
     "Difference",

@@ -76,3 +76,31 @@ class SlowWriter:
     async def synthesise(self, request: SynthesisRequest) -> Draft:
         await asyncio.sleep(self.seconds)
         return await self.writer.synthesise(request)
+
+
+class Held:
+    """The real core with every answer held until the test sets `release`: an edit or a deletion then
+    arrives, deterministically, while an answer is being written. `asked` lists the questions in the
+    order the adapter asked them."""
+
+    def __init__(self, core: Candor) -> None:
+        self.core = core
+        self.asked: list[str] = []
+        self.writing = asyncio.Event()
+        """Set once the first answer is being written."""
+        self.release = asyncio.Event()
+
+    async def answer(self, question: Question) -> Answer:
+        self.asked.append(question.text)
+        self.writing.set()
+        await self.release.wait()
+        return await self.core.answer(question)
+
+    async def record_feedback(self, feedback: Any) -> None:
+        await self.core.record_feedback(feedback)
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
+        return await self.core.knowledge_base_summary()
+
+    async def forget(self, trace_id: str) -> bool:
+        return await self.core.forget(trace_id)

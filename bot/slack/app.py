@@ -276,27 +276,38 @@ class SlackAdapter:
             self.worker.submit(claim)
 
     async def _on_edit(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        """An edited question is answered again, its answer replaced in place (`Responder`). The
+        ledger decides when (`EventLedger.revise`): at once when it was answered; after the answer
+        being written, by whichever replica writes it, when it is still being answered. Edits that
+        leave the text as it was (an unfurl, a link preview) and older edits Slack delivers late
+        change nothing; messages Candor never took as questions are not in the ledger."""
         message = event.get("message") or {}
-        team, channel = _team(body, event), event["channel"]
-        original = f"{team}/{channel}/{message.get('ts')}"
-        row = await self.ledger.get(PLATFORM, original)
         edited = (message.get("edited") or {}).get("ts")
-        if row is None or row["status"] != "answered" or not edited or message.get("text") == row.get("question"):
+        if not edited or not message.get("ts"):
             return
-        reply = row.get("reply") or {}
+        thread, im = message.get("thread_ts"), event.get("channel_type") == "im"
         job = Job(
-            team=team,
-            channel=channel,
+            team=_team(body, event),
+            channel=event["channel"],
             ts=str(message["ts"]),
             user=message.get("user") or "",
             text=message.get("text") or "",
-            thread_ts=message.get("thread_ts"),
-            reply_thread=message.get("thread_ts") or (None if event.get("channel_type") == "im" else message["ts"]),
+            thread_ts=thread,
+            reply_thread=thread or (None if im else str(message["ts"])),
             channel_type=event.get("channel_type"),
-            replaces=tuple(reply.get("ts") or ()),
-            original_key=original,
+            progress="status" if im and thread else "reaction",
         )
-        await self._claim(job, body.get("event_id"), key=f"{original}/edit/{edited}")
+        claim = await self.ledger.revise(
+            PLATFORM,
+            job.key,
+            job.as_payload(),
+            question=job.text,
+            revision=str(edited),
+            event_id=body.get("event_id"),
+            hold=self.config.answers_here,
+        )
+        if claim is not None and self.config.answers_here:
+            self.worker.submit(claim)
 
     async def _on_delete(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         deleted = event.get("deleted_ts") or (event.get("previous_message") or {}).get("ts")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import aiohttp
@@ -30,7 +30,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.server import ChatCore
 from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message, response_url_body
 from bot.worker import EventClaims
-from rag import Claim
+from rag import Claim, Completion
 from rag.errors import CandorError, QuestionError
 from rag.model.answers import Audience, Question, Turn
 
@@ -63,9 +63,11 @@ class Job:
     was kept: answered by `chat.postEphemeral`)."""
     progress: Literal["reaction", "status", "none"] = "reaction"
     replaces: tuple[str, ...] = ()
-    """An edited question: the ts of the answer messages to replace."""
+    """An edited question: the ts of the answer messages to replace (set from `Claim.reply` when the
+    claim is a revision)."""
     original_key: str | None = None
-    """An edited question: the ledger key of the original question, whose reply is updated."""
+    """An edit claimed under a key of its own (`<key>/edit/<edited ts>`, before edits became revisions
+    of the question's row; such claims may still be in the ledger): the original question's key."""
 
     @property
     def key(self) -> str:
@@ -109,12 +111,16 @@ class Responder:
         self._audiences: dict[str, tuple[float, Audience]] = {}
 
     async def run(self, claim: Claim) -> None:
-        job = Job.from_payload(claim.payload)
-        await self._progress(job, started=True)
-        try:
-            await self._answer(claim, job)
-        finally:
-            await self._progress(job, started=False)
+        """Answer the claim, then each edit of the question that arrived meanwhile (the newest text
+        only, replacing the answer just posted: `EventLedger.complete` hands it on)."""
+        current: Claim | None = claim
+        while current is not None:
+            job = Job.from_payload(current.payload)
+            await self._progress(job, started=True)
+            try:
+                current = await self._answer(current, job)
+            finally:
+                await self._progress(job, started=False)
 
     async def abandoned(self, claim: Claim) -> None:
         """The question was given up (every replica that took it stopped before answering): say so
@@ -123,7 +129,10 @@ class Responder:
         await self._progress(job, started=False)
         await self.deliver_failure(job, None)
 
-    async def _answer(self, claim: Claim, job: Job) -> None:
+    async def _answer(self, claim: Claim, job: Job) -> Claim | None:
+        """Answer one job; the edit to answer next, if one came meanwhile."""
+        if claim.revision is not None:  # an edited question: its answer replaces the one given
+            job = replace(job, replaces=tuple(claim.reply.get("ts") or ()))
         trace_id: str | None = None
         try:
             question = Question(
@@ -142,8 +151,7 @@ class Responder:
             posted = await self._deliver(job, messages, trace_id)
         except QuestionError as exc:
             await self._deliver(job, [SlackMessage(escape(f"I couldn't take that question: {exc}."), ())])
-            await self.ledger.complete(claim, failed=True, error=str(exc))
-            return
+            return _edit_next(await self.ledger.complete(claim, failed=True, error=str(exc)))
         except Exception as exc:  # CandorError, Slack, the network, or a defect: the asker hears of it
             expected = isinstance(exc, CandorError | SlackApiError | OSError)
             log.error(
@@ -154,13 +162,14 @@ class Responder:
                 extra={"key": claim.key, "trace_id": trace_id},
             )
             await self.deliver_failure(job, trace_id)
-            await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc))
-            return
+            return _edit_next(await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc)))
         reply = {"channel": job.channel, "ts": posted, "answer_text": answer.text, "route": answer.route}
-        if not await self.ledger.complete(claim, trace_id=trace_id, reply=reply):
+        completion = await self.ledger.complete(claim, trace_id=trace_id, reply=reply)
+        if completion is None:
             await self._superseded(claim, job, posted, trace_id)
         if job.original_key is not None:
             await self.ledger.update_reply(PLATFORM, job.original_key, reply, trace_id=trace_id, question=job.text)
+        return _edit_next(completion)
 
     async def _superseded(self, claim: Claim, job: Job, posted: Sequence[str], trace_id: str | None) -> None:
         """The claim was lost while answering: the question was deleted meanwhile (remove the answer
@@ -289,6 +298,10 @@ class Responder:
                 self.client.assistant_threads_setStatus(channel_id=job.channel, thread_ts=job.thread_ts, status=status),
                 "assistant.threads.setStatus",
             )
+
+
+def _edit_next(completion: Completion | None) -> Claim | None:
+    return completion.revision if completion is not None else None
 
 
 def _audience_of(info: Mapping[str, Any]) -> Audience:

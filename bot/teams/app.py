@@ -36,9 +36,17 @@ from bot.teams.cards import answer_activity, failure_activity, welcome_activity
 from bot.teams.credentials import ReusedCredentials
 from bot.teams.delivery import Delivery, Send, to_activity
 from bot.teams.feedback import feedback_from_invoke
-from bot.teams.job import TeamsJob, channel_data, question_text
+from bot.teams.job import (
+    TeamsJob,
+    channel_data,
+    event_type,
+    job_of,
+    mentions_recipient,
+    question_text,
+    revision_of,
+)
 from bot.worker import EventClaims, Worker
-from rag import Claim
+from rag import Claim, Completion
 from rag.config import Settings
 from rag.errors import CandorError, ConfigError, DeliveryError, QuestionError, StoreError, UnknownTrace
 from rag.model.answers import Feedback, Question, Turn
@@ -187,22 +195,14 @@ class TeamsAdapter:
         activity = context.activity
         conversation = activity.conversation
         kind = (conversation.conversation_type if conversation else None) or "personal"
+        if kind != "personal" and not mentions_recipient(activity):
+            return  # with others in the conversation, only a message that @mentions Candor is for it
         text = question_text(activity)
         if not text:
             await context.send_activity(to_activity(await self._welcome()))
             return
-        reference = TurnContext.get_conversation_reference(activity)
-        tenant = channel_data(activity, "tenant")
-        job = TeamsJob(
-            reference=reference.serialize(),
-            text=text,
-            user=activity.from_property.id if activity.from_property else "",
-            conversation=conversation.id if conversation else "",
-            conversation_type=kind,
-            tenant=tenant,
-            team_id=channel_data(activity, "team"),
-            channel_id=channel_data(activity, "channel"),
-        )
+        job = job_of(activity, text)
+        tenant = job.tenant
         key = f"{tenant}/{job.conversation}/{activity.id}"
         try:
             claim = await self.ledger.claim(
@@ -223,11 +223,37 @@ class TeamsAdapter:
         if claim is None:
             return  # redelivered: answered (or being answered) already
         if activity.delivery_mode == DeliveryModes.expect_replies:
-            # The caller wants the replies in the HTTP response: answer within the turn.
-            await self.worker.submit(
-                claim, lambda claim: self._answer(claim, job, partial(self.delivery.in_turn, context))
-            )
+            # The caller wants the replies in the HTTP response: answer within the turn (an edit made
+            # meanwhile is answered after it, through the connector, as `run` answers it).
+            async def in_turn(claim: Claim) -> None:
+                edit = await self._answer(claim, job, partial(self.delivery.in_turn, context))
+                if edit is not None:
+                    await self.run(edit)
+
+            await self.worker.submit(claim, in_turn)
         else:
+            self.worker.submit(claim)
+
+    async def edited(self, context: TurnContext) -> None:
+        """A question edited in Teams (`messageUpdate`, `editMessage`): answered again, its answer
+        updated in place (`run`). The ledger decides when (`EventLedger.revise`): at once when it
+        was answered; after the answer being written, by whichever replica writes it, when it is
+        still being answered. An edit that leaves the text as it was changes nothing; messages
+        Candor never took as questions are not in the ledger."""
+        activity = context.activity
+        text = question_text(activity)
+        if not text:
+            return
+        job = job_of(activity, text)
+        key = f"{job.tenant}/{job.conversation}/{activity.id}"
+        try:
+            claim = await self.ledger.revise(
+                PLATFORM, key, job.as_payload(), question=text, revision=revision_of(activity)
+            )
+        except StoreError as exc:  # the earlier answer stays; Teams does not send the edit again
+            log.error("could not record an edited Teams question: %s", exc, extra={"key": key})
+            return
+        if claim is not None:
             self.worker.submit(claim)
 
     async def feedback(self, context: TurnContext) -> InvokeResponse:
@@ -293,10 +319,15 @@ class TeamsAdapter:
             except Exception as exc:  # botbuilder's ErrorResponseException, the network: the answer stays
                 log.warning("could not delete the answer to a deleted Teams question: %s", exc, extra={"key": key})
         for trace_id in row.get("trace_ids") or ():
-            try:
-                await self.core.forget(trace_id)
-            except CandorError as exc:
-                log.error("could not remove the text of a deleted question: %s", exc, extra={"trace_id": trace_id})
+            await self._forget(trace_id)
+
+    async def _forget(self, trace_id: str) -> None:
+        """The question was deleted in Teams: its text leaves the trace (a failure is logged; the
+        retention purge removes it later)."""
+        try:
+            await self.core.forget(trace_id)
+        except CandorError as exc:
+            log.error("could not remove the text of a deleted question: %s", exc, extra={"trace_id": trace_id})
 
     async def _welcome(self) -> dict[str, Any]:
         return welcome_activity(await self.core.knowledge_base_summary(), ask_human=self.config.ask_human)
@@ -307,17 +338,28 @@ class TeamsAdapter:
     # --- after the turn: answer (the Worker calls run) ---------------------------------------
 
     async def run(self, claim: Claim) -> None:
-        """Answer a claimed question proactively, with a typing indicator until the answer goes out."""
+        """Answer a claimed question proactively, with a typing indicator until the answer goes out;
+        then each edit of it that arrived meanwhile (the newest text only: `EventLedger.complete`
+        hands it on), updating that answer in place."""
+        current: Claim | None = claim
+        while current is not None:
+            current = await self._run_one(current)
+
+    async def _run_one(self, claim: Claim) -> Claim | None:
         job = TeamsJob.from_payload(claim.payload)
         reference = ConversationReference.deserialize(job.reference)
+        answered = claim.reply.get("activity_ids") or []
+        replaced = str(answered[0]) if claim.revision is not None and answered else None
         typing = asyncio.create_task(self.delivery.keep_typing(reference))
 
         async def send(activity: Mapping[str, Any]) -> str | None:
             typing.cancel()
+            if replaced is not None:  # an edited question: its answer replaces the one given
+                return await self.delivery.update(reference, replaced, activity)
             return await self.delivery.proactive(reference, activity)
 
         try:
-            await self._answer(claim, job, send)
+            return await self._answer(claim, job, send)
         finally:
             typing.cancel()
 
@@ -330,7 +372,8 @@ class TeamsAdapter:
 
         await self._tell(send, failure_activity(None), claim)
 
-    async def _answer(self, claim: Claim, job: TeamsJob, send: Send) -> None:
+    async def _answer(self, claim: Claim, job: TeamsJob, send: Send) -> Claim | None:
+        """Answer one job; the edit to answer next, if one came meanwhile."""
         trace_id: str | None = None
         try:
             question = Question(
@@ -347,8 +390,7 @@ class TeamsAdapter:
             sent = await send(answer_activity(answer, ask_human=self.config.ask_human))
         except QuestionError as exc:
             await self._tell(send, {"type": "message", "text": f"I couldn't take that question: {exc}."}, claim)
-            await self.ledger.complete(claim, failed=True, error=str(exc))
-            return
+            return _edit_next(await self.ledger.complete(claim, failed=True, error=str(exc)))
         except Exception as exc:  # CandorError, or a defect: either way the asker hears of it
             log.error(
                 "answering a Teams question failed: %s",
@@ -358,28 +400,50 @@ class TeamsAdapter:
             )
             if not isinstance(exc, DeliveryError):
                 await self._tell(send, failure_activity(trace_id), claim)
-            await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc))
-            return
+            return _edit_next(await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc)))
         reply = {
             "activity_ids": [sent] if sent else [],
             "conversation": job.conversation,
             "answer_text": answer.text,
             "route": answer.route,
         }
-        await self._record_reply(claim, reply, trace_id)
+        return await self._record_reply(claim, job, reply, trace_id)
 
-    async def _record_reply(self, claim: Claim, reply: Mapping[str, Any], trace_id: str | None) -> None:
+    async def _record_reply(
+        self, claim: Claim, job: TeamsJob, reply: Mapping[str, Any], trace_id: str | None
+    ) -> Claim | None:
         """Where the answer went, so that votes on it find its trace: a delivered answer is never
-        marked failed; a claim taken over meanwhile still gets its reply recorded."""
+        marked failed; a claim lost meanwhile is `_superseded`. The edit to answer next, if any."""
         for attempt in range(3):
             try:
-                if not await self.ledger.complete(claim, trace_id=trace_id, reply=reply):
-                    await self.ledger.update_reply(PLATFORM, claim.key, reply, trace_id=trace_id)
-                return
+                completion = await self.ledger.complete(claim, trace_id=trace_id, reply=reply)
+                if completion is None:
+                    await self._superseded(claim, job, reply, trace_id)
+                return _edit_next(completion)
             except StoreError as exc:
                 log.warning("could not record a delivered Teams answer (try %d): %s", attempt + 1, exc)
                 await asyncio.sleep(1.0 * (attempt + 1))
         log.error("a delivered Teams answer is not recorded; votes on it will not find it", extra={"key": claim.key})
+        return None
+
+    async def _superseded(self, claim: Claim, job: TeamsJob, reply: Mapping[str, Any], trace_id: str | None) -> None:
+        """The claim was lost while answering: the question was deleted meanwhile (the answer just
+        sent is deleted, and its text leaves the trace), or another replica took it over (the reply
+        is recorded all the same, for votes to find its trace)."""
+        row = await self.ledger.get(PLATFORM, claim.key)
+        if row is None or row["status"] != "deleted":
+            await self.ledger.update_reply(PLATFORM, claim.key, reply, trace_id=trace_id)
+            return
+        reference = ConversationReference.deserialize(job.reference)
+        for activity_id in reply.get("activity_ids") or ():
+            try:
+                await self.delivery.delete(reference, str(activity_id))
+            except DeliveryError as exc:
+                log.warning(
+                    "could not delete the answer to a deleted Teams question: %s", exc, extra={"key": claim.key}
+                )
+        if trace_id is not None:
+            await self._forget(trace_id)
 
     async def _tell(self, send: Send, activity: Mapping[str, Any], claim: Claim) -> None:
         """A message about a failure: if it cannot be delivered either, logged."""
@@ -405,6 +469,10 @@ class TeamsAdapter:
         return tuple(history)
 
 
+def _edit_next(completion: Completion | None) -> Claim | None:
+    return completion.revision if completion is not None else None
+
+
 class _CandorBot(ActivityHandler):  # type: ignore[misc]
     def __init__(self, adapter: TeamsAdapter) -> None:
         super().__init__()
@@ -412,6 +480,10 @@ class _CandorBot(ActivityHandler):  # type: ignore[misc]
 
     async def on_message_activity(self, turn_context: TurnContext) -> None:
         await self.adapter.record(turn_context)
+
+    async def on_message_update_activity(self, turn_context: TurnContext) -> None:
+        if event_type(turn_context.activity) == "editMessage":  # not "undeleteMessage"
+            await self.adapter.edited(turn_context)
 
     async def on_message_delete_activity(self, turn_context: TurnContext) -> None:
         await self.adapter.deleted(turn_context)

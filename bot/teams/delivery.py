@@ -46,6 +46,11 @@ class Delivery:
         """Send one activity in a turn; its id. The Bot Connector's 429 (after its `Retry-After`) and
         5xx, connection failures and a token that could not be had are retried with backoff, up to
         `attempts` tries; then, or at once for any other refusal, `DeliveryError`."""
+        response = await self._retried(lambda: context.send_activity(to_activity(activity)), "the reply")
+        return response.id if response is not None and response.id else None
+
+    async def _retried(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
+        """`call()`'s result, retried as `in_turn` says; `DeliveryError` when it never succeeded."""
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.attempts),
             wait=self._wait,
@@ -56,10 +61,10 @@ class Delivery:
         try:
             async for attempt in retrying:
                 with attempt:
-                    response = await context.send_activity(to_activity(activity))
+                    result = await call()
         except Exception as exc:  # msrest's errors, connection failures, and a token that could not be had
-            raise DeliveryError(f"the Bot Connector did not take the reply ({_describe(exc)})") from exc
-        return response.id if response is not None and response.id else None
+            raise DeliveryError(f"the Bot Connector did not take {what} ({_describe(exc)})") from exc
+        return result
 
     def _wait(self, state: RetryCallState) -> float:
         """The connector's `Retry-After` on a 429, else doubling from `backoff_seconds`; capped."""
@@ -70,12 +75,41 @@ class Delivery:
 
     async def proactive(self, reference: ConversationReference, activity: Mapping[str, Any]) -> str | None:
         """Send one activity to the conversation after its turn (`continue_conversation`); its id."""
+        return await self._after_turn(reference, lambda context: self.in_turn(context, activity))
+
+    async def update(
+        self, reference: ConversationReference, activity_id: str, activity: Mapping[str, Any]
+    ) -> str | None:
+        """Replace the bot's message `activity_id` in the conversation with `activity` (the answer to
+        an edited question), retried as `in_turn` says; its id."""
+        revised = to_activity(activity)
+        revised.id = activity_id
+
+        async def replace(context: TurnContext) -> str | None:
+            await self._retried(lambda: context.update_activity(revised), "the updated reply")
+            return activity_id
+
+        return await self._after_turn(reference, replace)
+
+    async def delete(self, reference: ConversationReference, activity_id: str) -> None:
+        """Delete the bot's message `activity_id` from the conversation, retried as `in_turn` says."""
+
+        async def remove(context: TurnContext) -> str | None:
+            await self._retried(lambda: context.delete_activity(activity_id), "the deletion")
+            return None
+
+        await self._after_turn(reference, remove)
+
+    async def _after_turn(
+        self, reference: ConversationReference, act: Callable[[TurnContext], Awaitable[str | None]]
+    ) -> str | None:
+        """`act` in the conversation after its turn (`continue_conversation`); what it returned."""
         failures: list[DeliveryError] = []
         sent: list[str | None] = []
 
         async def callback(context: TurnContext) -> None:
             try:
-                sent.append(await self.in_turn(context, activity))
+                sent.append(await act(context))
             except DeliveryError as exc:
                 failures.append(exc)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from botbuilder.core import TurnContext
@@ -52,6 +53,49 @@ class TeamsJob:
         if self.conversation_type == "channel" and self.team_id and self.channel_id:
             return f"{self.tenant}/{self.team_id}/{self.channel_id}"
         return f"{self.tenant}/{self.conversation}"
+
+
+def job_of(activity: Activity, text: str) -> TeamsJob:
+    """The job of the question `activity` asks (or, edited, now asks), its text `text`."""
+    conversation = activity.conversation
+    return TeamsJob(
+        reference=TurnContext.get_conversation_reference(activity).serialize(),
+        text=text,
+        user=activity.from_property.id if activity.from_property else "",
+        conversation=conversation.id if conversation else "",
+        conversation_type=(conversation.conversation_type if conversation else None) or "personal",
+        tenant=channel_data(activity, "tenant"),
+        team_id=channel_data(activity, "team"),
+        channel_id=channel_data(activity, "channel"),
+    )
+
+
+def mentions_recipient(activity: Activity) -> bool:
+    """Whether the message @mentions whom it was sent to (the bot)."""
+    recipient = activity.recipient.id if activity.recipient else None
+    for mention in TurnContext.get_mentions(activity):
+        mentioned = (getattr(mention, "additional_properties", None) or {}).get("mentioned")
+        if recipient and isinstance(mentioned, dict) and mentioned.get("id") == recipient:
+            return True
+    return False
+
+
+def revision_of(activity: Activity) -> str:
+    """The order of a question's edits: the edit's time in UTC ISO form (sorts as it was made); ""
+    when Teams gives none."""
+    timestamp = activity.timestamp
+    if not isinstance(timestamp, datetime):
+        return ""
+    if timestamp.tzinfo is None:
+        timestamp = timestamp.replace(tzinfo=UTC)
+    return timestamp.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def event_type(activity: Activity) -> str:
+    """`channelData.eventType`: what a `messageUpdate` or `messageDelete` is ("editMessage",
+    "undeleteMessage", "softDeleteMessage"); "" when absent."""
+    data = activity.channel_data if isinstance(activity.channel_data, dict) else {}
+    return str(data.get("eventType") or "")
 
 
 def channel_data(activity: Activity, field: str) -> str:

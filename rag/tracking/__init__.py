@@ -6,7 +6,7 @@ disk and replayed later (`rag.tracking.spool`). `EventLedger` claims chat events
 answered once, by one replica, and taken over when that replica dies (`rag.tracking.events`).
 """
 
-from rag.tracking.events import Claim, EventLedger, ThreadTurn
+from rag.tracking.events import Claim, Completion, EventLedger, ThreadTurn
 from rag.tracking.store import TraceStore
 
-__all__ = ["Claim", "EventLedger", "ThreadTurn", "TraceStore"]
+__all__ = ["Claim", "Completion", "EventLedger", "ThreadTurn", "TraceStore"]

@@ -4,6 +4,15 @@ Slack (and later Teams) may announce one question several times: a retry when th
 an `app_mention` and a `message` for the same post, a redelivery to another replica. The adapter
 names the question with a key of its own (for Slack "team/channel/ts") and claims it here before
 answering; only one claim wins, whichever replica and whichever event it comes from.
+
+An edited question is a revision of the same row (`revise`), never a row of its own: the row is the
+one place every replica looks, and each step of an edit is one UPDATE of it, which Postgres
+serialises with the completion of the answer in flight. Edited after its answer, the question is
+claimed again at once; edited while its answer is being written, the edit waits in the row and
+`complete` hands it to the owner that finished, so that one answer at a time is written for a
+question, the newest text wins, and an edit is neither lost nor answered twice, whichever replica
+the edit reached and whichever replica answers. The ledger keeps its own keys in the stored payload
+(`revision`, `revised_at`, and `pending`, the waiting edit) and hands adapters their payload without them.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +41,11 @@ log = logging.getLogger("candor.events")
 
 DATABASE_ERRORS = (SQLAlchemyError, OSError)
 
-CLAIM_COLUMNS = "platform, key, owner, attempt, payload, lease_until, question, team, conversation, thread, asker"
+CLAIM_COLUMNS = (
+    "platform, key, owner, attempt, payload, lease_until, question, team, conversation, thread, asker, reply"
+)
+LEDGER_KEYS = frozenset({"revision", "revised_at", "pending"})
+"""The ledger's own keys in a stored payload (see the module docstring)."""
 ROW_COLUMNS = (
     "id, platform, key, event_ids, team, conversation, thread, asker, question, payload, status, owner, "
     "attempt, lease_until, created_at, updated_at, trace_id, reply, error"
@@ -86,9 +99,44 @@ RENEW = text(f"UPDATE platform_events SET lease_until = {LEASE}, updated_at = no
 
 RELEASE = text(f"UPDATE platform_events SET lease_until = now(), updated_at = now() WHERE {HELD} RETURNING id")
 
+# A waiting edit whose text differs from the one just answered: the owner answers it next, under the
+# same hold (owner and attempt), so the lease its worker renews stays the one that counts.
+HANDS_ON = "(payload ? 'pending' AND payload #>> '{pending,question}' IS DISTINCT FROM question)"
+# The answer this completion replaces (an edit answered again): a deletion must remove its text too.
+EARLIER_TRACE = (
+    "CASE WHEN trace_id IS NOT NULL AND CAST(:trace_id AS uuid) IS NOT NULL AND CAST(:trace_id AS uuid) <> trace_id "
+    "THEN jsonb_build_object('earlier_traces', COALESCE(reply -> 'earlier_traces', '[]'::jsonb) "
+    "|| to_jsonb(CAST(trace_id AS text))) ELSE '{}'::jsonb END"
+)
 COMPLETE = text(
-    "UPDATE platform_events SET status = :status, trace_id = COALESCE(CAST(:trace_id AS uuid), trace_id), "
-    f"reply = reply || CAST(:reply AS jsonb), error = :error, updated_at = now() WHERE {HELD} RETURNING id"
+    f"UPDATE platform_events SET status = CASE WHEN {HANDS_ON} THEN 'claimed' ELSE :status END, "
+    f"reply = reply || CAST(:reply AS jsonb) || {EARLIER_TRACE}, "
+    "trace_id = COALESCE(CAST(:trace_id AS uuid), trace_id), error = :error, "
+    f"payload = CASE WHEN {HANDS_ON} THEN payload #> '{{pending,payload}}' ELSE payload - 'pending' END, "
+    f"question = CASE WHEN {HANDS_ON} THEN payload #>> '{{pending,question}}' ELSE question END, "
+    f"lease_until = CASE WHEN {HANDS_ON} THEN {LEASE} ELSE lease_until END, "
+    f"updated_at = now() WHERE {HELD} RETURNING status, {CLAIM_COLUMNS}"
+)
+
+# An edit (see the module docstring). Answered (or failed): claimed again for this owner, the edit its
+# payload. Being answered: the edit waits in `pending`, the newest there. Ignored: an unknown or deleted
+# question, an edit older than the newest known, and one that leaves the newest text as it was.
+REVISED = "CAST(:payload AS jsonb) || jsonb_build_object('revision', CAST(:revision AS text), 'revised_at', now())"
+BUSY = "e.status = 'claimed'"
+REVISE = text(
+    "UPDATE platform_events AS e SET status = 'claimed', "
+    f"payload = CASE WHEN {BUSY} THEN e.payload || jsonb_build_object('pending', "
+    f"jsonb_build_object('payload', {REVISED}, 'question', CAST(:question AS text))) ELSE {REVISED} END, "
+    f"question = CASE WHEN {BUSY} THEN e.question ELSE :question END, "
+    f"owner = CASE WHEN {BUSY} THEN e.owner ELSE :owner END, "
+    f"attempt = CASE WHEN {BUSY} THEN e.attempt ELSE 1 END, "
+    f"lease_until = CASE WHEN {BUSY} THEN e.lease_until ELSE {LEASE} END, "
+    f"claim_token = CASE WHEN {BUSY} THEN e.claim_token ELSE CAST(:token AS uuid) END, "
+    "event_ids = e.event_ids || array_remove(ARRAY[CAST(:event_id AS text)], NULL), updated_at = now() "
+    "WHERE e.platform = :platform AND e.key = :key AND e.status IN ('claimed', 'answered', 'failed') "
+    "AND CAST(:revision AS text) >= COALESCE(e.payload #>> '{pending,payload,revision}', e.payload ->> 'revision', '') "
+    "AND CAST(:question AS text) IS DISTINCT FROM COALESCE(e.payload #>> '{pending,question}', e.question) "
+    f"RETURNING e.claim_token = CAST(:token AS uuid) AS won, {CLAIM_COLUMNS}"
 )
 
 SELECT_ROW = text(f"SELECT {ROW_COLUMNS} FROM platform_events WHERE platform = :platform AND key = :key")
@@ -146,6 +194,20 @@ class Claim:
     conversation: str | None = None
     thread: str | None = None
     asker: str | None = None
+    revision: str | None = None
+    """An edited question (`EventLedger.revise`): the edit's revision; its answer replaces the one
+    `reply` says was given. None: the question as first asked."""
+    reply: Mapping[str, Any] = field(default_factory=dict)
+    """Where the answer to the question went so far (what `complete` recorded), e.g. {"ts": [...]}."""
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A completed claim. `revision`: an edit of the question that arrived while it was answered,
+    still held by the same owner (same attempt, lease renewed), to be answered now, replacing the
+    answer just recorded; None when the question is done."""
+
+    revision: Claim | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +230,8 @@ class EventLedger:
         claimed ──complete()──> answered
            │    ──complete(failed=True)──> failed
            └─── mark_deleted() from any state ──> deleted
+        answered, failed ──revise()──> claimed (the edited text)
+        claimed ──revise()──> claimed, the edit waiting; complete() hands it to the owner
 
     `claim` wins a question for this ledger's `owner` for `lease_seconds`. While the lease runs,
     every other claim of the same key, from any replica, gets None, and the event ids it carried
@@ -266,11 +330,14 @@ class EventLedger:
         reply: Mapping[str, Any] | None = None,
         failed: bool = False,
         error: str | None = None,
-    ) -> bool:
-        """Mark the question answered (or failed) with where the reply went; False when the claim was lost.
+    ) -> Completion | None:
+        """Mark the question answered (or failed) with where the reply went; None when the claim was lost.
 
-        False means another replica took the question over (or it was deleted) meanwhile: an answer
-        already posted may be a duplicate.
+        None means another replica took the question over (or it was deleted) meanwhile: an answer
+        already posted may be a duplicate. When the question was edited meanwhile (`revise`), the
+        reply and trace are recorded but the question is not done: `Completion.revision` is the edit,
+        for this owner to answer now. An owner that does not (it stopped) leaves a lease that runs
+        out, and another replica answers the edit.
         """
         params = {
             **_held(claim),
@@ -278,8 +345,57 @@ class EventLedger:
             "trace_id": _trace_id(trace_id),
             "reply": dumps(dict(reply or {})),
             "error": error,
+            "lease": self.lease_seconds,
         }
-        return bool(await self._execute(f"complete {claim.platform} event {claim.key}", COMPLETE, params))
+        rows = await self._execute(f"complete {claim.platform} event {claim.key}", COMPLETE, params)
+        if not rows:
+            return None
+        if rows[0]["status"] != "claimed":
+            return Completion()
+        return Completion(_claim(rows[0], taken_over=False))
+
+    async def revise(
+        self,
+        platform: str,
+        key: str,
+        payload: Mapping[str, Any],
+        *,
+        question: str,
+        revision: str,
+        event_id: str | None = None,
+        hold: bool = True,
+    ) -> Claim | None:
+        """An edit of the question `key`: its new `question` text and `payload`, for this owner to
+        answer (the Claim: its answer replaces the one in `Claim.reply`), or None when there is nothing
+        to do now.
+
+        `revision` orders the edits of one question (text that sorts as they were made, e.g. Slack's
+        `edited.ts`); an edit older than the newest known, or one whose text is the newest text
+        already, is ignored (a redelivery, a retry, a change that is not to the text). A question
+        being answered (by any replica) is not claimed again: the edit waits in its row, replacing an
+        older waiting edit, and `complete` hands it to the owner once the answer in flight is
+        recorded. Unknown and deleted questions are ignored. `hold=False`: as for `claim`.
+
+        Why the edit waits rather than the answer in flight being discarded: no replica can stop
+        another's answer, nor take back a message posted a moment before the edit came; "finish, then
+        replace" is the one outcome the shared row alone guarantees, with one answer at a time
+        written for a question (and none for an edit whose question is deleted meanwhile).
+        """
+        params = {
+            "platform": platform,
+            "key": key,
+            "payload": dumps(dict(payload)),
+            "question": clean_text(question),
+            "revision": revision,
+            "event_id": event_id,
+            "owner": self.owner,
+            "lease": self.lease_seconds if hold else 0.0,
+            "token": str(uuid.uuid4()),
+        }
+        rows = await self._execute(f"revise {platform} event {key}", REVISE, params)
+        if not rows or not rows[0]["won"]:
+            return None
+        return _claim(rows[0], taken_over=False)
 
     async def release(self, claim: Claim) -> None:
         """End the lease now, unanswered, so another replica takes the question over at once."""
@@ -395,12 +511,13 @@ class EventLedger:
 
 
 def _claim(row: Mapping[str, Any], *, taken_over: bool, given_up: bool = False) -> Claim:
+    stored = row["payload"] or {}
     return Claim(
         platform=row["platform"],
         key=row["key"],
         owner=row["owner"],
         attempt=row["attempt"],
-        payload=dict(row["payload"]),
+        payload={k: v for k, v in stored.items() if k not in LEDGER_KEYS},
         lease_until=row["lease_until"],
         taken_over=taken_over,
         given_up=given_up,
@@ -409,6 +526,8 @@ def _claim(row: Mapping[str, Any], *, taken_over: bool, given_up: bool = False) 
         conversation=row["conversation"],
         thread=row["thread"],
         asker=row["asker"],
+        revision=stored.get("revision"),
+        reply=dict(row["reply"] or {}),
     )
 
 

@@ -30,8 +30,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from rag.model.answers import Answer, Question
 
 SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
+# An edited question is claimed again in its own row: its age counts from the edit (`revised_at`).
 LEDGER = text(
-    "SELECT platform, count(*) AS claims, EXTRACT(EPOCH FROM now() - min(created_at)) AS oldest "
+    "SELECT platform, count(*) AS claims, "
+    "EXTRACT(EPOCH FROM now() - min(COALESCE(CAST(payload ->> 'revised_at' AS timestamptz), created_at))) AS oldest "
     "FROM platform_events WHERE status = 'claimed' GROUP BY platform"
 )
 PLATFORMS = ("slack", "teams")

@@ -36,7 +36,8 @@ Failures are scripted for the /v3 endpoints and consumed in order, one per reque
     fake.delay(2.0)                          # every request answered 2 s late (times=n: the next n)
 
 Every request is recorded in `fake.calls` as a `Call`, with the status it got. `activities()`,
-`typing()` and `wait_for` only look at activities that were delivered (send or reply answered 2xx).
+`typing()` and `wait_for` only look at activities that were delivered (send or reply answered 2xx);
+`wait_for(operation="update")` (or "delete") at the updates (deletions) answered 2xx instead.
 `FakeConnector` runs on the caller's event loop; `ThreadedFakeConnector` on its own loop in a daemon
 thread, for tests whose bot is another process.
 """
@@ -206,11 +207,13 @@ class _FakeConnectorCore:
             self._faults.clear()
             self._delay = 0.0
 
-    def _matching(self, predicate: Callable[[Call], bool] | None, count: int, kind: str | None) -> list[Call] | None:
+    def _matching(
+        self, predicate: Callable[[Call], bool] | None, count: int, kind: str | None, operation: Operation | None = None
+    ) -> list[Call] | None:
         found = [
             call
             for call in self.calls
-            if call.delivered
+            if (call.delivered if operation is None else call.operation == operation and 200 <= call.status < 300)
             and (kind is None or call.body.get("type") == kind)
             and (predicate is None or predicate(call))
         ]
@@ -421,9 +424,11 @@ class FakeConnector(_FakeConnectorCore):
         count: int = 1,
         timeout: float = 10.0,  # noqa: ASYNC109 (a polling deadline, the twin of wait_for_sync's)
         kind: str | None = "message",
+        operation: Operation | None = None,
     ) -> list[Call]:
-        """The delivered activity calls of type `kind` (None: any) matching `predicate`, once there are `count`."""
-        found = await _until(lambda: self._matching(predicate, count, kind), timeout)
+        """The delivered activity calls of type `kind` (None: any) matching `predicate`, once there are `count`;
+        with `operation` ("update", "delete", ...), the calls of that operation answered 2xx instead."""
+        found = await _until(lambda: self._matching(predicate, count, kind, operation), timeout)
         if found is None:
             raise self._timed_out(count, kind, timeout)
         return found
@@ -464,9 +469,11 @@ class ThreadedFakeConnector(_FakeConnectorCore):
         count: int = 1,
         timeout: float = 10.0,
         kind: str | None = "message",
+        operation: Operation | None = None,
     ) -> list[Call]:
-        """Block until `count` delivered activity calls of type `kind` match `predicate`; those calls."""
-        found = until(lambda: self._matching(predicate, count, kind), timeout)
+        """Block until `count` delivered activity calls of type `kind` match `predicate` (with `operation`:
+        calls of that operation answered 2xx); those calls."""
+        found = until(lambda: self._matching(predicate, count, kind, operation), timeout)
         if found is None:
             raise self._timed_out(count, kind, timeout)
         return found

@@ -8,9 +8,12 @@ Every builder returns the JSON body (camelCase, as on the wire) of one incoming 
 - `personal_message`: a 1:1 chat with the bot (`conversationType` "personal", `a:...` conversation id).
 - `channel_mention`: a channel post (or thread reply, `reply_to_id`) that @mentions the bot: the text starts
   with `<at>Candor</at>` and a `mention` entity names the bot, as Teams sends it.
-- `group_chat_mention`: the same in a group chat (`conversationType` "groupChat").
+- `group_chat_mention`: the same in a group chat (`conversationType` "groupChat"); `group_chat_message`:
+  a group-chat message that does not mention the bot.
 - `members_added`: the `conversationUpdate` Teams sends when the bot (or a user) is added.
 - `feedback_invoke`: the `message/submitAction` invoke of Teams' 👍/👎 feedback loop on a bot message.
+- `message_edited`, `message_deleted`: the `messageUpdate` (`editMessage`) and `messageDelete`
+  (`softDeleteMessage`) Teams sends when the user edits or deletes a message they sent.
 
 Activity ids come from one process-wide counter (`next_activity_id`), shared with the fake Bot Connector,
 so ids are unique across incoming and bot-sent activities and look like Teams' (epoch milliseconds).
@@ -159,6 +162,32 @@ def group_chat_mention(
         conversation=conversation,
         channel_data={"tenant": {"id": tenant_id}},
         mentioned=(bot_id, bot_name),
+    )
+
+
+def group_chat_message(
+    text: str,
+    *,
+    bot_id: str = BOT_ID,
+    bot_name: str = BOT_NAME,
+    conversation_id: str = GROUP_CHAT_ID,
+    user_id: str = USER_ID,
+    user_name: str = USER_NAME,
+    service_url: str = DEFAULT_SERVICE_URL,
+    tenant_id: str = TENANT_ID,
+    activity_id: str | None = None,
+) -> Activity:
+    """A group-chat message that does not mention the bot (Teams delivers these to a bot whose app has
+    the chat's resource-specific consent, `ChatMessage.Read.Chat`)."""
+    conversation = {"isGroup": True, "conversationType": "groupChat", "tenantId": tenant_id, "id": conversation_id}
+    return _message(
+        text,
+        activity_id=activity_id,
+        service_url=service_url,
+        sender=_user(user_id, user_name),
+        recipient={"id": bot_id, "name": bot_name},
+        conversation=conversation,
+        channel_data={"tenant": {"id": tenant_id}},
     )
 
 
@@ -316,4 +345,22 @@ def message_deleted(message: Activity) -> Activity:
         "conversation": message["conversation"],
         "recipient": message["recipient"],
         "channelData": {**message["channelData"], "eventType": "softDeleteMessage"},
+    }
+
+
+def message_edited(message: Activity, text: str) -> Activity:
+    """Teams' `messageUpdate` (`editMessage`) for `message`, a message the user sent earlier, now reading
+    `text`: the same id, conversation and mentions (a mention of the bot stays in front), every field of
+    the revised message, and the time of the edit."""
+    mentions = [e for e in message.get("entities", ()) if e.get("type") == "mention"]
+    revised = " ".join([*(m["text"] for m in mentions), text])
+    timestamp = now_iso()
+    return {
+        **message,
+        "type": "messageUpdate",
+        "timestamp": timestamp,
+        "localTimestamp": timestamp,
+        "text": revised,
+        "attachments": [{"contentType": "text/html", "content": f"<p>{revised}</p>"}],
+        "channelData": {**message["channelData"], "eventType": "editMessage"},
     }

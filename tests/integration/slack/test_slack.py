@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from bot.server import ChatCore
 from bot.slack.app import SlackAdapter, SlackConfig
 from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_REASON_CALLBACK, FEEDBACK_UP, REASON_ACTION, REASON_BLOCK
 from bot.slack.jobs import PLATFORM, Job
@@ -29,7 +30,7 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.conftest import SAMPLE
-from tests.cores import Broken, Verbose
+from tests.cores import Broken, Held, Verbose
 from tests.fakes.slack_api import RESPONSE_URL_SECONDS, RESPONSE_URL_USES, Call, FakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
@@ -102,12 +103,13 @@ def policy(path: Path, kb: str) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def serving(core: Candor, ledger: EventLedger) -> AsyncIterator[Served]:
-    """`candor serve`'s app with the Slack adapter mounted, on a free port, and a fake Slack."""
+async def serving(core: Candor, ledger: EventLedger, answers: ChatCore | None = None) -> AsyncIterator[Served]:
+    """`candor serve`'s app with the Slack adapter mounted, on a free port, and a fake Slack; the
+    adapter answers with `answers` (default: `core`)."""
     async with FakeSlack() as fake:
         fake.channels["C0HRPRIV"] = {"is_private": True}
         config = SlackConfig(bot_token="xoxb-test", signing_secret=SECRET, api_url=fake.api_url)
-        adapter = SlackAdapter(config, core, ledger, drain_seconds=5)
+        adapter = SlackAdapter(config, answers or core, ledger, drain_seconds=5)
         async with serve_adapter(core, adapter) as url:
             yield Served(url, fake, ledger, core, adapter)
 
@@ -492,7 +494,6 @@ async def test_an_edited_question_updates_its_answer_and_a_deleted_one_removes_i
     # deleted where it was asked: the question's text (as asked and as edited) leaves every record
     assert row["question"] is None and row["asker"] is None and "answer_text" not in row["reply"]
     assert row["payload"] == {}
-    edit = f"T0001/C6/{mention['ts']}/edit/"
     for _ in range(50):
         traces = [await served.core.tracker.trace(t) for t in (first["trace_id"], row["trace_id"])]
         if all(t is not None and t["purged_at"] for t in traces):
@@ -505,12 +506,62 @@ async def test_an_edited_question_updates_its_answer_and_a_deleted_one_removes_i
         assert "How much is the home office stipend" not in stored
         assert "How much is the internet allowance" not in stored
     async with served.core.store.engine.connect() as connection:
-        edited = (
-            await connection.execute(
-                text("SELECT question, status FROM platform_events WHERE starts_with(key, :edit)"), {"edit": edit}
-            )
-        ).all()
-    assert edited and all(question is None and status == "deleted" for question, status in edited)
+        kept = await connection.execute(
+            text("SELECT count(*) FROM platform_events AS e WHERE CAST(row_to_json(e) AS text) LIKE :asked"),
+            {"asked": "%internet allowance%"},
+        )
+    assert kept.scalar_one() == 0  # nor does the ledger keep the edited text anywhere
+
+
+async def answered_as(served: Served, key: str, question: str) -> dict[str, Any]:
+    """The ledger row of `key` once its text reads `question` and that text is answered."""
+    for _ in range(100):
+        row = await served.ledger.get("slack", key)
+        if row is not None and row["status"] == "answered" and row["question"] == question:
+            return row
+        await settle(0.1)
+    raise AssertionError(f"{question!r} not answered: {await served.ledger.get('slack', key)}")
+
+
+async def test_an_edit_made_while_the_answer_is_written_replaces_that_answer(core: Candor) -> None:
+    held = Held(core)
+    async with serving(core, EventLedger(core.store.engine, lease_seconds=2.0), answers=held) as served:
+        mention = app_mention("How much is the home office stipend?", channel="C14")
+        await served.event(mention)
+        await asyncio.wait_for(held.writing.wait(), 30)  # the answer is being written
+        edited = "<@UBOT> How much is the internet allowance?"
+        assert await served.event(message_changed("C14", mention["ts"], edited)) == 200
+        held.release.set()
+        row = await answered_as(served, f"T0001/C14/{mention['ts']}", edited)
+
+    (post,) = served.fake.calls_to("chat.postMessage")  # the first answer went out once
+    (update,) = served.fake.calls_to("chat.update")  # and was replaced by the answer to the edited text
+    assert "$500" in block_text(post)
+    assert update.params["ts"] == row["reply"]["ts"][0] and "$40" in block_text(update)
+    assert str(row["trace_id"]) == trace_id_of(update)
+    assert row["reply"]["earlier_traces"] == [trace_id_of(post)]  # a deletion removes the first answer's text too
+    assert held.asked == [mention["text"], edited]
+
+
+async def test_quick_edits_while_the_answer_is_written_are_answered_once_with_the_last_text(core: Candor) -> None:
+    held = Held(core)
+    async with serving(core, EventLedger(core.store.engine, lease_seconds=2.0), answers=held) as served:
+        mention = app_mention("How much is the home office stipend?", channel="C15")
+        await served.event(mention)
+        await asyncio.wait_for(held.writing.wait(), 30)
+        first = message_changed("C15", mention["ts"], "<@UBOT> How much is the internet allowance?")
+        last = "<@UBOT> How many days of paid sick leave do employees get each year?"
+        assert await served.event(first, event_id="EvEdit1") == 200
+        assert await served.event(message_changed("C15", mention["ts"], last)) == 200
+        assert await served.event(first, event_id="EvEdit1", retry=1) == 200  # Slack's retry of an older edit
+        assert await served.event(message_changed("C15", mention["ts"], last)) == 200  # a newer edit, same text
+        held.release.set()
+        row = await answered_as(served, f"T0001/C15/{mention['ts']}", last)
+
+    assert held.asked == [mention["text"], last]  # the intermediate and the unchanged edits were never answered
+    (update,) = served.fake.calls_to("chat.update")
+    assert update.params["ts"] == row["reply"]["ts"][0] and "10 days" in block_text(update)
+    assert len(served.fake.calls_to("chat.postMessage")) == 1
 
 
 async def test_the_app_home_says_what_the_bot_knows(served: Served, handbook: KnowledgeBase) -> None:

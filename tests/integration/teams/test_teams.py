@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 from botbuilder.schema import ChannelAccount, ConversationAccount, ConversationReference
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.server import ChatCore
@@ -29,21 +30,25 @@ from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
-from tests.cores import Broken, Defective, SlowWriter, Verbose
+from tests.cores import Broken, Defective, Held, SlowWriter, Verbose
 from tests.fakes.bot_connector import Call, FakeConnector
 from tests.fakes.teams_activities import (
     TEAM_ID,
     TENANT_ID,
     channel_mention,
     feedback_invoke,
+    group_chat_mention,
+    group_chat_message,
     members_added,
     message_deleted,
+    message_edited,
     personal_message,
 )
 from tests.fakes.teams_server import ingest_handbook
 from tests.serving import serve_adapter
 
 HR_CHANNEL = "19:hr-team-channel@thread.tacv2"
+HR_ASKER = "29:user-hr"
 RESTRICTED_QUESTION = "What is the salary band for an L3 Senior Software Engineer?"
 
 
@@ -74,11 +79,13 @@ class Served:
 
 
 def policy(path: Path, kb: str) -> Path:
-    """Every Teams conversation reads the handbook; the HR channel also reads hr-confidential."""
+    """Every Teams conversation reads the handbook; the HR channel also reads hr-confidential, and so
+    does an HR person (`HR_ASKER`) where they alone read the answer."""
     path.write_text(
         f'- platform: teams\n  knowledge_bases: ["{kb}"]\n'
         f'- platform: teams\n  conversation: "{TENANT_ID}/{TEAM_ID}/{HR_CHANNEL}"\n'
-        f'  groups: [hr-confidential]\n  knowledge_bases: ["{kb}"]\n',
+        f'  groups: [hr-confidential]\n  knowledge_bases: ["{kb}"]\n'
+        f'- platform: teams\n  asker: "{HR_ASKER}"\n  groups: [hr-confidential]\n  knowledge_bases: ["{kb}"]\n',
         encoding="utf-8",
     )
     return path
@@ -118,6 +125,16 @@ async def answered(served: Served, activity: dict[str, Any]) -> dict[str, Any]:
             return row
         await asyncio.sleep(0.1)
     raise AssertionError(f"not answered: {await served.row(activity)}")
+
+
+async def answered_as(served: Served, activity: dict[str, Any], question: str) -> dict[str, Any]:
+    """The ledger row of `activity` once its text reads `question` and that text is answered."""
+    for _ in range(100):
+        row = await served.row(activity)
+        if row is not None and row["status"] == "answered" and row["question"] == question:
+            return row
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{question!r} not answered: {await served.row(activity)}")
 
 
 async def test_a_personal_question_is_answered_after_the_turn_with_citations_and_the_ai_label(
@@ -403,3 +420,154 @@ async def test_a_question_deleted_in_teams_loses_its_answer_and_its_text(served:
     trace = await served.core.tracker.trace(trace_id)
     assert trace is not None and trace["purged_at"] is not None
     assert "home office stipend" not in json.dumps(trace["question"]) and trace["asker"] is None
+
+
+# --- edits and deletions -------------------------------------------------------------------------
+
+
+async def test_an_edited_question_is_answered_again_in_the_same_message(served: Served) -> None:
+    question = personal_message(
+        "How much is the home office stipend?", conversation_id="a:editing", service_url=served.fake.service_url
+    )
+    await served.post(question)
+    first = await answered(served, question)
+    (answer_id,) = first["reply"]["activity_ids"]
+
+    assert await served.post(message_edited(question, "How much is the internet allowance?")) in (200, 201, 202)
+    (update,) = await served.fake.wait_for(operation="update", timeout=30)
+    assert (update.conversation_id, update.activity_id) == ("a:editing", answer_id)  # replaced in place
+    assert "$40" in update.body["text"] and "$500" not in update.body["text"]
+    row = await answered_as(served, question, "How much is the internet allowance?")
+    assert row["reply"]["activity_ids"] == [answer_id] and row["trace_id"] != first["trace_id"]
+    assert len(messages(served.fake)) == 1  # no second answer was posted
+
+    # a vote on the message is a vote on what it now says
+    assert await served.post(feedback_invoke(answer_id, "like", service_url=served.fake.service_url)) == 200
+    trace = await served.core.tracker.trace(str(row["trace_id"]))
+    assert trace is not None and [f["rating"] for f in trace["feedback"]] == [1]
+
+
+async def test_an_edit_made_while_the_answer_is_written_updates_that_answer(core: Candor) -> None:
+    held = Held(core)
+    async with serving(held, core) as served:
+        question = personal_message(
+            "How much is the home office stipend?", conversation_id="a:edit-early", service_url=served.fake.service_url
+        )
+        await served.post(question)
+        await asyncio.wait_for(held.writing.wait(), 30)  # the answer is being written
+        assert await served.post(message_edited(question, "How much is the internet allowance?")) in (200, 201, 202)
+        held.release.set()
+        (update,) = await served.fake.wait_for(operation="update", timeout=30)
+        row = await answered_as(served, question, "How much is the internet allowance?")
+
+    (sent,) = messages(served.fake)  # the first answer went out once
+    assert "$500" in sent["text"]
+    assert update.activity_id == row["reply"]["activity_ids"][0] and "$40" in update.body["text"]
+    assert held.asked == ["How much is the home office stipend?", "How much is the internet allowance?"]
+
+
+async def test_a_question_deleted_while_its_answer_is_written_loses_that_answer_and_its_text(core: Candor) -> None:
+    held = Held(core)
+    conversation = f"a:delete-early-{uuid.uuid4().hex[:8]}"
+    async with serving(held, core) as served:
+        question = personal_message(
+            "How much is the home office stipend?", conversation_id=conversation, service_url=served.fake.service_url
+        )
+        await served.post(question)
+        await asyncio.wait_for(held.writing.wait(), 30)
+        assert await served.post(message_deleted(question)) in (200, 201, 202)
+        held.release.set()
+        (sent,) = await served.fake.wait_for(kind="message", timeout=30)
+        (removed,) = await served.fake.wait_for(operation="delete", kind=None, timeout=30)
+        assert (removed.conversation_id, removed.activity_id) == (conversation, sent.new_id)
+
+        for _ in range(50):  # the trace's text goes just after the answer
+            traces = await traces_in(served, f"{TENANT_ID}/{conversation}")
+            if traces and all(purged for _, purged in traces):
+                break
+            await asyncio.sleep(0.1)
+    assert traces == [("[removed]", True)]
+    row = await served.row(question)
+    assert row is not None and row["status"] == "deleted" and row["question"] is None
+
+
+def messages(fake: FakeConnector) -> list[dict[str, Any]]:
+    """The message activities delivered (sent or replied), in arrival order."""
+    return [body for body in fake.activities() if body.get("type") == "message"]
+
+
+async def traces_in(served: Served, conversation: str) -> list[tuple[str, bool]]:
+    """(question, purged) of every trace of a conversation."""
+    async with served.core.store.engine.connect() as connection:
+        rows = await connection.execute(
+            text("SELECT question, purged_at IS NOT NULL FROM traces WHERE conversation = :c"), {"c": conversation}
+        )
+        return [(question, purged) for question, purged in rows.all()]
+
+
+# --- group chats ---------------------------------------------------------------------------------
+
+
+async def test_a_group_chat_mention_is_answered_there_without_the_askers_own_groups(served: Served) -> None:
+    chat = f"19:group-{uuid.uuid4().hex[:8]}@thread.v2"
+    asked_here = group_chat_mention(
+        RESTRICTED_QUESTION, conversation_id=chat, user_id=HR_ASKER, service_url=served.fake.service_url
+    )
+    assert await served.post(asked_here) in (200, 201, 202)
+    (reply,) = await served.fake.wait_for(kind="message", timeout=30)
+    assert reply.conversation_id == chat  # answered in the group chat
+    assert "58,000" not in reply.body["text"] and "I don't know" in reply.body["text"]
+    row = await answered(served, asked_here)
+    assert row["question"] == RESTRICTED_QUESTION  # the mention is stripped
+    trace = await served.core.tracker.trace(str(row["trace_id"]))
+    assert trace is not None and trace["scope"]["groups"] == []  # others read it: the asker's groups do not count
+
+    # the same person alone with Candor: their own groups count there
+    alone = personal_message(
+        RESTRICTED_QUESTION,
+        user_id=HR_ASKER,
+        conversation_id=f"a:hr-{uuid.uuid4().hex[:8]}",
+        service_url=served.fake.service_url,
+    )
+    await served.post(alone)
+    _, private = await served.fake.wait_for(kind="message", count=2, timeout=30)
+    assert "58,000" in private.body["text"]
+
+
+async def test_a_follow_up_in_a_group_chat_is_read_with_the_earlier_turns(served: Served) -> None:
+    chat = f"19:group-{uuid.uuid4().hex[:8]}@thread.v2"
+    first = group_chat_mention(
+        "How much is the home office stipend?", conversation_id=chat, service_url=served.fake.service_url
+    )
+    await served.post(first)
+    await answered(served, first)
+    follow_up = group_chat_mention(
+        "And what is it for?",
+        conversation_id=chat,
+        user_id="29:user-2",
+        user_name="Grace",
+        service_url=served.fake.service_url,
+    )
+    await served.post(follow_up)
+    row = await answered(served, follow_up)
+    trace = await served.core.tracker.trace(str(row["trace_id"]))
+    assert trace is not None
+    assert "home office stipend" in trace["rewritten_question"].lower()  # read with the question before it
+    assert trace["conversation"] == f"{TENANT_ID}/{chat}"
+    replies = await served.fake.wait_for(kind="message", count=2, timeout=30)
+    assert {call.conversation_id for call in replies} == {chat}
+
+
+async def test_a_group_chat_message_that_does_not_mention_the_bot_is_left_alone(served: Served) -> None:
+    chat = f"19:group-{uuid.uuid4().hex[:8]}@thread.v2"
+    chatter = group_chat_message(
+        "How much is the home office stipend?", conversation_id=chat, service_url=served.fake.service_url
+    )
+    assert await served.post(chatter) in (200, 201, 202)
+    # the turn records a question before it returns: once it has, this is final
+    assert await served.row(chatter) is None
+    asked = group_chat_mention(
+        "How much is the home office stipend?", conversation_id=chat, service_url=served.fake.service_url
+    )
+    assert await served.post(asked) in (200, 201, 202)
+    assert await served.row(asked) is not None  # a mention in the same chat is taken

@@ -22,6 +22,7 @@ from rag.errors import ConfigError, StoreError
 from rag.runtime import Candor
 from rag.store.migrate import MIGRATIONS_DIR, upgrade_to_head
 from rag.tracking.events import Claim, EventLedger
+from rag.tracking.metrics import Metrics
 
 SHORT = 0.3
 PAST_SHORT = 0.6
@@ -361,6 +362,157 @@ async def test_deleting_a_question_being_answered_refuses_its_completion(engine:
     assert not await a.complete(claim, reply={"ts": "9.9"})
     await asyncio.sleep(PAST_SHORT)
     assert await b.expired(platform) == []
+
+
+EDITED = {**PAYLOAD, "text": "How many days of leave do part-timers get?"}
+
+
+async def test_an_edit_of_an_answered_question_reopens_it_for_the_replica_the_edit_reached(
+    engine: AsyncEngine, platform: str
+) -> None:
+    a, b = replicas(engine)
+    key = new_key()
+    assert await b.revise(platform, key, EDITED, question="Part-timers?", revision="1.2") is None  # unknown
+    claim = await a.claim(platform, key, PAYLOAD, question="Leave?", thread="t1")
+    assert claim is not None and claim.revision is None and claim.reply == {}
+    first_trace, second_trace = str(uuid.uuid4()), str(uuid.uuid4())
+    assert await a.complete(claim, trace_id=first_trace, reply={"ts": ["1.5"], "answer_text": "20."})
+    assert await b.revise(platform, key, {**PAYLOAD, "n": 2}, question="Leave?", revision="1.2") is None  # same text
+
+    edit = await b.revise(platform, key, EDITED, question="Part-timers?", revision="1.3", event_id="EvEdit")
+
+    assert edit is not None and (edit.key, edit.owner, edit.attempt, edit.taken_over) == (key, "replica-b", 1, False)
+    assert edit.payload == EDITED and edit.revision == "1.3" and edit.question == "Part-timers?"
+    assert edit.reply["ts"] == ["1.5"]  # the answer to replace
+    row = await a.get(platform, key)
+    assert row is not None and (row["status"], row["question"], row["thread"]) == ("claimed", "Part-timers?", "t1")
+    assert "EvEdit" in row["event_ids"]
+    assert await a.revise(platform, key, EDITED, question="Part-timers?", revision="1.4") is None  # a redelivery
+    assert await a.revise(platform, key, PAYLOAD, question="Leave?", revision="1.1") is None  # older than the edit
+
+    done = await b.complete(edit, trace_id=second_trace, reply={"ts": ["1.5"], "answer_text": "12."})
+
+    assert done is not None and done.revision is None
+    row = await a.get(platform, key)
+    assert row is not None and (row["status"], str(row["trace_id"])) == ("answered", second_trace)
+    assert row["reply"]["earlier_traces"] == [first_trace]  # a deletion removes the first answer's text too
+    assert (await a.mark_deleted(platform, key) or {})["trace_ids"] == sorted([first_trace, second_trace])
+
+
+async def test_edits_while_a_question_is_answered_wait_and_the_newest_goes_to_its_owner(
+    engine: AsyncEngine, platform: str
+) -> None:
+    a, b = replicas(engine)
+    key = new_key()
+    claim = await a.claim(platform, key, PAYLOAD, question="Leave?")
+    assert claim is not None
+    newest = {**PAYLOAD, "text": "newest"}
+    assert await b.revise(platform, key, EDITED, question="Part-timers?", revision="1.2") is None  # waits
+    assert await b.revise(platform, key, newest, question="Interns?", revision="1.4") is None  # replaces it
+    assert await b.revise(platform, key, EDITED, question="Part-timers?", revision="1.3") is None  # older: dropped
+    assert await b.revise(platform, key, newest, question="Interns?", revision="1.5") is None  # same text
+    row = await b.get(platform, key)
+    assert row is not None and (row["status"], row["question"], row["owner"]) == ("claimed", "Leave?", "replica-a")
+    first_trace = str(uuid.uuid4())
+
+    done = await a.complete(claim, trace_id=first_trace, reply={"ts": ["1.5"], "answer_text": "20."})
+
+    assert done is not None and done.revision is not None
+    edit = done.revision  # still this owner's, under the same hold, now for the newest text
+    assert (edit.owner, edit.attempt, edit.payload, edit.question, edit.revision) == (
+        "replica-a",
+        claim.attempt,
+        newest,
+        "Interns?",
+        "1.4",
+    )
+    assert edit.reply["ts"] == ["1.5"]  # the answer just posted, to be replaced
+    assert await a.renew(claim), "the worker's renewal of the original claim keeps holding it"
+    row = await b.get(platform, key)
+    assert row is not None and (row["status"], row["question"], str(row["trace_id"])) == (
+        "claimed",
+        "Interns?",
+        first_trace,
+    )
+    assert await b.claim(platform, key, PAYLOAD) is None  # held
+    done = await a.complete(edit, trace_id=str(uuid.uuid4()), reply={"answer_text": "5."})
+    assert done is not None and done.revision is None
+    row = await b.get(platform, key)
+    assert row is not None and row["status"] == "answered" and row["reply"]["earlier_traces"] == [first_trace]
+
+
+async def test_a_waiting_edit_back_to_the_text_being_answered_is_not_answered_again(
+    engine: AsyncEngine, platform: str
+) -> None:
+    a, _ = replicas(engine)
+    key = new_key()
+    claim = await a.claim(platform, key, PAYLOAD, question="Leave?")
+    assert claim is not None
+    assert await a.revise(platform, key, EDITED, question="Part-timers?", revision="1.2") is None
+    assert await a.revise(platform, key, PAYLOAD, question="Leave?", revision="1.3") is None
+
+    done = await a.complete(claim)
+
+    assert done is not None and done.revision is None
+    row = await a.get(platform, key)
+    assert row is not None and row["status"] == "answered" and "pending" not in row["payload"]
+
+
+async def test_a_waiting_edit_goes_with_its_question_when_the_owner_dies_or_it_is_deleted(
+    engine: AsyncEngine, platform: str
+) -> None:
+    a, b = replicas(engine, lease=SHORT)
+    key = new_key()
+    assert await a.claim(platform, key, PAYLOAD, question="Leave?") is not None
+    assert await b.revise(platform, key, EDITED, question="Part-timers?", revision="1.2") is None
+    await asyncio.sleep(PAST_SHORT)  # replica a died while answering
+
+    (taken,) = await b.expired(platform)
+    assert taken.payload == PAYLOAD and taken.revision is None  # what a was answering, then the edit
+    done = await b.complete(taken, reply={"ts": ["2.1"]})
+    assert done is not None and done.revision is not None and done.revision.payload == EDITED
+
+    deleted = await b.mark_deleted(platform, key)  # deleted in Slack while the edit is answered
+    assert deleted is not None and deleted["payload"] == {}
+    assert await b.complete(done.revision) is None
+    assert await b.revise(platform, key, EDITED, question="Again?", revision="1.9") is None
+
+
+async def test_an_edit_recorded_without_holding_it_is_taken_by_the_next_poll(
+    engine: AsyncEngine, platform: str
+) -> None:
+    a, b = replicas(engine)
+    key = new_key()
+    claim = await a.claim(platform, key, PAYLOAD, question="Leave?")
+    assert claim is not None and await a.complete(claim, reply={"ts": ["1.5"]})
+    # a process that only acknowledges events (CANDOR_SLACK_ANSWER_PROCESS) leaves the edit for the poll
+    assert await a.revise(platform, key, EDITED, question="Part-timers?", revision="1.2", hold=False) is not None
+
+    (taken,) = await b.expired(platform)
+
+    assert (taken.key, taken.owner, taken.payload, taken.revision) == (key, "replica-b", EDITED, "1.2")
+    assert taken.reply["ts"] == ["1.5"]
+
+
+async def test_an_edited_question_being_answered_counts_its_age_from_the_edit(
+    engine: AsyncEngine, platform: str
+) -> None:
+    a, _ = replicas(engine)
+    key = new_key()
+    claim = await a.claim(platform, key, PAYLOAD, question="Leave?")
+    assert claim is not None and await a.complete(claim)
+    async with engine.begin() as connection:  # asked a day ago
+        await connection.execute(
+            text("UPDATE platform_events SET created_at = now() - interval '1 day' WHERE platform = :p"),
+            {"p": platform},
+        )
+    assert await a.revise(platform, key, EDITED, question="Part-timers?", revision="1.2") is not None
+
+    metrics = Metrics()
+    await metrics.refresh_ledger(engine)
+
+    age = metrics.registry.get_sample_value("candor_ledger_oldest_claim_seconds", {"platform": platform})
+    assert age is not None and 0 <= age < 60
 
 
 async def test_thread_turns_are_the_threads_questions_oldest_first(engine: AsyncEngine, platform: str) -> None:
