@@ -293,6 +293,21 @@ class Candor:
         rechecker = relaxed_rechecker(self, shortlist=self.settings.shortlist)
         return await run_audit(self.tracker.engine, verifier, request, rechecker=rechecker, config=config)
 
+    async def review_queue(self, request: AuditRequest) -> dict[str, Any]:
+        """The dashboard's review queue: the next sampled answers and abstentions to label."""
+        from rag.insights.audit.answers import relaxed_rechecker
+        from rag.insights.audit.review import review_queue
+
+        await self.warm_up()
+        rechecker = relaxed_rechecker(self, shortlist=self.settings.shortlist)
+        return await review_queue(self.tracker.engine, request, rechecker)
+
+    async def store_review_label(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """One label from the review queue, checked and stored at once (`AuditError` says what is wrong)."""
+        from rag.insights.audit.review import parse_label, store_review_label
+
+        return await store_review_label(self.tracker.engine, parse_label(body))
+
     async def export_labels(self, request: AuditRequest, path: Path) -> int:
         """A CSV of a sample for people to label; the number of rows written."""
         from rag.insights.audit.answers import relaxed_rechecker

@@ -38,7 +38,8 @@ from aiohttp import web
 from bot.render.report_html import CSP, render_html
 from bot.web.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
 from bot.web.identity import Network, client_of
-from rag import Window, report_window
+from bot.web.review import add_review_routes
+from rag import AuditRequest, Window, report_window
 from rag.errors import CandorError
 
 log = logging.getLogger("candor.dashboard")
@@ -48,7 +49,10 @@ LOGIN = "/dashboard/login"
 COOKIE = "candor_dashboard"
 DEFAULT_SINCE = "30d"
 BY = ("day", "week")
-WINDOW_KEYS = ("since", "until", "by", "kb")
+WINDOW_KEYS = ("since", "until", "by", "kb", "next")
+REVIEW = "/dashboard/review"
+NEXT_PAGES = {PATH: PATH, REVIEW: REVIEW}
+"""Where a login may return to: these paths only."""
 
 UNAUTHORISED = "Unauthorised: the bearer token is not CANDOR_ADMIN_TOKEN."
 WRONG_TOKEN = "That is not the admin token."
@@ -78,6 +82,14 @@ class ReportService(Protocol):
         """The report object of `window` (`rag.insights.report.build.build_report`); raises `StoreError`."""
         ...
 
+    async def review_queue(self, request: AuditRequest) -> dict[str, Any]:
+        """The review queue's next items (`rag.insights.audit.review`)."""
+        ...
+
+    async def store_review_label(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Store one label from the review queue; `AuditError` says what is wrong with it."""
+        ...
+
 
 def add_routes(
     app: web.Application,
@@ -94,6 +106,7 @@ def add_routes(
     dashboard = Dashboard(service, TokenCheck(token), limiter or LoginLimiter(), tuple(trusted_proxies))
     app.router.add_get(PATH, dashboard.page)
     app.router.add_post(LOGIN, dashboard.login)
+    add_review_routes(app, service, dashboard.refusal)
 
 
 class Dashboard:
@@ -107,14 +120,24 @@ class Dashboard:
         self._limiter = limiter
         self._trusted = trusted
 
-    async def page(self, request: web.Request) -> web.StreamResponse:
+    def refusal(self, request: web.Request, *, back_to: str = PATH) -> web.Response | None:
+        """None for the admin (a valid bearer token or login cookie); else the response that refuses:
+        401 (or 429) for a bearer token, the login form (returning to `back_to`) for a browser."""
         scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer":
             refused = self._attempt(request, credentials.strip())
             if refused:
                 return _plain(refused[0], UNAUTHORISED if refused[0] == 401 else TOO_MANY, {**_BEARER, **refused[1]})
-        elif not self._check.is_cookie(request.cookies.get(COOKIE, "")):
-            return login_response(401, None, _kept(request.query))
+            return None
+        if not self._check.is_cookie(request.cookies.get(COOKIE, "")):
+            kept = _kept(request.query)
+            return login_response(401, None, {**kept, "next": back_to} if back_to != PATH else kept)
+        return None
+
+    async def page(self, request: web.Request) -> web.StreamResponse:
+        refused = self.refusal(request)
+        if refused is not None:
+            return refused
         try:
             window = query_window(request.query)
         except ValueError as exc:
@@ -142,7 +165,9 @@ class Dashboard:
         refused = self._attempt(request, token if isinstance(token, str) else "")
         if refused:
             return login_response(refused[0], WRONG_TOKEN if refused[0] == 401 else TOO_MANY, kept, refused[1])
-        location = PATH + ("?" + urlencode(kept) if kept else "")  # a fixed path: never another site
+        back_to = NEXT_PAGES.get(str(form.get("next") or ""), PATH)  # a fixed path: never another site
+        window = {key: value for key, value in kept.items() if key != "next"}
+        location = back_to + ("?" + urlencode(window) if window else "")
         response = web.Response(status=303, headers={**_ALWAYS, "Location": location})
         response.set_cookie(
             COOKIE,
