@@ -48,10 +48,16 @@ th{background:#f2f2f2}td.num{text-align:right}summary{cursor:pointer;color:#0b53
 """
 
 
-def render_html(report: Mapping[str, Any]) -> str:
-    """The whole page: the window and headline numbers, trend charts, tables, how each number is counted."""
+def render_html(report: Mapping[str, Any], *, review_url: str | None = None) -> str:
+    """The whole page: the window and headline numbers, trend charts, tables, how each number is counted;
+    on the dashboard (`review_url`), a link to the review queue whose labels feed the people's rates."""
     window, total = report["window"], report["total"]
     sections = [_header(window, total)]
+    if review_url is not None:
+        sections.append(
+            f'<p class="review"><a href="{escape(review_url, quote=True)}">Review answers</a>: label a sample of '
+            "answers sentence by sentence; the labels count in the people's rates below at once.</p>"
+        )
     if not total.get("questions"):
         sections.append(f'<p class="empty">{NO_ANSWERS} Nothing was asked in it; stored eval runs follow.</p>')
     else:

@@ -150,7 +150,10 @@ class Dashboard:
         except Exception:
             log.exception("dashboard: building the report raised an unexpected error")
             return _plain(500, UNEXPECTED)
-        return web.Response(text=render_html(report), content_type="text/html", charset="utf-8", headers=PAGE_HEADERS)
+        kept = {key: value for key, value in _kept(request.query).items() if key in ("since", "until", "kb")}
+        review = REVIEW + ("?" + urlencode(kept) if kept else "")
+        page = render_html(report, review_url=review)
+        return web.Response(text=page, content_type="text/html", charset="utf-8", headers=PAGE_HEADERS)
 
     async def login(self, request: web.Request) -> web.StreamResponse:
         if not same_origin(request.headers, request.host):

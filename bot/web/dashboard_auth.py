@@ -117,13 +117,17 @@ def same_origin(headers: Mapping[str, str], host: str) -> bool:
     """A form post from this server's own page: `Sec-Fetch-Site` (when the browser sends it) says
     same-origin, and `Origin` (when sent) names this server: `host` (the request's Host) or the
     first `X-Forwarded-Host` a reverse proxy added (a cross-site form cannot set that header).
-    Compared by host and port, not scheme: a proxy ending TLS shows http where the browser saw https."""
+    Compared by host and port, not scheme: a proxy ending TLS shows http where the browser saw https.
+    Our pages send no referrer, so a browser posts from them with ``Origin: null``: accepted only
+    with ``Sec-Fetch-Site: same-origin`` (found in headless Chromium: the login form was refused)."""
     site = headers.get("Sec-Fetch-Site")
     if site is not None and site != "same-origin":
         return False
     origin = headers.get("Origin")
     if origin is None:
         return True
+    if origin == "null":  # a page with `Referrer-Policy: no-referrer` (ours) posts with Origin "null":
+        return site == "same-origin"  # then only the browser's own word on the site counts
     parts = urlsplit(origin)
     ours = {host.lower(), headers.get("X-Forwarded-Host", "").split(",")[0].strip().lower()} - {""}
     return parts.scheme in ("http", "https") and parts.netloc.lower() in ours

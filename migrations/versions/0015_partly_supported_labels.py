@@ -25,6 +25,8 @@ CHECK = """
 
 
 def upgrade() -> None:
+    # 0008 declared the check on the column but it names three: Postgres called it human_labels_check
+    op.execute("ALTER TABLE human_labels DROP CONSTRAINT IF EXISTS human_labels_check")
     op.execute("ALTER TABLE human_labels DROP CONSTRAINT IF EXISTS human_labels_label_check")
     labels = "'supported', 'unsupported', 'partly'"
     op.execute(
@@ -35,6 +37,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("UPDATE human_labels SET label = 'unsupported' WHERE label = 'partly'")
     op.execute("ALTER TABLE human_labels DROP CONSTRAINT IF EXISTS human_labels_label_check")
+    op.execute("ALTER TABLE human_labels DROP CONSTRAINT IF EXISTS human_labels_check")
     labels = "'supported', 'unsupported'"
     op.execute(
         f"ALTER TABLE human_labels ADD CONSTRAINT human_labels_label_check CHECK ({CHECK.format(sentence=labels)})"

@@ -100,6 +100,7 @@ def expected_human(rows: Sequence[Row], delivered: int) -> dict[str, Any]:
             "n": unsupported,
             "sample_size": len(sentences),
             "labelled_answers": len({r["trace_id"] for r in sentences}),
+            "partly": sum(r["label"] == "partly" for r in sentences),
             "interval": interval,
             "method": STRATIFIED,
             "coverage": {"n": delivered, "of": delivered, "rate": 1.0},
@@ -153,7 +154,7 @@ async def test_export_fill_import_and_the_report_shows_the_human_rates(
         cited = answers[row["trace_id"]]["sentences"][int(row["position"])]["citations"]
         for n in cited:
             assert answers[row["trace_id"]]["sources"][n - 1]["excerpt"] in row["evidence"]
-        assert row["label"] == "" and row["label_options"] == "supported / unsupported"
+        assert row["label"] == "" and row["label_options"] == "supported / unsupported / partly"
     abstention_rows = [r for r in rows if r["kind"] == "abstention"]
     assert len(abstention_rows) == 3 and sum(bool(r["part"]) for r in abstention_rows) == 1
     assert any(r["evidence"] for r in abstention_rows), "the relaxed re-check's best evidence is shown"

@@ -455,7 +455,17 @@ HALLUCINATION_KEYS = {
 ABSTENTION_KEYS = {"status", "kind", "rate", "n", "sample_size", "method", "false_alarms", "reason"}
 """No interval: the relaxed re-check's count is an upper estimate (docs/reporting.md)."""
 HUMAN_KEYS = {
-    "hallucination_rate": {"status", "rate", "n", "sample_size", "labelled_answers", "interval", "method", "coverage"},
+    "hallucination_rate": {
+        "status",
+        "rate",
+        "n",
+        "sample_size",
+        "labelled_answers",
+        "partly",
+        "interval",
+        "method",
+        "coverage",
+    },
     "wrong_abstention": {"status", "rate", "n", "sample_size", "interval"},
 }
 

@@ -92,7 +92,9 @@ async def log_in(http: ClientSession, token: str = TOKEN, **fields: str) -> Any:
 
 
 async def expected_page(candor: Candor) -> str:
-    return render_html(await build_report(candor.tracker.engine, report_window("2019-01-01", "2019-02-01")))
+    """The report page of the EMPTY window, with its link to the review queue of the same window."""
+    report = await build_report(candor.tracker.engine, report_window("2019-01-01", "2019-02-01"))
+    return render_html(report, review_url=f"/dashboard/review?{EMPTY}")
 
 
 def assert_no_report(body: str) -> None:
