@@ -1,4 +1,5 @@
-"""Sending to a Teams conversation through the Bot Connector: in the turn or after it, with retries.
+"""Sending to a Teams conversation through the Bot Connector: in the turn or after it, with retries;
+a new thread in a channel (`to_channel`); an edit of a message (`update_in_turn`).
 
 botbuilder's `ConnectorClient` does not retry, and a failure inside `continue_conversation` goes to
 the adapter's turn-error handler instead of the caller. `Delivery` retries the connector's 429
@@ -15,7 +16,8 @@ from typing import Any, ClassVar
 
 from botbuilder.core import TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter
-from botbuilder.schema import Activity, ConversationReference, Entity
+from botbuilder.schema import Activity, ChannelAccount, ConversationParameters, ConversationReference, Entity, Mention
+from botframework.connector import Channels
 from msrest.exceptions import ClientException
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
@@ -46,20 +48,65 @@ class Delivery:
         """Send one activity in a turn; its id. The Bot Connector's 429 (after its `Retry-After`) and
         5xx, connection failures and a token that could not be had are retried with backoff, up to
         `attempts` tries; then, or at once for any other refusal, `DeliveryError`."""
-        retrying = AsyncRetrying(
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    response = await context.send_activity(to_activity(activity))
+        except Exception as exc:  # msrest's errors, connection failures, and a token that could not be had
+            raise DeliveryError(f"the Bot Connector did not take the reply ({_describe(exc)})") from exc
+        return response.id if response is not None and response.id else None
+
+    async def update_in_turn(self, context: TurnContext, activity_id: str, activity: Mapping[str, Any]) -> None:
+        """Replace the message `activity_id` of the turn's conversation (retried like `in_turn`)."""
+        edited = to_activity(activity)
+        edited.id = activity_id
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    await context.update_activity(edited)
+        except Exception as exc:  # as in_turn
+            raise DeliveryError(f"the Bot Connector did not take the edit ({_describe(exc)})") from exc
+
+    async def to_channel(
+        self, service_url: str, channel_id: str, tenant_id: str | None, activity: Mapping[str, Any]
+    ) -> tuple[str, str | None]:
+        """Post `activity` as a new thread of a Teams channel (the Bot Connector's "create
+        conversation" with the channel in its channel data, as `TeamsInfo.send_message_to_teams_channel`
+        does); the thread's conversation id and the post's activity id. Retried like `in_turn`: a
+        refused create made nothing."""
+        parameters = ConversationParameters(
+            is_group=True,
+            channel_data={"channel": {"id": channel_id}},
+            activity=to_activity(activity),
+            tenant_id=tenant_id or None,
+        )
+        made: list[tuple[str, str | None]] = []
+
+        async def created(context: TurnContext) -> None:
+            made.append((context.activity.conversation.id, context.activity.id))
+
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    await self.cloud.create_conversation(
+                        self.app_id, created, parameters, Channels.ms_teams, service_url
+                    )
+        except Exception as exc:  # as in_turn
+            raise DeliveryError(f"the Bot Connector did not post to the channel ({_describe(exc)})") from exc
+        if not made:  # botbuilder failed after the post and logged why
+            raise DeliveryError("the channel post was not confirmed (see the Teams turn error logged above)")
+        return made[0]
+
+    def _retrying(self) -> AsyncRetrying:
+        """The Bot Connector's 429 (after its `Retry-After`) and 5xx, connection failures and a token
+        that could not be had, retried with backoff up to `attempts` tries; any other refusal at once."""
+        return AsyncRetrying(
             stop=stop_after_attempt(self.attempts),
             wait=self._wait,
             retry=retry_if_exception(_retryable),
             before_sleep=_log_retry,
             reraise=True,
         )
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    response = await context.send_activity(to_activity(activity))
-        except Exception as exc:  # msrest's errors, connection failures, and a token that could not be had
-            raise DeliveryError(f"the Bot Connector did not take the reply ({_describe(exc)})") from exc
-        return response.id if response is not None and response.id else None
 
     def _wait(self, state: RetryCallState) -> float:
         """The connector's `Retry-After` on a 429, else doubling from `backoff_seconds`; capped."""
@@ -107,12 +154,22 @@ class Delivery:
 
 
 def to_activity(data: Mapping[str, Any]) -> Activity:
-    """A renderer's plain activity as botbuilder's `Activity`, the AI-label entity intact."""
-    entities = [_AIMessageEntity(e) for e in data.get("entities", ()) if e.get("@type") == "Message"]
+    """A renderer's plain activity as botbuilder's `Activity`, the AI-label and mention entities intact."""
+    entities = [entity for entity in map(_entity, data.get("entities", ())) if entity is not None]
     activity = Activity.deserialize({k: v for k, v in data.items() if k != "entities"})
     if entities:
         activity.entities = entities
     return activity
+
+
+def _entity(data: Mapping[str, Any]) -> Entity | None:
+    if data.get("@type") == "Message":
+        return _AIMessageEntity(data)
+    if data.get("type") == "mention":
+        mentioned = data.get("mentioned") or {}
+        account = ChannelAccount(id=mentioned.get("id"), name=mentioned.get("name"))
+        return Mention(mentioned=account, text=data.get("text"), type="mention")
+    return None
 
 
 class _AIMessageEntity(Entity):  # type: ignore[misc]
