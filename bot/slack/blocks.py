@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bot.render.handoff import handoff_reason
 from bot.render.wording import (
     FAILURE_NOTE,
     LOW_CONFIDENCE_NOTE,
@@ -303,13 +304,6 @@ def _summary(answer: Answer) -> str:
         text = DEFAULT_REFUSAL if answer.abstained else "Candor answered."
     summary = escape(shorten(text, SUMMARY_CHARS))
     return f"(low confidence) {summary}" if answer.route == "low_confidence" else summary
-
-
-def handoff_reason(answer: Answer) -> HandoffReason | None:
-    """Why a person may be wanted: the answer refused, is low-confidence, or left a part unanswered."""
-    if answer.route in ("abstained", "low_confidence"):
-        return answer.route
-    return "asked" if answer.unanswered_parts else None
 
 
 def _feedback_block(trace_id: str, handoff: HandoffReason | None) -> Block:

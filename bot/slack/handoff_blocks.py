@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from bot.render.handoff import REASON_WORDS
 from bot.render.wording import shorten
 from bot.slack.kit import Block, button, context, header, plain, section, sections
 from bot.slack.mrkdwn import escape, link
@@ -33,13 +34,6 @@ ANSWER_CHARS = 1500
 TITLE_CHARS = 150
 
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*")
-
-REASON_WORDS: dict[str, str] = {
-    "abstained": "Candor could not answer",
-    "low_confidence": "Candor answered with low confidence",
-    "down_vote": "The asker marked the answer 👎",
-    "asked": "Candor left part of the question unanswered",
-}
 
 
 def handoff_button(trace_id: str, reason: HandoffReason, *, thread: str | None = None) -> Block:

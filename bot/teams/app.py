@@ -36,6 +36,8 @@ from bot.teams.cards import answer_activity, failure_activity, welcome_activity
 from bot.teams.credentials import ReusedCredentials
 from bot.teams.delivery import Delivery, Send, to_activity
 from bot.teams.feedback import feedback_from_invoke
+from bot.teams.handoff import TeamsHandoffs
+from bot.teams.handoff_cards import invoke_message, with_handoff_offer
 from bot.teams.job import (
     TeamsJob,
     channel_data,
@@ -71,6 +73,8 @@ class TeamsConfig:
     tenants: frozenset[str] | None = None
     """The tenants whose messages are answered; None: any (the emulator, or an explicit `*`)."""
     ask_human: str | None = None
+    triage_channel: str | None = None
+    """Where "Ask a person" hands questions to the team (`bot.teams.handoff`); None: no hand-offs."""
     concurrency: int | None = None
     """Answers made at once (`CANDOR_ANSWER_CONCURRENCY`); None: the worker's default, the CPU count."""
 
@@ -95,6 +99,7 @@ def teams_config(settings: Settings) -> TeamsConfig:
         app_type=settings.microsoft_app_type,
         tenant_id=settings.microsoft_app_tenant_id,
         ask_human=settings.teams_ask_human,
+        triage_channel=settings.teams_triage_channel,
         concurrency=settings.answer_concurrency,
     )
 
@@ -131,6 +136,7 @@ class TeamsAdapter:
         self.cloud.on_turn_error = self._on_turn_error
         self.bot = _CandorBot(self)
         self.delivery = Delivery(self.cloud, config.app_id, attempts=send_attempts, backoff_seconds=backoff_seconds)
+        self.handoffs = TeamsHandoffs(core, self.delivery, config.triage_channel) if config.triage_channel else None
         poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
         self.worker = Worker(self, ledger, PLATFORM, poll_seconds=poll)
         if config.concurrency is not None:
@@ -287,6 +293,9 @@ class TeamsAdapter:
         except CandorError as exc:
             log.error("storing Teams feedback failed: %s", exc, extra={"trace_id": row["trace_id"]})
             return InvokeResponse(status=500)
+        else:
+            if rating == "down" and self.handoffs is not None:
+                await self.handoffs.offer(context, str(row["trace_id"]))
         return InvokeResponse(status=200)
 
     async def _answer_of(self, reply_id: str | None) -> dict[str, Any] | None:
@@ -387,7 +396,8 @@ class TeamsAdapter:
             )
             answer = await self.core.answer(question)
             trace_id = answer.trace_id
-            sent = await send(answer_activity(answer, ask_human=self.config.ask_human))
+            activity = answer_activity(answer, ask_human=self.config.ask_human)
+            sent = await send(with_handoff_offer(activity, answer) if self.handoffs is not None else activity)
         except QuestionError as exc:
             await self._tell(send, {"type": "message", "text": f"I couldn't take that question: {exc}."}, claim)
             return _edit_next(await self.ledger.complete(claim, failed=True, error=str(exc)))
@@ -496,4 +506,8 @@ class _CandorBot(ActivityHandler):  # type: ignore[misc]
     async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse:
         if turn_context.activity.name == "message/submitAction":
             return await self.adapter.feedback(turn_context)
+        if turn_context.activity.name == "adaptiveCard/action":
+            if self.adapter.handoffs is None:  # a card from before TEAMS_TRIAGE_CHANNEL was unset
+                return InvokeResponse(status=200, body=invoke_message("Asking a person is not set up here."))
+            return await self.adapter.handoffs.on_action(turn_context)
         return await super().on_invoke_activity(turn_context)

@@ -314,19 +314,33 @@ def _citation(source: Source, detail: _Detail) -> dict[str, Any]:
     if url is not None:
         appearance["url"] = url
     abstract = _first(_plain(text, detail.abstract_chars) for text in (source.excerpt, source.heading))
+    if source.answered_by:  # who answered and when, whole (a keyword holds 28 characters), then the answer
+        passage = source.excerpt.strip() or source.heading.strip()
+        abstract = _plain(
+            f"{source_date(source)}: {passage}" if passage else source_date(source), detail.abstract_chars
+        )
     appearance["abstract"] = abstract or name
     if detail.keywords:
         keywords = [
             keyword
             for keyword in (
                 _plain(source.heading, KEYWORD_CHARS) if source.heading.strip() != source.title.strip() else "",
-                source_date(source),
+                _date_keyword(source),
             )
             if keyword
         ][:KEYWORDS]
         if keywords:
             appearance["keywords"] = keywords
     return {"@type": "Claim", "position": source.n, "appearance": appearance}
+
+
+def _date_keyword(source: Source) -> str:
+    """The source's date as a keyword: "effective 2026-03-01"; for a curated answer "answered by Ana
+    Diaz on 2026-12-02" when it fits, else "answered 2026-12-02" (its abstract names who)."""
+    dated = source_date(source)
+    if len(dated) > KEYWORD_CHARS and source.effective_date is not None:
+        dated = f"answered {source.effective_date.isoformat()}"
+    return _plain(dated, KEYWORD_CHARS)
 
 
 def _plain(text: str, limit: int) -> str:

@@ -1,4 +1,5 @@
-"""Sending to a Teams conversation through the Bot Connector: in the turn or after it, with retries.
+"""Sending to a Teams conversation through the Bot Connector: in the turn or after it, with retries;
+a new thread in a channel (`to_channel`); an edit of a message (`update_in_turn`).
 
 botbuilder's `ConnectorClient` does not retry, and a failure inside `continue_conversation` goes to
 the adapter's turn-error handler instead of the caller. `Delivery` retries the connector's 429
@@ -15,7 +16,8 @@ from typing import Any, ClassVar
 
 from botbuilder.core import TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter
-from botbuilder.schema import Activity, ConversationReference, Entity
+from botbuilder.schema import Activity, ChannelAccount, ConversationParameters, ConversationReference, Entity, Mention
+from botframework.connector import Channels
 from msrest.exceptions import ClientException
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
@@ -48,6 +50,38 @@ class Delivery:
         `attempts` tries; then, or at once for any other refusal, `DeliveryError`."""
         response = await self._retried(lambda: context.send_activity(to_activity(activity)), "the reply")
         return response.id if response is not None and response.id else None
+
+    async def update_in_turn(self, context: TurnContext, activity_id: str, activity: Mapping[str, Any]) -> None:
+        """Replace the message `activity_id` of the turn's conversation (retried like `in_turn`)."""
+        edited = to_activity(activity)
+        edited.id = activity_id
+        await self._retried(lambda: context.update_activity(edited), "the edit")
+
+    async def to_channel(
+        self, service_url: str, channel_id: str, tenant_id: str | None, activity: Mapping[str, Any]
+    ) -> tuple[str, str | None]:
+        """Post `activity` as a new thread of a Teams channel (the Bot Connector's "create
+        conversation" with the channel in its channel data, as `TeamsInfo.send_message_to_teams_channel`
+        does); the thread's conversation id and the post's activity id. Retried like `in_turn`: a
+        refused create made nothing."""
+        parameters = ConversationParameters(
+            is_group=True,
+            channel_data={"channel": {"id": channel_id}},
+            activity=to_activity(activity),
+            tenant_id=tenant_id or None,
+        )
+        made: list[tuple[str, str | None]] = []
+
+        async def created(context: TurnContext) -> None:
+            made.append((context.activity.conversation.id, context.activity.id))
+
+        await self._retried(
+            lambda: self.cloud.create_conversation(self.app_id, created, parameters, Channels.ms_teams, service_url),
+            "the channel post",
+        )
+        if not made:  # botbuilder failed after the post and logged why
+            raise DeliveryError("the channel post was not confirmed (see the Teams turn error logged above)")
+        return made[0]
 
     async def _retried(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
         """`call()`'s result, retried as `in_turn` says; `DeliveryError` when it never succeeded."""
@@ -141,12 +175,22 @@ class Delivery:
 
 
 def to_activity(data: Mapping[str, Any]) -> Activity:
-    """A renderer's plain activity as botbuilder's `Activity`, the AI-label entity intact."""
-    entities = [_AIMessageEntity(e) for e in data.get("entities", ()) if e.get("@type") == "Message"]
+    """A renderer's plain activity as botbuilder's `Activity`, the AI-label and mention entities intact."""
+    entities = [entity for entity in map(_entity, data.get("entities", ())) if entity is not None]
     activity = Activity.deserialize({k: v for k, v in data.items() if k != "entities"})
     if entities:
         activity.entities = entities
     return activity
+
+
+def _entity(data: Mapping[str, Any]) -> Entity | None:
+    if data.get("@type") == "Message":
+        return _AIMessageEntity(data)
+    if data.get("type") == "mention":
+        mentioned = data.get("mentioned") or {}
+        account = ChannelAccount(id=mentioned.get("id"), name=mentioned.get("name"))
+        return Mention(mentioned=account, text=data.get("text"), type="mention")
+    return None
 
 
 class _AIMessageEntity(Entity):  # type: ignore[misc]

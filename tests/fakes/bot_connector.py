@@ -11,6 +11,8 @@ REST API v3 (conversation and activity ids arrive URL-encoded, e.g. `a%3Apersona
 decoded):
 
     POST   /v3/conversations                                   create  -> 201 {"id", "activityId", "serviceUrl"}
+           (with `channelData.channel.id` and an `activity`: a new thread in that Teams channel, its
+           id "<channel id>;messageid=<activityId>", the activity its first post: `channel_posts()`)
     POST   /v3/conversations/{conversationId}/activities       send    -> 201 {"id": <new activity id>}
     POST   /v3/conversations/{conversationId}/activities/{id}  reply   -> 201 {"id": <new activity id>}
     PUT    /v3/conversations/{conversationId}/activities/{id}  update  -> 200 {"id": id}
@@ -196,6 +198,17 @@ class _FakeConnectorCore:
         """The bodies of the activities delivered (sent or replied, answered 2xx), in arrival order."""
         return [call.body for call in self.calls if call.delivered]
 
+    def channel_posts(self, channel_id: str | None = None) -> list[Call]:
+        """The threads started in a Teams channel (answered 2xx), in arrival order; the post is
+        `call.body["activity"]`, its id `call.new_id.split(";messageid=")[1]`."""
+        return [
+            call
+            for call in self.calls_to("create")
+            if 200 <= call.status < 300
+            and ";messageid=" in (call.new_id or "")
+            and (channel_id is None or (call.new_id or "").split(";", 1)[0] == channel_id)
+        ]
+
     def typing(self) -> list[Json]:
         """The delivered activities of type "typing"."""
         return [body for body in self.activities() if body.get("type") == "typing"]
@@ -331,8 +344,12 @@ class _FakeConnectorCore:
         if operation == "delete":
             return 200, web.Response(status=200), None
         if operation == "create":
-            conversation_id = f"a:fake-conversation-{next_activity_id()}"
             activity_id = next_activity_id() if body.get("activity") else None
+            channel = ((body.get("channelData") or {}).get("channel") or {}).get("id")
+            if channel and activity_id:  # a new thread in a Teams channel, its first post the activity
+                conversation_id = f"{channel};messageid={activity_id}"
+            else:
+                conversation_id = f"a:fake-conversation-{next_activity_id()}"
             answer = {"id": conversation_id, "activityId": activity_id, "serviceUrl": self.service_url}
             return 201, answer, conversation_id
         members = self.members.get(conversation_id or "", _DEFAULT_MEMBERS)
@@ -431,6 +448,23 @@ class FakeConnector(_FakeConnectorCore):
         found = await _until(lambda: self._matching(predicate, count, kind, operation), timeout)
         if found is None:
             raise self._timed_out(count, kind, timeout)
+        return found
+
+    async def wait_for_channel_posts(
+        self,
+        channel_id: str,
+        count: int = 1,
+        timeout: float = 10.0,  # noqa: ASYNC109 (a polling deadline, as wait_for's)
+    ) -> list[Call]:
+        """The threads started in `channel_id` (`channel_posts`), once there are `count`."""
+
+        def posted() -> list[Call] | None:
+            found = self.channel_posts(channel_id)
+            return found if len(found) >= count else None
+
+        found = await _until(posted, timeout)
+        if found is None:
+            raise self._timed_out(count, "channel post", timeout)
         return found
 
 

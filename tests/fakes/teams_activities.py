@@ -14,6 +14,7 @@ Every builder returns the JSON body (camelCase, as on the wire) of one incoming 
 - `feedback_invoke`: the `message/submitAction` invoke of Teams' 👍/👎 feedback loop on a bot message.
 - `message_edited`, `message_deleted`: the `messageUpdate` (`editMessage`) and `messageDelete`
   (`softDeleteMessage`) Teams sends when the user edits or deletes a message they sent.
+- `card_action`: the `adaptiveCard/action` invoke of an `Action.Execute` click on a bot message's card.
 
 Activity ids come from one process-wide counter (`next_activity_id`), shared with the fake Bot Connector,
 so ids are unique across incoming and bot-sent activities and look like Teams' (epoch milliseconds).
@@ -273,6 +274,54 @@ def feedback_invoke(
             "actionValue": {"reaction": reaction, "feedback": json.dumps({"feedbackText": text or ""})},
         },
         "channelData": {"tenant": {"id": tenant_id}, "source": {"name": "message"}, "legacy": {"replyToId": ""}},
+        "entities": [_client_info()],
+        "locale": "en-US",
+    }
+
+
+def card_action(
+    reply_to_id: str,
+    verb: str,
+    data: dict[str, Any],
+    *,
+    conversation_id: str = PERSONAL_CONVERSATION_ID,
+    conversation_type: ConversationType = "personal",
+    team_id: str = TEAM_ID,
+    channel_id: str | None = None,
+    user_id: str = USER_ID,
+    user_name: str = USER_NAME,
+    user_aad_id: str = USER_AAD_ID,
+    bot_id: str = BOT_ID,
+    bot_name: str = BOT_NAME,
+    service_url: str = DEFAULT_SERVICE_URL,
+    tenant_id: str = TENANT_ID,
+    activity_id: str | None = None,
+) -> Activity:
+    """The ``adaptiveCard/action`` invoke of an ``Action.Execute`` click on the card of the bot message
+    `reply_to_id`: `data` is the action's data with the card's inputs merged in, as Teams sends it.
+    In a channel (`channel_id`), `conversation_id` is the thread's ("<channel>;messageid=<root>")."""
+    conversation: Activity = {"conversationType": conversation_type, "tenantId": tenant_id, "id": conversation_id}
+    channel_data: Activity = {"tenant": {"id": tenant_id}, "source": {"name": "message"}, "legacy": {"replyToId": ""}}
+    if conversation_type != "personal":
+        conversation["isGroup"] = True
+    if channel_id is not None:
+        channel_data.update(
+            teamsChannelId=channel_id, teamsTeamId=team_id, channel={"id": channel_id}, team={"id": team_id}
+        )
+    return {
+        "type": "invoke",
+        "name": "adaptiveCard/action",
+        "id": activity_id or next_activity_id(),
+        "timestamp": now_iso(),
+        "localTimestamp": now_iso(),
+        "serviceUrl": service_url,
+        "channelId": "msteams",
+        "from": {"id": user_id, "name": user_name, "aadObjectId": user_aad_id},
+        "recipient": {"id": bot_id, "name": bot_name},
+        "conversation": conversation,
+        "replyToId": reply_to_id,
+        "value": {"action": {"type": "Action.Execute", "verb": verb, "data": data}, "trigger": "manual"},
+        "channelData": channel_data,
         "entities": [_client_info()],
         "locale": "en-US",
     }

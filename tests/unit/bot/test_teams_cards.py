@@ -116,6 +116,16 @@ def test_citation_appearance_is_cut_to_teams_limits() -> None:
     assert appearance["keywords"][0] == "H" * 27 + "…"
 
 
+def test_a_curated_answer_is_cited_with_who_answered_and_when_within_teams_limits() -> None:
+    expert = source(1, answered_by="Anastasia Papadopoulou-Williams", excerpt="Bikes go in the bike room.")
+    appearance = check(answer_activity(answer(sources=(expert, source(2), source(3)))))[0]["appearance"]
+    assert (
+        appearance["abstract"]
+        == "answered by Anastasia Papadopoulou-Williams on 2026-01-02: Bikes go in the bike room."
+    )
+    assert appearance["keywords"] == ["Annual leave", "answered 2026-01-02"]  # the whole phrase is 55 characters
+
+
 def test_a_source_without_excerpt_or_title_still_has_a_name_and_an_abstract() -> None:
     made = answer(
         sentences=(AnswerSentence("Claim.", (1,)),),

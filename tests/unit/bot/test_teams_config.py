@@ -58,3 +58,39 @@ def test_the_anonymous_emulator_mode_answers_any_tenant(tmp_path: Path, monkeypa
     monkeypatch.setenv("CANDOR_TEAMS", "true")
     config = teams_config(load_settings(home=tmp_path))
     assert config.anonymous and config.tenants is None
+
+
+def test_the_triage_channel_turns_the_hand_off_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MICROSOFT_APP_ID", raising=False)
+    monkeypatch.delenv("TEAMS_TRIAGE_CHANNEL", raising=False)
+    engine = create_async_engine("postgresql+psycopg://x@127.0.0.1:1/none")  # never connected
+    config = teams_config(load_settings(home=tmp_path))
+    assert config.triage_channel is None
+    assert TeamsAdapter(config, NoCore(), EventLedger(engine)).handoffs is None  # type: ignore[arg-type]
+
+    monkeypatch.setenv("TEAMS_TRIAGE_CHANNEL", "19:0a1b2c3d4e5f@thread.tacv2")
+    config = teams_config(load_settings(home=tmp_path))
+    assert config.triage_channel == "19:0a1b2c3d4e5f@thread.tacv2"
+    handoffs = TeamsAdapter(config, NoCore(), EventLedger(engine)).handoffs  # type: ignore[arg-type]
+    assert handoffs is not None and handoffs.triage_channel == config.triage_channel
+
+    monkeypatch.setenv("TEAMS_TRIAGE_CHANNEL", "19%3a0a1b2c3d4e5f%40thread.tacv2")  # as in a channel link
+    assert teams_config(load_settings(home=tmp_path)).triage_channel == "19:0a1b2c3d4e5f@thread.tacv2"
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("General", "is not a Teams channel id: it looks like 19:<id>@thread.tacv2"),
+        ("C0TRIAGE", "is not a Teams channel id"),
+        ("19:0a1b2c@thread.v2", "is not a Teams channel id"),  # a group chat, not a channel
+        ("19:0a1b2c@thread.tacv2;messageid=1700000000001", "give the channel's id alone, '19:0a1b2c@thread.tacv2'"),
+    ],
+)
+def test_a_triage_channel_that_is_not_a_channel_id_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, says: str
+) -> None:
+    monkeypatch.setenv("TEAMS_TRIAGE_CHANNEL", value)
+    with pytest.raises(ConfigError, match="TEAMS_TRIAGE_CHANNEL") as refused:
+        load_settings(home=tmp_path)
+    assert says in str(refused.value)
