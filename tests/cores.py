@@ -1,16 +1,19 @@
 """Chat cores for the adapter tests: the real `Candor` core wrapped to fail or to say too much, and a
-writer that takes as long as a slow model. The adapters only see the `bot.server.ChatCore` protocol."""
+writer, a retriever and a critic that take as long as slow ones. The adapters only see the
+`bot.server.ChatCore` protocol."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from rag.errors import DatabaseUnavailable
-from rag.model.answers import Answer, Question
+from rag.model.answers import Answer, Question, Verdict
 from rag.model.evidence import Draft, SynthesisRequest
-from rag.model.ports import Synthesizer
+from rag.model.ports import Retriever, Synthesizer, Verifier
+from rag.model.types import AccessScope, Passage, Vector
 from rag.runtime import Candor
 
 
@@ -76,6 +79,36 @@ class SlowWriter:
     async def synthesise(self, request: SynthesisRequest) -> Draft:
         await asyncio.sleep(self.seconds)
         return await self.writer.synthesise(request)
+
+
+class SlowRetriever:
+    """A retriever that takes as long as a loaded database: the given one's passages, `seconds` late."""
+
+    def __init__(self, retriever: Retriever, seconds: float) -> None:
+        self.retriever = retriever
+        self.seconds = seconds
+
+    async def run(
+        self, query: str, scope: AccessScope, *, k: int | None = None, vector: Vector | None = None
+    ) -> list[Passage]:
+        await asyncio.sleep(self.seconds)
+        return await self.retriever.run(query, scope, k=k, vector=vector)
+
+
+class SlowVerifier:
+    """A critic that takes as long as a model judge: the given one's verdicts, `seconds` late. `checked`
+    lists the sentences it was asked about: the draft, before anything is delivered."""
+
+    def __init__(self, verifier: Verifier, seconds: float) -> None:
+        self.verifier = verifier
+        self.seconds = seconds
+        self.name = f"slow-{verifier.name}"
+        self.checked: list[str] = []
+
+    async def verify(self, sentence: str, evidence: Sequence[str]) -> Verdict:
+        self.checked.append(sentence)
+        await asyncio.sleep(self.seconds)
+        return await self.verifier.verify(sentence, evidence)
 
 
 class Held:

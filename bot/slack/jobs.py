@@ -2,10 +2,10 @@
 
 A `Job` is everything needed to answer a question, stored as the claim's payload in the event
 ledger (`rag.tracking.events`), so that another replica can answer it when this one dies. The
-`Responder` runs a job: it shows that work is under way (👀, or "is thinking…" in an assistant
-thread), decides who can read the conversation, passes the thread's earlier turns as history,
-asks the core, posts the Block Kit messages and records where they went. `bot.worker.Worker`
-runs responders: leases, takeover, drain.
+`Responder` runs a job: it shows that work is under way (👀, or in an assistant thread its status,
+stage by stage: bot/slack/progress.py), decides who can read the conversation, passes the thread's
+earlier turns as history, asks the core, posts the Block Kit messages and records where they went.
+`bot.worker.Worker` runs responders: leases, takeover, drain.
 
 A slash command's answer goes to the command's `response_url`, which reaches the asker wherever
 the command was typed, the bot a member there or not (a channel it was never invited to, a DM
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -29,15 +29,16 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.server import ChatCore
 from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message, response_url_body
+from bot.slack.progress import NoProgress, Progress, Reaction, ThreadStatus, quietly
 from bot.worker import EventClaims
 from rag import Claim, Completion
 from rag.errors import CandorError, QuestionError
 from rag.model.answers import Audience, Question, Turn
+from rag.model.progress import ProgressListener
 
 log = logging.getLogger("candor.slack")
 
 PLATFORM = "slack"
-THINKING_REACTION = "eyes"
 AUDIENCE_TTL_SECONDS = 300.0
 
 
@@ -116,21 +117,22 @@ class Responder:
         current: Claim | None = claim
         while current is not None:
             job = Job.from_payload(current.payload)
-            await self._progress(job, started=True)
+            progress = self._progress(job)
+            await progress.start()
             try:
-                current = await self._answer(current, job)
+                current = await self._answer(current, job, progress.heard)
             finally:
-                await self._progress(job, started=False)
+                await progress.stop()
 
     async def abandoned(self, claim: Claim) -> None:
         """The question was given up (every replica that took it stopped before answering): say so
         in its thread, and take away the 👀 a dead replica may have left."""
         job = Job.from_payload(claim.payload)
-        await self._progress(job, started=False)
+        await self._progress(job).stop()
         await self.deliver_failure(job, None)
 
-    async def _answer(self, claim: Claim, job: Job) -> Claim | None:
-        """Answer one job; the edit to answer next, if one came meanwhile."""
+    async def _answer(self, claim: Claim, job: Job, progress: ProgressListener | None = None) -> Claim | None:
+        """Answer one job (`progress` hears each stage); the edit to answer next, if one came meanwhile."""
         if claim.revision is not None:  # an edited question: its answer replaces the one given
             job = replace(job, replaces=tuple(claim.reply.get("ts") or ()))
         trace_id: str | None = None
@@ -144,6 +146,7 @@ class Responder:
                 history=await self._history(job),
                 audience=await self.audience(job.channel, job.channel_type),
                 private_reply=job.private,
+                progress=progress,
             )
             answer = await self.core.answer(question)
             trace_id = answer.trace_id
@@ -178,7 +181,7 @@ class Responder:
         row = await self.ledger.get(PLATFORM, claim.key)
         if row is not None and row["status"] == "deleted":
             for ts in posted:
-                await _quietly(self.client.chat_delete(channel=job.channel, ts=ts), "chat.delete")
+                await quietly(self.client.chat_delete(channel=job.channel, ts=ts), "chat.delete")
             if trace_id is not None:
                 await self.forget(trace_id)
             return
@@ -244,7 +247,7 @@ class Responder:
                 )
                 posted.append(str(sent["ts"]))
         for stale in job.replaces[len(messages) :]:
-            await _quietly(self.client.chat_delete(channel=job.channel, ts=stale), "chat.delete")
+            await quietly(self.client.chat_delete(channel=job.channel, ts=stale), "chat.delete")
         return posted
 
     async def _whisper(self, job: Job, messages: Sequence[SlackMessage], trace_id: str | None) -> None:
@@ -288,16 +291,13 @@ class Responder:
                 extra={"key": job.key, "trace_id": trace_id},
             )
 
-    async def _progress(self, job: Job, *, started: bool) -> None:
+    def _progress(self, job: Job) -> Progress:
+        """How the job shows it is under way: 👀 in a channel, the status of an assistant thread."""
         if job.progress == "reaction" and not job.private:
-            call = self.client.reactions_add if started else self.client.reactions_remove
-            await _quietly(call(channel=job.channel, timestamp=job.ts, name=THINKING_REACTION), "reactions")
-        elif job.progress == "status" and job.thread_ts:
-            status = "is thinking…" if started else ""
-            await _quietly(
-                self.client.assistant_threads_setStatus(channel_id=job.channel, thread_ts=job.thread_ts, status=status),
-                "assistant.threads.setStatus",
-            )
+            return Reaction(self.client, job.channel, job.ts)
+        if job.progress == "status" and job.thread_ts:
+            return ThreadStatus(self.client, job.channel, job.thread_ts)
+        return NoProgress()
 
 
 def _edit_next(completion: Completion | None) -> Claim | None:
@@ -323,11 +323,3 @@ async def post_to_response_url(url: str, message: SlackMessage) -> str | None:
     except (aiohttp.ClientError, OSError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return None if sent.status_code == 200 else f"{sent.status_code} {sent.body}".strip()
-
-
-async def _quietly(call: Awaitable[Any], what: str) -> None:
-    """A cosmetic call (a reaction, a status): its failure is logged, never fatal to the answer."""
-    try:
-        await call
-    except (SlackApiError, OSError) as exc:
-        log.warning("%s failed: %s", what, exc)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
 
+from rag.model.progress import ProgressListener
 from rag.model.types import AccessScope, clean_text
 
 Route = Literal["answered", "low_confidence", "abstained"]
@@ -62,6 +63,9 @@ class Question:
     client_address: str | None = None
     """The network address of an anonymous chat page visitor: a browser can shed its cookie id, not
     its address, so the rate limit counts both (`rag.tracking.limits`). Never stored with the trace."""
+    progress: ProgressListener | None = field(default=None, compare=False, repr=False)
+    """Told which stage is running while the answer is made (rag/model/progress.py): counts and
+    stage names, never draft text. Never stored with the trace."""
 
     def __post_init__(self) -> None:
         # a NUL or a lone surrogate would fail the trace's write and the tokenizer, not the asker

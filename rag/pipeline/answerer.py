@@ -3,7 +3,8 @@
 The access policy's scope, the question understood (rag/pipeline/understand.py), the attempts
 with their retry (rag/pipeline/flow.py, which lists the steps of one attempt and says
 when a second is made), the better attempt composed into the `Answer` (rag/pipeline/compose.py),
-and the trace written. The trace is written after the answer is composed; a logging failure is
+and the trace written. The question's `progress` listener hears each stage as it starts
+(rag/pipeline/progress.py). The trace is written after the answer is composed; a logging failure is
 reported and spooled by the tracker, and never costs the user their answer.
 """
 
@@ -24,6 +25,7 @@ from rag.pipeline.attempt import dropped
 from rag.pipeline.compose import compose
 from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
 from rag.pipeline.flow import AttemptRunner, PipelineConfig, best_of
+from rag.pipeline.progress import Reporter
 from rag.pipeline.understand import understand
 
 log = logging.getLogger("candor.answer")
@@ -58,10 +60,12 @@ class Answerer:
     async def answer(self, question: Question) -> Answer:
         started = time.perf_counter()
         created = datetime.now(UTC)
+        progress = Reporter(question.progress)
+        progress("understand")
         scope = self.policy.scope_for(question)
         understood = understand(question)
         with metering(self.config.answer_budget) as meter:
-            attempts = await self.attempt.with_retry(understood, scope)
+            attempts = await self.attempt.with_retry(understood, scope, progress=progress)
         composed = compose(best_of(attempts), refusal=self.config.refusal, detector=self.conflicts)
         gates = [g for a in attempts for g in a.gates]
         if composed.gate is not None:

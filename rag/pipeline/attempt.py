@@ -17,6 +17,7 @@ from rag.model.types import AccessScope, Passage
 from rag.pipeline.bridge import Bridged
 from rag.pipeline.contradictions import FoundConflict
 from rag.pipeline.focus import Focus
+from rag.pipeline.progress import SILENT, Reporter
 from rag.pipeline.relevance import Relevance
 from rag.pipeline.understand import Understood
 
@@ -91,13 +92,15 @@ class Attempt:
 @dataclass(frozen=True, slots=True)
 class Run:
     """What every step of one attempt reads besides the attempt itself: the question, the reader's
-    scope, the attempt's queries and shortlist size, and the clock its stages are timed by."""
+    scope, the attempt's queries and shortlist size, the clock its stages are timed by, and who is
+    told which stage is running."""
 
     understood: Understood
     scope: AccessScope
     queries: tuple[str, ...]
     k: int
     clock: Clock
+    progress: Reporter = SILENT
 
 
 class Clock:

@@ -21,6 +21,7 @@ from rag.model.ports import Embedder, FactComparer, Reranker, Retriever, Synthes
 from rag.model.types import AccessScope
 from rag.pipeline.attempt import Attempt, Clock, Run
 from rag.pipeline.focus import FocusCheck
+from rag.pipeline.progress import SILENT, Reporter
 from rag.pipeline.rescue import ClaimRescuer
 from rag.pipeline.steps import (
     BridgeHops,
@@ -77,7 +78,9 @@ class PipelineConfig:
 
 
 class AttemptRunner(Protocol):
-    async def with_retry(self, understood: Understood, scope: AccessScope) -> tuple[Attempt, ...]: ...
+    async def with_retry(
+        self, understood: Understood, scope: AccessScope, *, progress: Reporter = SILENT
+    ) -> tuple[Attempt, ...]: ...
 
 
 class GatedAttempt:
@@ -118,15 +121,20 @@ class GatedAttempt:
             ),
         )
 
-    async def with_retry(self, understood: Understood, scope: AccessScope) -> tuple[Attempt, ...]:
+    async def with_retry(
+        self, understood: Understood, scope: AccessScope, *, progress: Reporter = SILENT
+    ) -> tuple[Attempt, ...]:
         """The first attempt and, when `should_retry` says so, a second with rewritten queries and
-        twice the shortlist (`best_of` picks the one delivered)."""
-        first = await self(understood, scope, 1)
+        twice the shortlist (`best_of` picks the one delivered). `progress` hears each stage."""
+        first = await self(understood, scope, 1, progress=progress)
         if not (self.config.retry and should_retry(first)):
             return (first,)
-        return (first, await self(understood, scope, 2))
+        progress("retry", attempt=2)
+        return (first, await self(understood, scope, 2, progress=progress))
 
-    async def __call__(self, understood: Understood, scope: AccessScope, number: int) -> Attempt:
+    async def __call__(
+        self, understood: Understood, scope: AccessScope, number: int, *, progress: Reporter = SILENT
+    ) -> Attempt:
         """One attempt: each step in turn, until the last or until one ends the attempt."""
         run = Run(
             understood,
@@ -134,6 +142,7 @@ class GatedAttempt:
             queries=understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts),
             k=self.config.shortlist * (1 if number == 1 else 2),
             clock=Clock({}),
+            progress=progress,
         )
         attempt = Attempt(number, understood.parts)
         for step in self.steps:

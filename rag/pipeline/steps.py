@@ -1,8 +1,9 @@
 """The steps of one attempt, each a small class with one `async run(attempt, run) -> Attempt`.
 
 A step reads the attempt so far (a frozen `Attempt`) and what every step shares (`Run`: the question
-understood, the reader's scope, the queries, the shortlist size and the clock), and returns a new
-`Attempt` with what it found and the gates it decided. The order they run in is declared once, in
+understood, the reader's scope, the queries, the shortlist size, the clock, and the reporter it tells
+as it starts, with counts only: rag/pipeline/progress.py), and returns a new `Attempt` with what it
+found and the gates it decided. The order they run in is declared once, in
 `GatedAttempt` (rag/pipeline/flow.py).
 """
 
@@ -65,6 +66,7 @@ class Retrieve:
         self.threshold = threshold
 
     async def run(self, attempt: Attempt, run: Run) -> Attempt:
+        run.progress("retrieve", attempt=attempt.number)
         with run.clock.stage("retrieve"):
             probes = await asyncio.gather(*(self.prober.run(q) for q in run.queries))
             found = await asyncio.gather(
@@ -85,6 +87,7 @@ class Rerank:
 
     async def run(self, attempt: Attempt, run: Run) -> Attempt:
         parts, found = run.understood.parts, attempt.shortlists
+        run.progress("rerank", attempt=attempt.number, count=len({p.chunk_id for ps in found for p in ps}))
         with run.clock.stage("rerank"):
             ranked = await asyncio.gather(
                 *(self.reranker.rerank(q, passages) for q, passages in zip(attempt.probes, found, strict=True))
@@ -110,6 +113,7 @@ class Synthesise:
 
     async def run(self, attempt: Attempt, run: Run) -> Attempt:
         context = context_of(attempt.evidence)
+        run.progress("synthesise", attempt=attempt.number)
         with run.clock.stage("synthesise"):
             draft = await self.synthesizer.synthesise(
                 SynthesisRequest(run.understood.text, attempt.evidence, context, attempt.number)
@@ -189,6 +193,8 @@ class Criticise:
     async def run(self, attempt: Attempt, run: Run) -> Attempt:
         draft = attempt.draft
         assert draft is not None
+        if draft.sentences:
+            run.progress("critic", attempt=attempt.number, count=len(draft.sentences))
         with run.clock.stage("critic"):
             checked = await self._check(draft, context_of(attempt.evidence))
             if self.rescue and any(not c.supported for c in checked):
@@ -310,6 +316,7 @@ class CheckConsistency:
     async def run(self, attempt: Attempt, run: Run) -> Attempt:
         if not (self._high_stakes(attempt) and isinstance(self.synthesizer, SamplingSynthesizer)):
             return attempt
+        run.progress("consistency", attempt=attempt.number, count=self.samples)
         with run.clock.stage("consistency"):
             gate = await self._gate(self.synthesizer, run.understood.text, attempt)
         return attempt.with_gates(gate)

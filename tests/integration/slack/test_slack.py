@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -26,11 +28,12 @@ from bot.server import ChatCore
 from bot.slack.app import SlackAdapter, SlackConfig
 from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_REASON_CALLBACK, FEEDBACK_UP, REASON_ACTION, REASON_BLOCK
 from bot.slack.jobs import PLATFORM, Job
+from rag.pipeline.critic import EvidenceVerifier
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.conftest import SAMPLE
-from tests.cores import Broken, Held, Verbose
+from tests.cores import Broken, Held, SlowRetriever, SlowVerifier, Verbose
 from tests.fakes.slack_api import RESPONSE_URL_SECONDS, RESPONSE_URL_USES, Call, FakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
@@ -635,6 +638,47 @@ async def test_an_assistant_thread_offers_prompts_and_shows_that_it_is_thinking(
     assert post.params["thread_ts"] == thread_ts and "$500" in block_text(post)
     statuses = [c.params["status"] for c in served.fake.calls_to("assistant.threads.setStatus")]
     assert statuses[0] == "is thinking…"
+    assert served.fake.calls_to("reactions.add") == []
+
+
+async def test_an_assistant_threads_status_follows_the_stages_at_most_once_a_second_without_the_draft(
+    core: Candor,
+) -> None:
+    # searching and checking each take 1.5 s, longer than the second between two statuses: both show
+    critic = SlowVerifier(EvidenceVerifier(core.embedder, min_support=core.settings.min_support), seconds=1.5)
+    answerer = build_answerer(
+        core.settings,
+        core.store,
+        core.embedder,
+        SlowRetriever(core.retriever, seconds=1.5),  # type: ignore[arg-type]
+        verifier=critic,
+        tracker=core.tracker,
+    )
+    slow = dataclasses.replace(core, answerer=answerer)
+    async with serving(slow, EventLedger(core.store.engine, lease_seconds=5.0)) as served:
+        thread_ts = "1700000100.000100"
+        question = message("How much is the home office stipend?", user="U4", channel="D3", thread_ts=thread_ts)
+        await served.event(question)
+        (post,) = await served.fake.wait_for("chat.postMessage", timeout=30)
+        assert "$500" in block_text(post)
+        await served.fake.wait_for("assistant.threads.setStatus", where=lambda c: c.params["status"] == "")
+        calls = served.fake.calls_to("assistant.threads.setStatus")
+
+    assert all(c.params["thread_ts"] == thread_ts and c.params["channel_id"] == "D3" for c in calls)
+    statuses = [c.params["status"] for c in calls]
+    assert statuses[0] == "is thinking…" and statuses[-1] == "", statuses
+    searching = statuses.index("is searching the documents…")
+    checking = next(i for i, s in enumerate(statuses) if re.fullmatch(r"is checking \d+ sentences?…", s))
+    assert searching < checking < len(statuses) - 1, statuses
+    assert 1 <= int(statuses[checking].split()[2]) <= len(critic.checked)
+    assert statuses.count("") == 1, "cleared once, at the end"
+
+    shown = [c for c in calls if c.params["status"]]
+    assert all(b.at - a.at >= 0.9 for a, b in itertools.pairwise(shown)), "about one update a second at most"
+    assert all(c.at < post.at for c in shown), "every stage before the answer"
+    drafted = set(critic.checked)
+    assert drafted and all(sentence not in c.params["status"] for c in shown for sentence in drafted)
+    assert not any("$" in c.params["status"] or "500" in c.params["status"] for c in shown)
     assert served.fake.calls_to("reactions.add") == []
 
 
