@@ -61,8 +61,27 @@ class AnswerService(Protocol):
         ...
 
 
+class CuratedService(Protocol):
+    """Curated answers (`rag.loop.curated.CuratedAnswers`), as the dashboard manages them."""
+
+    async def find(self, *, include_expired: bool = False, for_trace: str | None = None) -> list[CuratedAnswer]: ...
+
+    async def get(self, curated_id: int) -> CuratedAnswer: ...
+
+    async def edit(
+        self, curated_id: int, *, question: str | None = None, answer: str | None = None
+    ) -> CuratedAnswer: ...
+
+    async def expire(self, curated_id: int) -> CuratedAnswer: ...
+
+    async def remove(self, curated_id: int) -> CuratedAnswer: ...
+
+
 class LoopService(Protocol):
     """Hand-offs to a person and curated answers (`rag.loop.Loop`)."""
+
+    @property
+    def curated(self) -> CuratedService: ...
 
     async def hand_off(
         self, trace_id: str, *, platform: str, asker: str, reason: HandoffReason, reply_to: Mapping[str, Any]

@@ -183,6 +183,11 @@ class Settings(BaseSettings):
     """SLACK_API_URL: the Web API base URL (tests, proxies); Slack's own when unset."""
     slack_ask_human: str | None = Field(None, validation_alias=_env("SLACK_ASK_HUMAN"))
     """SLACK_ASK_HUMAN: shown under a refusal: a channel id ("C0123") or a URL (an on-call page)."""
+    public_url: str | None = Field(
+        None, pattern=r"^https?://[^\s/]+(/[^\s]*)?$", validation_alias=_env("CANDOR_PUBLIC_URL")
+    )
+    """CANDOR_PUBLIC_URL: the address people reach `candor serve` at (https://candor.example.com): a
+    hand-off's triage post links to its trace page on the dashboard there. Unset: it shows the trace id."""
     slack_triage_channel: str | None = Field(
         None, pattern=r"^[CG][A-Z0-9]{6,}$", validation_alias=_env("SLACK_TRIAGE_CHANNEL")
     )

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -199,6 +199,18 @@ class Candor:
 
         curated = CuratedAnswers(self.store, self.ingestor)
         return Loop(Handoffs(self.store.engine), curated, knowledge_base=base, default_kb=self.settings.default_kb)
+
+    async def trace(self, trace_id: str) -> dict[str, Any] | None:
+        """One trace as JSON with what happened after it (its hand-offs and the curated answers kept
+        from them), for the dashboard's trace page; None when there is no such trace."""
+        found = await self.tracker.trace(trace_id)
+        if found is None:
+            return None
+        loop = self.loop
+        found["handoffs"] = [asdict(h) for h in await loop.handoffs.for_traces([str(found["id"])])]
+        curated = await loop.curated.find(include_expired=True, for_trace=str(found["id"]))
+        found["curated_answers"] = [c.as_json() for c in curated]
+        return found
 
     async def knowledge_base(self, name: str, *, create: bool = False) -> KnowledgeBase | None:
         cap = self.settings.max_authority if create else None

@@ -15,6 +15,11 @@ REASON_WORDS: dict[str, str] = {
 """Why a person was asked, as the triage post says it (raw text: escape afterwards)."""
 
 
+def trace_url(public_url: str | None, trace_id: str) -> str | None:
+    """The dashboard's page of a trace, when the server's public address is known (CANDOR_PUBLIC_URL)."""
+    return f"{public_url.rstrip('/')}/dashboard/traces/{trace_id}" if public_url else None
+
+
 def handoff_reason(answer: Answer) -> HandoffReason | None:
     """Why a person may be wanted: the answer refused, is low-confidence, or left a part unanswered."""
     if answer.route in ("abstained", "low_confidence"):

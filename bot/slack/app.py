@@ -75,6 +75,8 @@ class SlackConfig:
     ask_human: str | None = None
     triage_channel: str | None = None
     """Where "Ask a person" hands questions to the team (`bot.slack.handoff`); None: no hand-offs."""
+    public_url: str | None = None
+    """CANDOR_PUBLIC_URL: triage posts link to the trace's dashboard page there."""
     concurrency: int | None = None
     """Answers made at once (None: the CPU count)."""
     answers_here: bool = True
@@ -98,6 +100,7 @@ def slack_config(settings: Settings, *, answers_here: bool | None = None) -> Sla
         api_url=settings.slack_api_url,
         ask_human=settings.slack_ask_human,
         triage_channel=settings.slack_triage_channel,
+        public_url=settings.public_url,
         concurrency=settings.answer_concurrency,
         answers_here=not settings.slack_answer_process if answers_here is None else answers_here,
     )
@@ -127,7 +130,11 @@ class SlackAdapter:
         self.responder = Responder(
             core, ledger, self.client, ask_human=config.ask_human, handoff=config.triage_channel is not None
         )
-        self.handoffs = SlackHandoffs(core, self.client, config.triage_channel) if config.triage_channel else None
+        self.handoffs = (
+            SlackHandoffs(core, self.client, config.triage_channel, public_url=config.public_url)
+            if config.triage_channel
+            else None
+        )
         poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
         self.worker = Worker(self.responder, ledger, PLATFORM, poll_seconds=poll)
         if config.concurrency is not None:

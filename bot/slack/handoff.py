@@ -21,6 +21,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.render.handoff import trace_url
 from bot.server import ChatCore
 from bot.slack.handoff_blocks import (
     HANDOFF,
@@ -48,10 +49,14 @@ FAILED = "Sorry, your question could not be passed on right now. The error is lo
 
 
 class SlackHandoffs:
-    def __init__(self, core: ChatCore, client: AsyncWebClient, triage_channel: str) -> None:
+    def __init__(
+        self, core: ChatCore, client: AsyncWebClient, triage_channel: str, *, public_url: str | None = None
+    ) -> None:
         self.core = core
         self.client = client
         self.triage_channel = triage_channel
+        self.public_url = public_url
+        """Where the dashboard is reached (CANDOR_PUBLIC_URL): the triage post links to the trace there."""
 
     def listen(self, bolt: AsyncApp) -> None:
         bolt.action(HANDOFF)(self._on_ask)
@@ -90,7 +95,7 @@ class SlackHandoffs:
 
     async def _post_triage(self, handoff: Handoff, channel: str) -> bool:
         where = "a direct message" if channel.startswith("D") else f"<#{channel}>"
-        text, blocks = triage_message(handoff, where=where)
+        text, blocks = triage_message(handoff, where=where, trace_url=trace_url(self.public_url, handoff.trace_id))
         try:
             sent = await self.client.chat_postMessage(
                 channel=self.triage_channel, text=text, blocks=blocks, unfurl_links=False, unfurl_media=False
@@ -186,7 +191,8 @@ class SlackHandoffs:
         triage = handoff.triage or {}
         if not triage.get("ts"):
             return
-        _, blocks = triage_message(handoff, where=str(triage.get("where") or "Slack"))
+        where, url = str(triage.get("where") or "Slack"), trace_url(self.public_url, handoff.trace_id)
+        _, blocks = triage_message(handoff, where=where, trace_url=url)
         try:
             await self.client.chat_update(
                 channel=str(triage["channel"]),

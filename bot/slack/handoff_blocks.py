@@ -63,7 +63,7 @@ def readable(question: str) -> str:
     return _MENTION.sub("", question).strip() or question
 
 
-def triage_message(handoff: Handoff, *, where: str) -> tuple[str, list[Block]]:
+def triage_message(handoff: Handoff, *, where: str, trace_url: str | None = None) -> tuple[str, list[Block]]:
     """The post in the triage channel: (fallback text, blocks). `where` is mrkdwn naming the
     conversation ("<#C123>", "a direct message")."""
     question = shorten(readable(handoff.question), 2800)
@@ -80,7 +80,8 @@ def triage_message(handoff: Handoff, *, where: str) -> tuple[str, list[Block]]:
         cited = [f"[{source.n}] {link(source.url, title) or escape(title)}" for source, title in titles]
         if cited:
             blocks.extend(sections(["*Sources*", *cited], "\n"))
-    blocks.extend(context([f"trace {escape(handoff.trace_id)} · hand-off {escape(handoff.id)}"]))
+    trace = link(trace_url, f"trace {handoff.trace_id}") if trace_url else None
+    blocks.extend(context([f"{trace or 'trace ' + escape(handoff.trace_id)} · hand-off {escape(handoff.id)}"]))
     reply = button("Reply to asker", HANDOFF_REPLY, handoff.id, style="primary")
     blocks.append({"type": "actions", "elements": [reply]})
     return f"A question for a person: {escape(shorten(question, 200))}", blocks

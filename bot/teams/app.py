@@ -74,6 +74,8 @@ class TeamsConfig:
     """The tenants whose messages are answered; None: any (the emulator, or an explicit `*`)."""
     ask_human: str | None = None
     triage_channel: str | None = None
+    public_url: str | None = None
+    """CANDOR_PUBLIC_URL: triage cards link to the trace's dashboard page there."""
     """Where "Ask a person" hands questions to the team (`bot.teams.handoff`); None: no hand-offs."""
     concurrency: int | None = None
     """Answers made at once (`CANDOR_ANSWER_CONCURRENCY`); None: the worker's default, the CPU count."""
@@ -100,6 +102,7 @@ def teams_config(settings: Settings) -> TeamsConfig:
         tenant_id=settings.microsoft_app_tenant_id,
         ask_human=settings.teams_ask_human,
         triage_channel=settings.teams_triage_channel,
+        public_url=settings.public_url,
         concurrency=settings.answer_concurrency,
     )
 
@@ -136,7 +139,11 @@ class TeamsAdapter:
         self.cloud.on_turn_error = self._on_turn_error
         self.bot = _CandorBot(self)
         self.delivery = Delivery(self.cloud, config.app_id, attempts=send_attempts, backoff_seconds=backoff_seconds)
-        self.handoffs = TeamsHandoffs(core, self.delivery, config.triage_channel) if config.triage_channel else None
+        self.handoffs = (
+            TeamsHandoffs(core, self.delivery, config.triage_channel, public_url=config.public_url)
+            if config.triage_channel
+            else None
+        )
         poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
         self.worker = Worker(self, ledger, PLATFORM, poll_seconds=poll)
         if config.concurrency is not None:

@@ -24,6 +24,7 @@ from typing import Any
 from botbuilder.core import InvokeResponse, TurnContext
 from botbuilder.schema import Activity, ConversationReference
 
+from bot.render.handoff import trace_url
 from bot.server import ChatCore
 from bot.teams.delivery import Delivery
 from bot.teams.handoff_cards import (
@@ -58,10 +59,17 @@ NOT_HERE = "Replies to hand-offs are taken from the triage channel only."
 
 
 class TeamsHandoffs:
-    def __init__(self, core: ChatCore, delivery: Delivery, triage_channel: str) -> None:
+    def __init__(
+        self, core: ChatCore, delivery: Delivery, triage_channel: str, *, public_url: str | None = None
+    ) -> None:
         self.core = core
         self.delivery = delivery
         self.triage_channel = triage_channel
+        self.public_url = public_url
+        """Where the dashboard is reached (CANDOR_PUBLIC_URL): the triage card links to the trace there."""
+
+    def _trace(self, handoff: Handoff) -> str | None:
+        return trace_url(self.public_url, handoff.trace_id)
 
     async def on_action(self, context: TurnContext) -> InvokeResponse:
         """An ``adaptiveCard/action`` invoke: its answer, shown to whoever clicked."""
@@ -114,7 +122,10 @@ class TeamsHandoffs:
         tenant = channel_data(activity, "tenant") or None
         try:
             conversation, post = await self.delivery.to_channel(
-                activity.service_url, self.triage_channel, tenant, triage_activity(handoff)
+                activity.service_url,
+                self.triage_channel,
+                tenant,
+                triage_activity(handoff, trace_url=self._trace(handoff)),
             )
         except DeliveryError as exc:
             log.error(
@@ -151,7 +162,7 @@ class TeamsHandoffs:
             return invoke_message(f"That hand-off cannot be opened: {exc}")
         problem = form.problem()
         if problem is not None:
-            return invoke_card(triage_card(handoff, form=form, problem=problem))
+            return invoke_card(triage_card(handoff, form=form, problem=problem, trace_url=self._trace(handoff)))
         expert = activity.from_property
         by, name = _user_id(activity), (expert.name if expert and expert.name else _user_id(activity))
         try:
@@ -159,16 +170,16 @@ class TeamsHandoffs:
         except (CandorError, ValueError) as exc:
             log.error("could not store a reply to a hand-off: %s", exc, extra={"handoff": handoff.id})
             problem = f"Your reply could not be stored, so it was not sent: {exc}"
-            return invoke_card(triage_card(handoff, form=form, problem=problem))
+            return invoke_card(triage_card(handoff, form=form, problem=problem, trace_url=self._trace(handoff)))
         refused = await self._deliver(handoff, name)
         if refused is not None:
             problem = (
                 f"Your reply is stored with the question, but Teams did not deliver it ({refused}). Send it again."
             )
-            return invoke_card(triage_card(handoff, form=form, problem=problem))
+            return invoke_card(triage_card(handoff, form=form, problem=problem, trace_url=self._trace(handoff)))
         notes: list[str] = []
         curated = await self._curate(handoff, form, by, name, notes) if form.curate else None
-        done = triage_done_card(handoff, expert=name, curated=curated, notes=notes)
+        done = triage_done_card(handoff, expert=name, curated=curated, notes=notes, trace_url=self._trace(handoff))
         await self._mark_done(context, handoff, done)
         return invoke_card(done)
 

@@ -133,16 +133,19 @@ def read_reply_form(data: Mapping[str, Any]) -> ReplyForm:
     )
 
 
-def triage_activity(handoff: Handoff) -> dict[str, Any]:
+def triage_activity(handoff: Handoff, *, trace_url: str | None = None) -> dict[str, Any]:
     """The post in the triage channel: the triage card, with a summary for notifications."""
     summary = f"A question for a person: {shorten(handoff.question, 200)}"
-    return {"type": "message", "summary": summary, "attachments": [attachment(triage_card(handoff))]}
+    card = triage_card(handoff, trace_url=trace_url)
+    return {"type": "message", "summary": summary, "attachments": [attachment(card)]}
 
 
-def triage_card(handoff: Handoff, *, form: ReplyForm | None = None, problem: str | None = None) -> dict[str, Any]:
+def triage_card(
+    handoff: Handoff, *, form: ReplyForm | None = None, problem: str | None = None, trace_url: str | None = None
+) -> dict[str, Any]:
     """The triage card with the "Reply to asker" form: empty and prefilled with the question, or
     (`form`, `problem`) as it was sent, with what is wrong above it."""
-    body = [*_triage_body(handoff), _text("Reply to asker", weight="Bolder", separator=True)]
+    body = [*_triage_body(handoff, trace_url), _text("Reply to asker", weight="Bolder", separator=True)]
     if problem:
         body.append(_text(f"⚠️ {problem}", color="Attention"))
     question = (
@@ -189,14 +192,19 @@ def triage_card(handoff: Handoff, *, form: ReplyForm | None = None, problem: str
 
 
 def triage_done_card(
-    handoff: Handoff, *, expert: str, curated: CuratedAnswer | None, notes: Iterable[str] = ()
+    handoff: Handoff,
+    *,
+    expert: str,
+    curated: CuratedAnswer | None,
+    notes: Iterable[str] = (),
+    trace_url: str | None = None,
 ) -> dict[str, Any]:
     """The triage card once replied: no form; who replied, what was kept, and what went wrong."""
     done = f"✅ {expert} replied to the asker."
     if curated is not None:
         done += f" Saved as curated answer #{curated.id}: the next person who asks gets it, cited."
     body = [
-        *_triage_body(handoff),
+        *_triage_body(handoff, trace_url),
         _runs([done], separator=True),
         _runs([f"Reply: {shorten(handoff.reply_text or '', 500)}"], subtle=True),
         *(_runs([f"⚠️ {note}"], color="Attention") for note in notes),
@@ -264,7 +272,7 @@ def attachment(card: Mapping[str, Any]) -> dict[str, Any]:
 # --- parts ---------------------------------------------------------------------------------------
 
 
-def _triage_body(handoff: Handoff) -> list[dict[str, Any]]:
+def _triage_body(handoff: Handoff, trace_url: str | None = None) -> list[dict[str, Any]]:
     asker = asker_account(handoff)["name"] or "Someone"
     body: list[dict[str, Any]] = [
         _text("🙋 A question for a person", size="Medium", weight="Bolder"),
@@ -291,6 +299,13 @@ def _triage_body(handoff: Handoff) -> list[dict[str, Any]]:
             "facts": [{"title": "Trace", "value": handoff.trace_id}, {"title": "Hand-off", "value": handoff.id}],
         }
     )
+    if trace_url is not None and len(trace_url) <= LINK_CHARS and _LINKABLE_URL.fullmatch(trace_url):
+        opened = {
+            "type": "TextRun",
+            "text": "Open the trace",
+            "selectAction": {"type": "Action.OpenUrl", "url": trace_url},
+        }
+        body.append({"type": "RichTextBlock", "inlines": [opened]})
     return body
 
 

@@ -28,9 +28,10 @@ inline CSS and data: images.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -38,9 +39,13 @@ from aiohttp import web
 from bot.render.report_html import CSP, render_html
 from bot.web.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
 from bot.web.identity import Network, client_of
+from bot.web.pages import add_page_routes
 from bot.web.review import add_review_routes
 from rag import AuditRequest, Window, report_window
 from rag.errors import CandorError
+
+if TYPE_CHECKING:
+    from bot.server import LoopService
 
 log = logging.getLogger("candor.dashboard")
 
@@ -51,8 +56,14 @@ DEFAULT_SINCE = "30d"
 BY = ("day", "week")
 WINDOW_KEYS = ("since", "until", "by", "kb", "next")
 REVIEW = "/dashboard/review"
-NEXT_PAGES = {PATH: PATH, REVIEW: REVIEW}
-"""Where a login may return to: these paths only."""
+_NEXT = re.compile(r"^/dashboard(?:/review|/answers|/traces/[0-9a-fA-F-]{36})?$")
+"""Where a login may return to: the dashboard's own pages only."""
+
+
+def next_page(asked: str) -> str:
+    """`asked` when it is one of the dashboard's pages, else the report."""
+    return asked if _NEXT.match(asked) else PATH
+
 
 UNAUTHORISED = "Unauthorised: the bearer token is not CANDOR_ADMIN_TOKEN."
 WRONG_TOKEN = "That is not the admin token."
@@ -90,6 +101,13 @@ class ReportService(Protocol):
         """Store one label from the review queue; `AuditError` says what is wrong with it."""
         ...
 
+    async def trace(self, trace_id: str) -> dict[str, Any] | None:
+        """One trace with its hand-offs and curated answers (`Candor.trace`); None when unknown."""
+        ...
+
+    @property
+    def loop(self) -> LoopService: ...
+
 
 def add_routes(
     app: web.Application,
@@ -107,6 +125,7 @@ def add_routes(
     app.router.add_get(PATH, dashboard.page)
     app.router.add_post(LOGIN, dashboard.login)
     add_review_routes(app, service, dashboard.refusal)
+    add_page_routes(app, service, dashboard.refusal)
 
 
 class Dashboard:
@@ -120,7 +139,7 @@ class Dashboard:
         self._limiter = limiter
         self._trusted = trusted
 
-    def refusal(self, request: web.Request, *, back_to: str = PATH) -> web.Response | None:
+    def refusal(self, request: web.Request, *, back_to: str | None = PATH) -> web.Response | None:
         """None for the admin (a valid bearer token or login cookie); else the response that refuses:
         401 (or 429) for a bearer token, the login form (returning to `back_to`) for a browser."""
         scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
@@ -130,8 +149,8 @@ class Dashboard:
                 return _plain(refused[0], UNAUTHORISED if refused[0] == 401 else TOO_MANY, {**_BEARER, **refused[1]})
             return None
         if not self._check.is_cookie(request.cookies.get(COOKIE, "")):
-            kept = _kept(request.query)
-            return login_response(401, None, {**kept, "next": back_to} if back_to != PATH else kept)
+            kept = {key: value for key, value in _kept(request.query).items() if key != "next"}
+            return login_response(401, None, {**kept, "next": back_to} if back_to and back_to != PATH else kept)
         return None
 
     async def page(self, request: web.Request) -> web.StreamResponse:
@@ -168,7 +187,7 @@ class Dashboard:
         refused = self._attempt(request, token if isinstance(token, str) else "")
         if refused:
             return login_response(refused[0], WRONG_TOKEN if refused[0] == 401 else TOO_MANY, kept, refused[1])
-        back_to = NEXT_PAGES.get(str(form.get("next") or ""), PATH)  # a fixed path: never another site
+        back_to = next_page(str(form.get("next") or ""))  # one of our paths: never another site
         window = {key: value for key, value in kept.items() if key != "next"}
         location = back_to + ("?" + urlencode(window) if window else "")
         response = web.Response(status=303, headers={**_ALWAYS, "Location": location})

@@ -5,6 +5,7 @@ also chooses the knowledge base a curated answer goes to."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from rag.errors import ConfigError
@@ -42,9 +43,11 @@ class Loop:
         the first base the question was searched in (so the next asker there finds it); else the
         default one."""
         name = kb
-        if name is None and draft.handoff_id is not None:
-            searched = (await self.handoffs.get(draft.handoff_id)).knowledge_bases
-            name = searched[0] if searched else None
+        if draft.handoff_id is not None:
+            handoff = await self.handoffs.get(draft.handoff_id)
+            draft = replace(draft, trace_id=draft.trace_id or handoff.trace_id)
+            if name is None and handoff.knowledge_bases:
+                name = handoff.knowledge_bases[0]
         name = name or self.default_kb
         base = await self._knowledge_base(name)
         if base is None:
