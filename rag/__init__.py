@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         report_window,
     )
     from rag.model.answers import Answer, Question
-    from rag.pipeline.understand import reads_as_question
+    from rag.pipeline.understand import MAX_HISTORY_TURNS, MAX_QUESTION_CHARS, reads_as_question
     from rag.runtime import Candor, EvalRun, open_candor, prepare_embedder
     from rag.tracking.events import Claim, Completion, ThreadTurn
     from rag.tracking.retention import Purged
@@ -56,6 +56,8 @@ _EXPORTS = {
     "parse_moment": "rag.insights.report.build",
     "relaxed_false_alarms": "rag.insights.report.build",
     "report_window": "rag.insights.report.build",
+    "MAX_HISTORY_TURNS": "rag.pipeline.understand",
+    "MAX_QUESTION_CHARS": "rag.pipeline.understand",
     "reads_as_question": "rag.pipeline.understand",
     "Claim": "rag.tracking.events",
     "Completion": "rag.tracking.events",
@@ -109,6 +111,8 @@ async def close() -> None:
 
 __all__ = [
     "DEFAULT_SAMPLE",
+    "MAX_HISTORY_TURNS",
+    "MAX_QUESTION_CHARS",
     "AuditRequest",
     "AuditResult",
     "AuditedDocument",

@@ -137,3 +137,24 @@ class Held:
 
     async def forget(self, trace_id: str) -> bool:
         return await self.core.forget(trace_id)
+
+
+class Recording:
+    """The real core, keeping every question the adapter asked (with its history) in `questions`."""
+
+    def __init__(self, core: Candor) -> None:
+        self.core = core
+        self.questions: list[Question] = []
+
+    async def answer(self, question: Question) -> Answer:
+        self.questions.append(question)
+        return await self.core.answer(question)
+
+    async def record_feedback(self, feedback: Any) -> None:
+        await self.core.record_feedback(feedback)
+
+    async def knowledge_base_summary(self) -> list[tuple[str, int]]:
+        return await self.core.knowledge_base_summary()
+
+    async def forget(self, trace_id: str) -> bool:
+        return await self.core.forget(trace_id)

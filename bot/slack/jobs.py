@@ -29,7 +29,9 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.server import ChatCore
 from bot.slack.blocks import SlackMessage, answer_messages, escape, failure_message, response_url_body
+from bot.slack.history import thread_history
 from bot.slack.progress import NoProgress, Progress, Reaction, ThreadStatus, quietly
+from bot.slack.thread import ThreadReader
 from bot.worker import EventClaims
 from rag import Claim, Completion
 from rag.errors import CandorError, QuestionError
@@ -110,6 +112,8 @@ class Responder:
         """Answers that may want a person carry an "Ask a person" button (a triage channel is set)."""
         self.clock = clock
         self._audiences: dict[str, tuple[float, Audience]] = {}
+        self.thread = ThreadReader(client)
+        """Reads the thread of a follow-up (`conversations.replies`), never waiting out a rate limit."""
 
     async def run(self, claim: Claim) -> None:
         """Answer the claim, then each edit of the question that arrived meanwhile (the newest text
@@ -212,17 +216,14 @@ class Responder:
         return audience
 
     async def _history(self, job: Job) -> tuple[Turn, ...]:
+        """The thread before the question: the ledger's questions and answers, merged with what
+        people said around them as Slack has it (`bot.slack.history`); the ledger's alone when
+        Slack cannot say."""
         if job.thread_ts is None:
             return ()
         turns = await self.ledger.thread_turns(PLATFORM, job.team, job.channel, job.thread_ts)
-        history: list[Turn] = []
-        for turn in turns:
-            if turn.key == job.key or turn.key == job.original_key or not turn.question:
-                continue
-            history.append(Turn(turn.question, author=turn.asker))
-            if turn.answer:
-                history.append(Turn(turn.answer, from_bot=True))
-        return tuple(history)
+        messages = await self.thread.read(job.channel, job.thread_ts, before=job.ts, key=job.key)
+        return thread_history(turns, messages, before=job.ts, skip=(job.key, job.original_key))
 
     async def _deliver(self, job: Job, messages: Sequence[SlackMessage], trace_id: str | None = None) -> list[str]:
         """Post (or replace, or whisper) the messages; the ts of what now shows the answer (none for

@@ -110,12 +110,17 @@ def is_follow_up(text: str) -> bool:
 
 
 def _previous_question(history: tuple[Turn, ...]) -> str | None:
-    for turn in reversed(history):
-        if not turn.from_bot:
-            cleaned = strip_markup(turn.text)
-            if cleaned:
-                return cleaned
-    return None
+    """The question a follow-up continues: the latest person's turn that asks (it reads as a
+    question, or the bot answered it), made standalone first when it was a follow-up itself. A
+    thread also holds what people said to each other ("thanks, that helps"): that is passed over.
+    When no turn asks, the latest thing a person said."""
+    said = [(i, strip_markup(turn.text)) for i, turn in enumerate(history) if not turn.from_bot]
+    said = [(i, text) for i, text in said if text]
+    for i, text in reversed(said):
+        answered = i + 1 < len(history) and history[i + 1].from_bot
+        if answered or reads_as_question(text):
+            return rewrite_follow_up(text, history[:i])
+    return said[-1][1] if said else None
 
 
 def _replace_same_head(previous: str, fragment: str) -> str | None:

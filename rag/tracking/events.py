@@ -165,7 +165,7 @@ MARK_DELETED = text(
 )
 
 _TURNS = (
-    "SELECT key, asker, question, reply ->> 'answer_text' AS answer, status, created_at FROM platform_events "
+    "SELECT key, asker, question, reply ->> 'answer_text' AS answer, reply, status, created_at FROM platform_events "
     "WHERE platform = :platform AND {team} AND conversation = :conversation AND thread = :thread "
     "AND status IN ('claimed', 'answered', 'failed') ORDER BY created_at DESC, id DESC LIMIT :limit"
 )
@@ -220,6 +220,8 @@ class ThreadTurn:
     answer: str | None
     status: str
     created_at: datetime
+    reply: Mapping[str, Any] = field(default_factory=dict)
+    """Where the answer went, as `complete` recorded it (Slack: {"ts": [...]}, the answer's messages)."""
 
 
 class EventLedger:
@@ -485,6 +487,7 @@ class EventLedger:
                 answer=row["answer"],
                 status=row["status"],
                 created_at=row["created_at"],
+                reply=row["reply"] or {},
             )
             for row in reversed(rows)
         ]

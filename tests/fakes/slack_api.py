@@ -25,6 +25,14 @@ the limits are documented, the exact reply less so, and the app reads only the s
 without text or blocks is 400 `no_text`. Posts are recorded as method "response_url" with the URL in
 `Call.url`; `fake.response_url(age=...)` issues one that is already that old.
 
+Threads: `conversations.replies` serves the messages the fake has seen in a thread (what the bot
+posted there, as updated or deleted since) and those a test adds as people's (`fake.said(event)` files
+a message event under its thread; `fake.thread_messages[(channel, thread_ts)]` holds them), oldest
+first, in Slack's shape: `messages`, `has_more`, `response_metadata.next_cursor`, with `limit`
+(default and maximum 1,000), `cursor`, `latest`, `oldest` and `inclusive`. As on Slack, it needs the
+history scope of the conversation (`missing_scope` otherwise), the bot's membership (the rules
+above), and a thread it knows (`thread_not_found`).
+
 Failures are scripted per method and consumed in order, one per call:
 
     fake.rate_limit("chat.postMessage", retry_after=1)   # 429, Retry-After: 1, error "ratelimited"
@@ -43,6 +51,8 @@ thread, for tests whose client is another process (`candor serve`). Both record 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import itertools
 import json
@@ -53,6 +63,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -68,7 +79,9 @@ _JSON_FIELDS = frozenset(
     {"blocks", "attachments", "view", "prompts", "metadata", "user_auth_blocks", "unfurls", "loading_messages"}
 )
 """Parameters that may arrive as a JSON string inside a form field; recorded decoded."""
-_SCOPES = "app_mentions:read,channels:history,chat:write,commands,groups:history,im:history,reactions:write"
+_SCOPES = (
+    "app_mentions:read,channels:history,chat:write,commands,groups:history,im:history,mpim:history,reactions:write"
+)
 
 
 TRIGGER_SECONDS = 3.0
@@ -78,11 +91,23 @@ RESPONSE_URL_USES = 5
 RESPONSE_URL_SECONDS = 30 * 60.0
 """How long after it was issued Slack takes posts at a `response_url`."""
 _MEMBERS_ONLY = frozenset(
-    {"chat.postMessage", "chat.postEphemeral", "chat.update", "chat.delete", "reactions.add", "reactions.remove"}
+    {
+        "chat.postMessage",
+        "chat.postEphemeral",
+        "chat.update",
+        "chat.delete",
+        "reactions.add",
+        "reactions.remove",
+        "conversations.replies",
+    }
 )
 """Methods Slack refuses in a conversation the bot is not a member of."""
 _HIDDEN = ("is_private", "is_im", "is_mpim", "is_group")
 """What makes a conversation invisible to a bot that is not in it."""
+REPLIES_LIMIT = 1000
+"""`conversations.replies`' default and largest `limit`."""
+_EVENT_ONLY = ("channel", "event_ts", "channel_type")
+"""Keys of a message event that a message read back from the Web API does not have."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +159,11 @@ class _FakeSlackCore:
         """users.info per user id, e.g. {"real_name": "Ana Diaz"}; others are a user with no real name."""
         self.scopes = _SCOPES
         """Sent as `x-oauth-scopes` (bolt reads the bot's scopes from auth.test's header)."""
+        self.thread_messages: dict[tuple[str, str], list[Params]] = {}
+        """People's messages by (channel, thread ts), the thread's first message among them when a
+        person wrote it: what `conversations.replies` serves besides the bot's own posts."""
+        self._posts: dict[str, dict[str, Params]] = {}
+        """The bot's messages by channel and ts, as posted, updated and deleted through the fake."""
         self._lock = threading.Lock()
         self._calls: list[Call] = []
         self._acks: dict[str, Params] = {}
@@ -157,6 +187,7 @@ class _FakeSlackCore:
             "views.publish": self._view,
             "views.update": self._view,
             "conversations.info": self._conversation,
+            "conversations.replies": self._replies,
             "users.info": self._user_info,
             "assistant.threads.setStatus": _ok,
             "assistant.threads.setSuggestedPrompts": _ok,
@@ -196,6 +227,14 @@ class _FakeSlackCore:
             fake.channel("G0GROUP", member=False, is_mpim=True, is_private=True)
         """
         self.channels[channel] = {**info, "is_member": member}
+
+    def said(self, event: Params) -> Params:
+        """File a person's message event (`tests/fakes/slack_events.py`: `message`, `app_mention`) under
+        its thread, for `conversations.replies` to serve; the event, for sending on."""
+        thread = str(event.get("thread_ts") or event["ts"])
+        with self._lock:
+            self.thread_messages.setdefault((str(event["channel"]), thread), []).append(event)
+        return event
 
     # --- recording -----------------------------------------------------------------------
 
@@ -310,6 +349,7 @@ class _FakeSlackCore:
             body = self._methods[method](params)
         else:
             body = {"ok": False, "error": "unknown_method"}
+        self._remember(method, body)
         error = None if body.get("ok") else str(body.get("error"))
         with self._lock:
             self._calls.append(Call(method, params, token, fault.status, arrived, error))
@@ -407,6 +447,71 @@ class _FakeSlackCore:
         if info.get("is_member", True):
             return None
         return "channel_not_found" if any(info.get(key) for key in _HIDDEN) else "not_in_channel"
+
+    def _remember(self, method: str, body: Params) -> None:
+        """Keep the bot's messages as Slack would show them in `conversations.replies`."""
+        if not body.get("ok") or method not in ("chat.postMessage", "chat.update", "chat.delete"):
+            return
+        channel, ts = str(body["channel"]), str(body["ts"])
+        with self._lock:
+            posts = self._posts.setdefault(channel, {})
+            if method == "chat.postMessage":
+                posts[ts] = dict(body["message"])
+            elif method == "chat.update" and ts in posts:
+                posts[ts] = {**posts[ts], **body["message"], "thread_ts": posts[ts].get("thread_ts")}
+            elif method == "chat.delete":
+                posts.pop(ts, None)
+
+    def _replies(self, params: Params) -> Params:
+        """`conversations.replies`: a thread's messages, oldest first, a page at a time."""
+        channel, thread = str(params.get("channel") or ""), str(params.get("ts") or "")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        needed = _history_scope(self._info(channel))
+        if needed not in self.scopes.split(","):
+            return {"ok": False, "error": "missing_scope", "needed": needed, "provided": self.scopes}
+        try:
+            limit = min(max(int(params.get("limit") or REPLIES_LIMIT), 1), REPLIES_LIMIT)
+            latest, oldest = _ts_or_none(params.get("latest")), _ts_or_none(params.get("oldest"))
+        except (ValueError, InvalidOperation):
+            return {"ok": False, "error": "invalid_arguments"}
+        messages = self._thread(channel, thread)
+        if not messages:
+            return {"ok": False, "error": "thread_not_found"}
+        inclusive = str(params.get("inclusive", "")).lower() in ("1", "true")
+        window = [m for m in messages if _within(Decimal(m["ts"]), latest, oldest, inclusive)]
+        start = 0
+        if params.get("cursor"):
+            after = _cursor_ts(str(params["cursor"]))
+            if after is None:
+                return {"ok": False, "error": "invalid_cursor"}
+            start = next((i for i, m in enumerate(window) if Decimal(m["ts"]) >= after), len(window))
+        page, rest = window[start : start + limit], window[start + limit :]
+        body: Params = {"ok": True, "messages": page, "has_more": bool(rest)}
+        if rest:
+            body["response_metadata"] = {"next_cursor": _cursor(rest[0]["ts"])}
+        return body
+
+    def _thread(self, channel: str, thread: str) -> list[Params]:
+        """Every message of a thread the fake knows, oldest first, shaped as the Web API returns them."""
+        with self._lock:
+            people = [dict(m) for m in self.thread_messages.get((channel, thread), [])]
+            bots = [
+                dict(m)
+                for ts, m in self._posts.get(channel, {}).items()
+                if ts == thread or m.get("thread_ts") == thread
+            ]
+        by_ts = {str(m["ts"]): {k: v for k, v in m.items() if k not in _EVENT_ONLY} for m in people + bots}
+        messages = sorted(by_ts.values(), key=lambda m: Decimal(m["ts"]))
+        parent = by_ts.get(thread)
+        replies = [m for m in messages if m["ts"] != thread]
+        for m in replies:
+            m["thread_ts"] = thread
+            if parent is not None and parent.get("user"):
+                m["parent_user_id"] = parent["user"]
+        if parent is not None and replies:
+            parent.update(thread_ts=thread, reply_count=len(replies), latest_reply=replies[-1]["ts"])
+        return messages
 
     def _user_info(self, params: Params) -> Params:
         user = str(params.get("user") or "")
@@ -680,3 +785,37 @@ def _bot_message(params: Params, ts: str) -> Params:
 
 def _ok(params: Params) -> Params:
     return {"ok": True}
+
+
+def _history_scope(info: Params) -> str:
+    """The scope reading a conversation's messages takes."""
+    if info.get("is_im"):
+        return "im:history"
+    if info.get("is_mpim"):
+        return "mpim:history"
+    if info.get("is_private") or info.get("is_group"):
+        return "groups:history"
+    return "channels:history"
+
+
+def _ts_or_none(value: Any) -> Decimal | None:
+    return Decimal(str(value)) if value not in (None, "") else None
+
+
+def _within(ts: Decimal, latest: Decimal | None, oldest: Decimal | None, inclusive: bool) -> bool:
+    if latest is not None and (ts > latest or (ts == latest and not inclusive)):
+        return False
+    return oldest is None or ts > oldest or (ts == oldest and inclusive)
+
+
+def _cursor(ts: str) -> str:
+    """A `next_cursor` the way Slack's look: base64 of "next_ts:<ts>"."""
+    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
+
+
+def _cursor_ts(cursor: str) -> Decimal | None:
+    try:
+        kind, _, ts = base64.b64decode(cursor, validate=True).decode().partition(":")
+        return Decimal(ts) if kind == "next_ts" else None
+    except (binascii.Error, UnicodeDecodeError, InvalidOperation):
+        return None

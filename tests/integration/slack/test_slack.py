@@ -27,13 +27,15 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from bot.server import ChatCore
 from bot.slack.app import SlackAdapter, SlackConfig
 from bot.slack.blocks import FEEDBACK_DOWN, FEEDBACK_REASON_CALLBACK, FEEDBACK_UP, REASON_ACTION, REASON_BLOCK
+from bot.slack.history import MAX_HISTORY_CHARS, MAX_TURN_CHARS, MAX_TURNS
 from bot.slack.jobs import PLATFORM, Job
+from bot.slack.thread import PAGE_SIZE, READ_SECONDS
 from rag.pipeline.critic import EvidenceVerifier
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.conftest import SAMPLE
-from tests.cores import Broken, Held, SlowRetriever, SlowVerifier, Verbose
+from tests.cores import Broken, Held, Recording, SlowRetriever, SlowVerifier, Verbose
 from tests.fakes.slack_api import RESPONSE_URL_SECONDS, RESPONSE_URL_USES, Call, FakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
@@ -263,6 +265,109 @@ async def test_follow_ups_in_a_thread_the_bot_answered_are_answered_with_history
     assert "14-day" in block_text(posts[2])
     await settle()
     assert len(served.fake.calls_to("chat.postMessage")) == 3
+
+
+# --- a thread's history: what people said there, read back from Slack -------------------------
+
+
+TEAM_MONTHLY = "How much does the Team plan cost per month on monthly billing?"
+
+
+async def rewritten(served: Served, post: Call) -> str | None:
+    trace = await served.core.tracker.trace(trace_id_of(post))
+    assert trace is not None
+    return trace["rewritten_question"]
+
+
+async def test_a_follow_up_is_read_with_the_question_people_asked_before_candor_was_mentioned(
+    served: Served,
+) -> None:
+    fake, channel = served.fake, "C20"
+    # people talk in a thread Candor was never part of: the ledger knows none of it
+    root = fake.said(message(TEAM_MONTHLY, user="U2", channel=channel))
+    aside = fake.said(message("no idea, ask Candor", user="U3", channel=channel, thread_ts=root["ts"]))
+    for said in (root, aside):
+        assert await served.event(said) == 200
+    assert await claims_in(served, channel) == 0
+    follow = fake.said(app_mention("and for the Business plan?", user="U1", channel=channel, thread_ts=root["ts"]))
+    await served.event(follow)
+
+    (post,) = await fake.wait_for("chat.postMessage")
+    assert post.params["thread_ts"] == root["ts"]
+    assert await rewritten(served, post) == "How much does the Business plan cost per month on monthly billing?"
+    assert "$29" in block_text(post)
+    (read,) = fake.calls_to("conversations.replies")
+    assert read.error is None
+    assert (read.params["channel"], read.params["ts"], read.params["latest"]) == (channel, root["ts"], follow["ts"])
+    assert int(read.params["limit"]) == PAGE_SIZE
+
+
+async def test_a_follow_up_passes_over_people_talking_between_the_answer_and_it(served: Served) -> None:
+    fake, channel = served.fake, "C21"
+    first = fake.said(app_mention(TEAM_MONTHLY, channel=channel))
+    await served.event(first)
+    await fake.wait_for("chat.postMessage")
+    chat = fake.said(message("thanks, that helps", user="U2", channel=channel, thread_ts=first["ts"]))
+    await served.event(chat)  # not a question: left alone, but it is in the thread
+    follow = fake.said(message("and the Business plan?", user="U1", channel=channel, thread_ts=first["ts"]))
+    await served.event(follow)
+    posts = await fake.wait_for("chat.postMessage", count=2)
+    assert await rewritten(served, posts[1]) == "How much does the Business plan cost per month on monthly billing?"
+    assert "$29" in block_text(posts[1])
+
+
+async def test_a_very_long_thread_gives_the_pipeline_bounded_history(core: Candor) -> None:
+    recording = Recording(core)
+    async with serving(core, EventLedger(core.store.engine, lease_seconds=2.0), answers=recording) as served:
+        fake, channel = served.fake, "C22"
+        root = fake.said(message("Where do we put questions about expenses?", user="U2", channel=channel))
+        for n in range(PAGE_SIZE + 50):  # more than one page, each message past a turn's length
+            chatter = f"message {n}: " + "lorem ipsum " * 500
+            fake.said(message(chatter, user=f"U{n % 5 + 2}", channel=channel, thread_ts=root["ts"]))
+        question = fake.said(
+            app_mention("How much is the home office stipend?", user="U1", channel=channel, thread_ts=root["ts"])
+        )
+        await served.event(question)
+        (post,) = await fake.wait_for("chat.postMessage")
+        assert "$500" in block_text(post)
+
+    reads = fake.calls_to("conversations.replies")
+    assert [r.error for r in reads] == [None, None] and "cursor" in reads[1].params  # both pages read
+    (asked,) = recording.questions
+    assert 0 < len(asked.history) <= MAX_TURNS
+    assert all(len(turn.text) <= MAX_TURN_CHARS for turn in asked.history)
+    assert sum(len(turn.text) for turn in asked.history) <= MAX_HISTORY_CHARS
+    assert asked.history[-1].text.startswith(f"message {PAGE_SIZE + 49}: ")  # the latest are kept
+    assert asked.history[-1].author == f"U{(PAGE_SIZE + 49) % 5 + 2}" and not asked.history[-1].from_bot
+
+
+@pytest.mark.parametrize("failure", ["rate limited", "missing scope", "server error", "too slow"])
+async def test_when_slack_will_not_give_the_thread_the_follow_up_is_read_with_the_ledger_s_turns(
+    served: Served, caplog: pytest.LogCaptureFixture, failure: str
+) -> None:
+    fake, channel = served.fake, f"C23{failure.replace(' ', '').upper()}"
+    first = fake.said(app_mention(TEAM_MONTHLY, channel=channel))
+    await served.event(first)
+    await fake.wait_for("chat.postMessage")
+    if failure == "rate limited":
+        fake.rate_limit("conversations.replies", retry_after=60)  # not waited out: the answer goes on
+    elif failure == "missing scope":
+        fake.scopes = ",".join(s for s in fake.scopes.split(",") if s != "channels:history")
+    elif failure == "server error":
+        fake.fail("conversations.replies", status=500)
+    else:
+        fake.delay("conversations.replies", READ_SECONDS + 3, times=1)  # given up after READ_SECONDS
+    follow = message("and the Business plan?", user="U1", channel=channel, thread_ts=first["ts"])
+    with caplog.at_level(logging.WARNING, logger="candor.slack"):
+        await served.event(follow)
+        posts = await fake.wait_for("chat.postMessage", count=2, timeout=15)
+    assert "$29" in block_text(posts[1])
+    assert await rewritten(served, posts[1]) == "How much does the Business plan cost per month on monthly billing?"
+    (read,) = fake.calls_to("conversations.replies")  # one try, no retry
+    expected = {"rate limited": "ratelimited", "missing scope": "missing_scope", "server error": "fatal_error"}
+    assert read.error == expected.get(failure)
+    warned = [r for r in caplog.records if r.name == "candor.slack" and "could not read Slack thread" in r.getMessage()]
+    assert len(warned) == 1 and getattr(warned[0], "key", None) == f"T0001/{channel}/{follow['ts']}"
 
 
 async def claims_in(served: Served, channel: str) -> int:

@@ -191,6 +191,7 @@ async def test_the_bot_is_refused_where_it_is_not_a_member(fake: FakeSlack) -> N
         "chat.postEphemeral": {"user": "U1", "text": "psst"},
         "chat.update": {"ts": "1.2", "text": "v2"},
         "reactions.add": {"timestamp": "1.2", "name": "eyes"},
+        "conversations.replies": {"ts": "1.2"},
     }
     for channel, error in refusals.items():
         for method, params in attempts.items():
@@ -208,6 +209,48 @@ async def test_the_bot_is_refused_where_it_is_not_a_member(fake: FakeSlack) -> N
     assert (await client.conversations_info(channel="C1"))["channel"]["is_member"] is True
     fake.channel("C0OUT")  # the bot was invited
     assert (await client.chat_postMessage(channel="C0OUT", text="hi"))["ok"] is True
+
+
+async def test_conversations_replies_serves_a_thread_page_by_page_as_slack_does(fake: FakeSlack) -> None:
+    client = web_client(fake)
+    root = fake.said(message("Does anyone know the parental leave for adoptive parents?", user="U2", channel="C5"))
+    chat = fake.said(message("no idea, ask Candor", user="U3", channel="C5", thread_ts=root["ts"]))
+    answer = await client.chat_postMessage(channel="C5", thread_ts=root["ts"], text="16 weeks [1]")
+    gone = await client.chat_postMessage(channel="C5", thread_ts=root["ts"], text="(continued)")
+    await client.chat_update(channel="C5", ts=answer["ts"], text="16 weeks, also for adoption [1]")
+    await client.chat_delete(channel="C5", ts=gone["ts"])
+    await client.chat_postMessage(channel="C5", text="elsewhere in the channel")
+
+    whole = await client.conversations_replies(channel="C5", ts=root["ts"])
+    assert [m["ts"] for m in whole["messages"]] == [root["ts"], chat["ts"], answer["ts"]]
+    assert whole["has_more"] is False
+    first, person, bot = whole["messages"]
+    assert first["reply_count"] == 2 and first["thread_ts"] == root["ts"] and "channel" not in first
+    assert person["user"] == "U3" and person["parent_user_id"] == "U2" and person["thread_ts"] == root["ts"]
+    assert bot["bot_id"] and bot["text"] == "16 weeks, also for adoption [1]" and "edited" in bot
+
+    page = await client.conversations_replies(channel="C5", ts=root["ts"], limit=2)
+    assert len(page["messages"]) == 2 and page["has_more"] is True
+    rest = await client.conversations_replies(
+        channel="C5", ts=root["ts"], limit=2, cursor=page["response_metadata"]["next_cursor"]
+    )
+    assert [m["ts"] for m in rest["messages"]] == [answer["ts"]] and rest["has_more"] is False
+    before = await client.conversations_replies(channel="C5", ts=root["ts"], latest=answer["ts"])
+    assert [m["ts"] for m in before["messages"]] == [root["ts"], chat["ts"]]  # latest is exclusive by default
+    inclusive = await client.conversations_replies(channel="C5", ts=root["ts"], latest=answer["ts"], inclusive=True)
+    assert len(inclusive["messages"]) == 3
+
+    for params, error in [
+        ({"channel": "C5", "ts": "1690000000.000001"}, "thread_not_found"),
+        ({"channel": "C5", "ts": root["ts"], "cursor": "not a cursor"}, "invalid_cursor"),
+    ]:
+        with pytest.raises(SlackApiError) as refused:
+            await client.conversations_replies(**params)
+        assert refused.value.response["error"] == error
+    fake.scopes = "app_mentions:read,chat:write"  # installed without the history scopes
+    with pytest.raises(SlackApiError) as refused:
+        await client.conversations_replies(channel="C5", ts=root["ts"])
+    assert refused.value.response["error"] == "missing_scope" and refused.value.response["needed"] == "channels:history"
 
 
 async def test_a_response_url_takes_five_posts_within_thirty_minutes(fake: FakeSlack) -> None:

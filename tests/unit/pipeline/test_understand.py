@@ -311,6 +311,36 @@ def test_rewrite_follow_up_uses_the_last_user_turn_and_skips_bot_turns() -> None
     assert rewritten == "How much does the Business plan cost per month?"
 
 
+def test_rewrite_follow_up_passes_over_what_people_said_to_each_other() -> None:
+    # a Slack thread carries people's messages too: small talk after the answer is not the question
+    answer = Turn("The Team plan costs $15 per user per month [1].", from_bot=True)
+    history = (Turn(TEAM_PRICE, author="U1"), answer, Turn("thanks, that helps", author="U2"))
+    assert rewrite_follow_up("and for the Business plan?", history) == "How much does the Business plan cost per month?"
+    # a person's question nobody put to the bot is one (the message that started the thread)
+    started = (
+        Turn("Do adoptive parents get paid parental leave here?", author="U2"),
+        Turn("I think so, no idea for how long though", author="U3"),
+    )
+    assert rewrite_follow_up("how many weeks is it?", started) == (
+        "Do adoptive parents get paid parental leave here: how many weeks is it?"
+    )
+    # nobody asked anything: the latest thing said is the context, as before
+    assert rewrite_follow_up("and for the Business plan?", (Turn("Team plan pricing", author="U1"),)) == (
+        "Team plan pricing: the Business plan?"
+    )
+
+
+def test_rewrite_follow_up_reads_a_follow_up_of_a_follow_up_from_the_question_they_continue() -> None:
+    monthly = "How much is the Team plan on monthly billing?"
+    history = (
+        Turn(monthly, author="U1"),
+        Turn("$15 per user per month [1].", from_bot=True),
+        Turn("and the Business plan?", author="U2"),  # answered as a follow-up of the first
+        Turn("$29 per user per month [1].", from_bot=True),
+    )
+    assert rewrite_follow_up("and on annual billing?", history) == "How much is the Business plan on annual billing?"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
