@@ -35,6 +35,7 @@ from bot.web.identity import ChatLogin, Network
 from bot.web.metrics import MetricsSource
 from bot.web.metrics import add_routes as add_metrics_routes
 from bot.web.routes import add_routes as add_web_routes
+from rag import AuditRequest
 from rag.errors import CandorError
 from rag.model.answers import Answer, Feedback, Question
 from rag.model.loop import CuratedAnswer, CuratedDraft, Handoff, HandoffReason
@@ -114,6 +115,14 @@ class ChatCore(Protocol):
 
     async def forget(self, trace_id: str) -> bool:
         """Remove a trace's question text and asker id (the question was deleted where it was asked)."""
+        ...
+
+    async def review_queue(self, request: AuditRequest) -> dict[str, Any]:
+        """The next sampled answers and abstentions to label (`rag.insights.audit.review`)."""
+        ...
+
+    async def store_review_label(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Store one label; `AuditError` says what is wrong with it."""
         ...
 
 

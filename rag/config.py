@@ -193,6 +193,15 @@ class Settings(BaseSettings):
     )
     """SLACK_TRIAGE_CHANNEL: the channel id where "Ask a person" posts a question for the team (the bot
     must be a member). Unset: no hand-off button; SLACK_ASK_HUMAN's line is all a refusal offers."""
+    slack_review_channel: str | None = Field(
+        None, pattern=r"^[CG][A-Z0-9]{6,}$", validation_alias=_env("SLACK_REVIEW_CHANNEL")
+    )
+    """SLACK_REVIEW_CHANNEL: a channel id where a weekly sample of answers is posted for people to label
+    with a click per sentence (the dashboard's review queue, in Slack). Unset: no post."""
+    review_sample: int = Field(10, ge=1, le=100, validation_alias=_env("CANDOR_REVIEW_SAMPLE"))
+    """CANDOR_REVIEW_SAMPLE: answers in each Slack review post (and their refusals)."""
+    review_every_days: int = Field(7, ge=1, le=90, validation_alias=_env("CANDOR_REVIEW_EVERY_DAYS"))
+    """CANDOR_REVIEW_EVERY_DAYS: how often the Slack review sample is posted, over the days since the last."""
     slack_answer_process: bool = Field(False, validation_alias=_env("CANDOR_SLACK_ANSWER_PROCESS"))
     """CANDOR_SLACK_ANSWER_PROCESS: `candor serve` answers Slack questions in a child process of its
     own instead of its event loop (on the 2-core test machine this did not lower acknowledgement

@@ -48,6 +48,7 @@ from bot.slack.blocks import (
 from bot.slack.handoff import SlackHandoffs
 from bot.slack.handoff_blocks import vote_note_blocks
 from bot.slack.jobs import PLATFORM, Job, Responder, post_to_response_url
+from bot.slack.review import SlackReview
 from bot.worker import EventClaims, Worker
 from rag import reads_as_question
 from rag.config import Settings
@@ -77,6 +78,10 @@ class SlackConfig:
     """Where "Ask a person" hands questions to the team (`bot.slack.handoff`); None: no hand-offs."""
     public_url: str | None = None
     """CANDOR_PUBLIC_URL: triage posts link to the trace's dashboard page there."""
+    review_channel: str | None = None
+    """Where the weekly review sample is posted (`bot.slack.review`); None: no post."""
+    review_sample: int = 10
+    review_every_days: int = 7
     concurrency: int | None = None
     """Answers made at once (None: the CPU count)."""
     answers_here: bool = True
@@ -101,6 +106,9 @@ def slack_config(settings: Settings, *, answers_here: bool | None = None) -> Sla
         ask_human=settings.slack_ask_human,
         triage_channel=settings.slack_triage_channel,
         public_url=settings.public_url,
+        review_channel=settings.slack_review_channel,
+        review_sample=settings.review_sample,
+        review_every_days=settings.review_every_days,
         concurrency=settings.answer_concurrency,
         answers_here=not settings.slack_answer_process if answers_here is None else answers_here,
     )
@@ -139,6 +147,19 @@ class SlackAdapter:
         self.worker = Worker(self.responder, ledger, PLATFORM, poll_seconds=poll)
         if config.concurrency is not None:
             self.worker.concurrency = config.concurrency
+        self.review = (
+            SlackReview(
+                core,
+                self.client,
+                ledger,
+                config.review_channel,
+                sample=config.review_sample,
+                every_days=config.review_every_days,
+                queue_url=f"{config.public_url.rstrip('/')}/dashboard/review" if config.public_url else None,
+            )
+            if config.review_channel
+            else None
+        )
         self.bolt = AsyncApp(
             client=self.client,
             signing_secret=config.signing_secret or "",
@@ -164,12 +185,16 @@ class SlackAdapter:
     async def _start(self, app: web.Application) -> None:
         if self.config.answers_here:
             self.worker.start()
+        if self.review is not None:
+            self.review.start()
         if self.config.app_token is not None:
             self._socket = AsyncSocketModeHandler(self.bolt, self.config.app_token, web_client=self.client)
             await self._socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("Slack Socket Mode connected")
 
     async def _stop(self, app: web.Application) -> None:
+        if self.review is not None:
+            await self.review.stop()
         if self._socket is not None:
             await self._socket.close_async()  # type: ignore[no-untyped-call]
         await self.worker.drain(self.drain_seconds)
@@ -194,6 +219,8 @@ class SlackAdapter:
         self.bolt.view(FEEDBACK_REASON_CALLBACK)(self._on_reason)
         if self.handoffs is not None:
             self.handoffs.listen(self.bolt)
+        if self.review is not None:
+            self.review.listen(self.bolt)
         self.bolt.error(self._on_error)
 
     async def _on_mention(self, event: dict[str, Any], body: dict[str, Any], request: AsyncBoltRequest) -> None:

@@ -21,7 +21,7 @@ from rag.tracking.records import dumps
 _DELIVERED = """
 SELECT t.id::text AS id, t.created_at, t.question, t.answer -> 'sentences' AS sentences,
        t.answer -> 'sources' AS sources, t.models ->> 'verifier' AS gate_verifier,
-       t.models ->> 'synthesizer' AS writer
+       t.models ->> 'synthesizer' AS writer, t.scope
 FROM scoped s JOIN traces t ON t.id = s.id
 WHERE s.route IN ('answered', 'low_confidence')
   AND jsonb_typeof(t.answer -> 'sentences') = 'array' AND jsonb_array_length(t.answer -> 'sentences') > 0

@@ -83,6 +83,7 @@ async def review_queue(engine: AsyncEngine, request: AuditRequest, rechecker: Re
                 "part": abstention.part,
                 "evidence": (found or {}).get("evidence") or [],
                 "recheck": None if found is None else {"label": found["label"], "score": found["score"]},
+                "restricted": bool(abstention.scope.groups),
             }
         )
     return {
@@ -125,7 +126,13 @@ def _answer(trace: Mapping[str, Any], labelled: Mapping[tuple[Any, Any, Any], st
         "question": str(trace["question"]),
         "sentences": sentences,
         "sources": sources,
+        "restricted": _restricted(trace.get("scope")),
     }
+
+
+def _restricted(scope: Any) -> bool:
+    """Answered with access groups: its passages may be restricted (not for a channel's readers)."""
+    return isinstance(scope, Mapping) and bool(scope.get("groups"))
 
 
 async def store_review_label(engine: AsyncEngine, label: ReviewLabel) -> dict[str, Any]:
