@@ -48,6 +48,7 @@ from bot.slack.blocks import (
 from bot.slack.handoff import SlackHandoffs
 from bot.slack.handoff_blocks import vote_note_blocks
 from bot.slack.jobs import PLATFORM, Job, Responder, post_to_response_url
+from bot.slack.people import whisper
 from bot.slack.review import SlackReview
 from bot.worker import EventClaims, Worker
 from rag import reads_as_question
@@ -403,7 +404,7 @@ class SlackAdapter:
                 return
             log.warning("the thank-you for a vote could not go to its response_url (%s)", refused)
         if channel:
-            await _whisper(self.client, channel, user, note, blocks)
+            await whisper(self.client, channel, user, note, blocks)
 
     async def _ask_reason(self, trigger_id: str, trace_id: str) -> None:
         """The optional reason form for a 👎; the vote counts without it, so a form that cannot open
@@ -447,12 +448,3 @@ def _retry_number(request: AsyncBoltRequest | None) -> int:
 
 def _team(body: dict[str, Any], event: dict[str, Any]) -> str:
     return str(body.get("team_id") or event.get("team") or "")
-
-
-async def _whisper(
-    client: AsyncWebClient, channel: str, user: str, text: str, blocks: list[dict[str, Any]] | None = None
-) -> None:
-    try:
-        await client.chat_postEphemeral(channel=channel, user=user, text=text, blocks=blocks)
-    except SlackApiError as exc:
-        log.warning("could not send an ephemeral note: %s", exc)

@@ -37,6 +37,7 @@ from bot.slack.handoff_blocks import (
     triage_done_blocks,
     triage_message,
 )
+from bot.slack.people import display_name, whisper
 from rag.errors import CandorError, ConfigError, UnknownTrace
 from rag.model.loop import HANDOFF_REASONS, CuratedAnswer, CuratedDraft, Handoff, HandoffReason
 
@@ -138,7 +139,7 @@ class SlackHandoffs:
             return
         await ack()
         expert = body["user"]["id"]
-        name = await self._name(expert, body["user"])
+        name = await display_name(self.client, expert, body["user"])
         try:
             handoff = await self.core.loop.reply_to_handoff(
                 str(view.get("private_metadata") or ""), form["reply"], by=expert, by_name=name
@@ -205,25 +206,8 @@ class SlackHandoffs:
 
     # --- plumbing ----------------------------------------------------------------------------------
 
-    async def _name(self, user: str, given: Mapping[str, Any]) -> str:
-        """The expert's display name for citations ("answered by …"): Slack's real name, else the
-        payload's name, else the id."""
-        try:
-            info = (await self.client.users_info(user=user)).get("user") or {}
-        except SlackApiError as exc:
-            log.warning("users.info failed for %s: %s", user, exc)
-            info = {}
-        profile = info.get("profile") or {}
-        for name in (profile.get("real_name"), info.get("real_name"), profile.get("display_name"), given.get("name")):
-            if isinstance(name, str) and name.strip():
-                return name.strip()
-        return user
-
     async def _whisper(self, channel: str, user: str, text: str) -> None:
-        try:
-            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
-        except SlackApiError as exc:
-            log.warning("could not send an ephemeral note: %s", exc)
+        await whisper(self.client, channel, user, text)
 
     async def _tell_expert(self, expert: str, text: str) -> None:
         await self._whisper(self.triage_channel, expert, text)

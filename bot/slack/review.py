@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,6 +26,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.server import ChatCore
+from bot.slack.people import display_name, whisper
 from bot.slack.review_blocks import (
     REVIEW_ACTION,
     abstention_message,
@@ -152,7 +153,7 @@ class SlackReview:
             "position": item.get("p"),
             "part": item.get("q"),
             "label": item["l"],
-            "labeller": await self._name(user, body["user"]),
+            "labeller": f"{await display_name(self.client, user, body['user'])} (Slack)",
         }
         try:
             await self.core.store_review_label(label)
@@ -174,19 +175,5 @@ class SlackReview:
         except (SlackApiError, KeyError) as exc:
             log.warning("the review message could not show its label: %s", exc)
 
-    async def _name(self, user: str, given: Mapping[str, Any]) -> str:
-        try:
-            info = (await self.client.users_info(user=user)).get("user") or {}
-        except SlackApiError:
-            info = {}
-        profile = info.get("profile") or {}
-        for name in (profile.get("real_name"), info.get("real_name"), given.get("name")):
-            if isinstance(name, str) and name.strip():
-                return f"{name.strip()} (Slack)"
-        return f"{user} (Slack)"
-
     async def _whisper(self, channel: str, user: str, text: str) -> None:
-        try:
-            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
-        except SlackApiError as exc:
-            log.warning("could not send an ephemeral note: %s", exc)
+        await whisper(self.client, channel, user, text)
