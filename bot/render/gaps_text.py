@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,7 +51,11 @@ def _cluster(cluster: Mapping[str, Any]) -> list[str]:
         when = example["created_at"][:10]
         lines.append(f"   - {_clip(example['text'])}{times}  ({when}, {route}{part}, trace {example['trace_id']})")
     lines += _evidence(cluster["evidence"], check["threshold"])
-    lines += _follow_up(cluster.get("follow_up") or {})
+    follow = cluster.get("follow_up") or {}
+    lines += _follow_up(follow)
+    if cluster["label"] == "true_gap" and not follow.get("curated_answers"):
+        asked = shlex.quote(" ".join(str(cluster["representative"]["text"]).split()))
+        lines.append(f"   fill it: candor answers add --question {asked} --answer '...'")
     return lines
 
 

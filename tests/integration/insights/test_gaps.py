@@ -173,6 +173,10 @@ async def test_clusters_are_pure_and_labelled(candor: Candor, seeded: Seeded) ->
         "texts_rechecked": 2,
         "threshold": relaxed_threshold(),
     }
+    shown = render_gaps(found)
+    stock = biggest["stock-options"]["representative"]["text"]
+    assert f"fill it: candor answers add --question '{stock}' --answer" in shown  # a true gap says how
+    assert f"fill it: candor answers add --question '{hotel['representative']['text']}'" not in shown
     assert Path(hotel["evidence"]["passages"][0]["document"]).stem == "hr-expenses-policy"
     assert "$200 per night" in hotel["evidence"]["passages"][0]["sentence"]
     assert found["labels"]["possibly_answerable"] >= 1

@@ -89,3 +89,4 @@ async def test_a_gap_shows_its_hand_offs_and_the_curated_answer_that_closed_it(c
     shown = render_gaps(found)
     assert "handed to a person: 1 (1 replied, replied by Ana)" in shown
     assert f"curated answer #{bikes.id} by Ana (2019-03-05): since then answered with it 2x, unanswered 0x" in shown
+    assert "fill it: candor answers add" not in shown  # both gaps have a curated answer
