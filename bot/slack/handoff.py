@@ -38,7 +38,7 @@ from bot.slack.handoff_blocks import (
     triage_message,
 )
 from bot.slack.people import display_name, whisper
-from rag.errors import CandorError, ConfigError, UnknownTrace
+from rag.errors import CandorError, ConfigError, NotFound, UnknownTrace
 from rag.model.loop import HANDOFF_REASONS, CuratedAnswer, CuratedDraft, Handoff, HandoffReason
 
 log = logging.getLogger("candor.slack")
@@ -47,6 +47,7 @@ PASSED_ON = "I've passed your question to the team in <#{channel}>. A person wil
 ALREADY = "Your question is already with the team in <#{channel}>. A person will answer you here."
 GONE = "That answer is no longer on record, so it could not be passed on."
 FAILED = "Sorry, your question could not be passed on right now. The error is logged; please try again."
+UNREADABLE = "That hand-off cannot be opened right now. The error is logged; please try again."
 
 
 class SlackHandoffs:
@@ -60,14 +61,18 @@ class SlackHandoffs:
         """Where the dashboard is reached (CANDOR_PUBLIC_URL): the triage post links to the trace there."""
 
     def listen(self, bolt: AsyncApp) -> None:
-        bolt.action(HANDOFF)(self._on_ask)
-        bolt.action(HANDOFF_REPLY)(self._on_reply)
-        bolt.view(HANDOFF_REPLY_CALLBACK)(self._on_reply_form)
+        """Each listener acknowledges at once and works after Slack has its 200 (Bolt's lazy
+        listeners): with `process_before_response` the 200 waits for the listener, and the work
+        (posting, embedding a curated answer) can pass Slack's 3 s, after which Slack shows an
+        error and the person clicks again. The reply form is checked before its acknowledgement,
+        so that what is wrong shows in the form."""
+        bolt.action(HANDOFF)(ack=_acknowledge, lazy=[self._on_ask])
+        bolt.action(HANDOFF_REPLY)(ack=_acknowledge, lazy=[self._on_reply])
+        bolt.view(HANDOFF_REPLY_CALLBACK)(ack=self._check_reply_form, lazy=[self._on_reply_form])
 
     # --- the asker: "Ask a person" --------------------------------------------------------------
 
-    async def _on_ask(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
+    async def _on_ask(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         value = read_handoff_value(str(action.get("value") or ""))
         user = body["user"]["id"]
         channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
@@ -76,7 +81,7 @@ class SlackHandoffs:
             return
         reason: HandoffReason = value["reason"] if value.get("reason") in HANDOFF_REASONS else "asked"
         try:
-            handoff, made = await self.core.loop.hand_off(
+            handoff, _ = await self.core.loop.hand_off(
                 value["trace"], platform="slack", asker=user, reason=reason, reply_to=_reply_to(body, value, channel)
             )
         except UnknownTrace:
@@ -86,13 +91,18 @@ class SlackHandoffs:
             log.error("could not record a hand-off: %s", exc, extra={"trace_id": value["trace"]})
             await self._whisper(channel, user, FAILED)
             return
-        if made or handoff.triage is None:  # a post that failed before is tried again
-            if not await self._post_triage(handoff, channel):
+        try:  # one poster, whatever the clicks and replicas; a post that failed before is tried again
+            posting = await self.core.loop.claim_triage(handoff.id)
+            if posting and not await self._post_triage(handoff, channel):
+                await self.core.loop.unclaim_triage(handoff.id)
                 await self._whisper(channel, user, FAILED)
                 return
-            await self._whisper(channel, user, PASSED_ON.format(channel=self.triage_channel))
-        else:
-            await self._whisper(channel, user, ALREADY.format(channel=self.triage_channel))
+        except CandorError as exc:
+            log.error("could not post a hand-off: %s", exc, extra={"handoff": handoff.id})
+            await self._whisper(channel, user, FAILED)
+            return
+        note = PASSED_ON if posting else ALREADY
+        await self._whisper(channel, user, note.format(channel=self.triage_channel))
 
     async def _post_triage(self, handoff: Handoff, channel: str) -> bool:
         where = "a direct message" if channel.startswith("D") else f"<#{channel}>"
@@ -114,39 +124,45 @@ class SlackHandoffs:
 
     # --- the expert: "Reply to asker" -----------------------------------------------------------
 
-    async def _on_reply(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
+    async def _on_reply(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         try:
             handoff = await self.core.loop.handoff(str(action.get("value") or ""))
         except CandorError as exc:
             log.warning("'Reply to asker' on a hand-off that cannot be read: %s", exc)
             channel = (body.get("channel") or {}).get("id")
             if channel:
-                await self._whisper(channel, body["user"]["id"], f"That hand-off cannot be opened: {exc}")
+                gone = "That hand-off is no longer on record." if isinstance(exc, NotFound) else UNREADABLE
+                await self._whisper(channel, body["user"]["id"], gone)
             return
         try:
             await self.client.views_open(trigger_id=body["trigger_id"], view=reply_modal(handoff))
         except SlackApiError as exc:
             log.warning("the reply form could not open: %s", exc, extra={"handoff": handoff.id})
 
-    async def _on_reply_form(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+    async def _check_reply_form(self, ack: AsyncAck, view: dict[str, Any]) -> None:
+        problems = _form_problems(reply_form(view))
+        if problems:
+            await ack(response_action="errors", errors=problems)
+        else:
+            await ack()
+
+    async def _on_reply_form(self, body: dict[str, Any], view: dict[str, Any]) -> None:
         form = reply_form(view)
-        if not form["reply"]:
-            await ack(response_action="errors", errors={REPLY_BLOCK: "Write the answer first."})
-            return
-        if form["curate"] and not form["question"]:
-            await ack(response_action="errors", errors={QUESTION_BLOCK: "A curated answer needs its question."})
-            return
-        await ack()
+        if _form_problems(form):
+            return  # refused in the form
         expert = body["user"]["id"]
         name = await display_name(self.client, expert, body["user"])
         try:
-            handoff = await self.core.loop.reply_to_handoff(
+            handoff, now = await self.core.loop.reply_to_handoff(
                 str(view.get("private_metadata") or ""), form["reply"], by=expert, by_name=name
             )
         except (CandorError, ValueError) as exc:
             log.error("could not store a reply to a hand-off: %s", exc)
-            await self._tell_expert(expert, f"Your reply could not be stored, so it was not sent: {exc}")
+            await self._tell_expert(expert, "Your reply could not be stored, so it was not sent. The error is logged.")
+            return
+        if not now:
+            by = handoff.replied_by_name or "someone"
+            await self._tell_expert(expert, f"{by} has answered this question already; your reply was not sent.")
             return
         await self._deliver(handoff, expert)
         curated = await self._curate(handoff, form, expert, name) if form["curate"] else None
@@ -182,7 +198,9 @@ class SlackHandoffs:
         try:
             return await self.core.loop.curate(draft)
         except ConfigError as exc:
-            await self._tell_expert(expert, f"Your reply was sent, but it could not be kept as a curated answer: {exc}")
+            await self._tell_expert(
+                expert, f"Your reply was sent, but it could not be kept as a curated answer: {exc}."
+            )
         except CandorError as exc:
             log.error("could not keep a curated answer: %s", exc, extra={"handoff": handoff.id})
             await self._tell_expert(expert, "Your reply was sent, but keeping it as a curated answer failed (logged).")
@@ -213,12 +231,24 @@ class SlackHandoffs:
         await self._whisper(self.triage_channel, expert, text)
 
 
+async def _acknowledge(ack: AsyncAck) -> None:
+    await ack()
+
+
+def _form_problems(form: Mapping[str, Any]) -> dict[str, str]:
+    if not form["reply"]:
+        return {REPLY_BLOCK: "Write the answer first."}
+    if form["curate"] and not form["question"]:
+        return {QUESTION_BLOCK: "A curated answer needs its question."}
+    return {}
+
+
 def _reply_to(body: Mapping[str, Any], value: Mapping[str, Any], channel: str) -> dict[str, Any]:
     """Where the asker waits: the answer's thread (from the button's value when it sits in an
     ephemeral note, else from the message it is on), the DM, or (a private answer with no thread)
     a direct message from the app."""
     message = body.get("message") or {}
     thread = value.get("thread") or message.get("thread_ts")
-    if (body.get("container") or {}).get("is_ephemeral") and not thread and not channel.startswith("D"):
+    if (body.get("container") or {}).get("is_ephemeral") and not thread:  # a DM of two people is not ours either
         return {"channel": body["user"]["id"], "thread_ts": None, "direct": True}
     return {"channel": channel, "thread_ts": thread}

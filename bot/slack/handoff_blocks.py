@@ -67,15 +67,15 @@ def triage_message(handoff: Handoff, *, where: str, trace_url: str | None = None
     """The post in the triage channel: (fallback text, blocks). `where` is mrkdwn naming the
     conversation ("<#C123>", "a direct message")."""
     question = shorten(readable(handoff.question), 2800)
-    blocks: list[Block] = [
+    blocks: list[Block] = [  # escaped text grows (& is 5 characters): `sections` cuts it to Slack's limit
         header("🙋 A question for a person"),
-        section(f"<@{handoff.asker}> asked in {where}:\n>{escape(question)}"),
+        *sections([f"<@{handoff.asker}> asked in {where}:", f">{escape(question)}"], "\n"),
         section(f"*{escape(REASON_WORDS.get(handoff.reason, handoff.reason))}.*"),
     ]
     if handoff.restricted:
         blocks.append(section("_Its answer drew on restricted documents, so it is not shown here; the trace has it._"))
     else:
-        blocks.append(section(f"*Candor's answer:*\n>{escape(shorten(handoff.answer_text, ANSWER_CHARS))}"))
+        blocks.extend(sections(["*Candor's answer:*", f">{escape(shorten(handoff.answer_text, ANSWER_CHARS))}"], "\n"))
         titles = [(source, shorten(source.title, TITLE_CHARS)) for source in handoff.sources]
         cited = [f"[{source.n}] {link(source.url, title) or escape(title)}" for source, title in titles]
         if cited:
@@ -119,7 +119,7 @@ def reply_modal(handoff: Handoff) -> dict[str, Any]:
         "submit": plain("Send"),
         "close": plain("Cancel"),
         "blocks": [
-            section(f">{escape(shorten(readable(handoff.question), 2800))}"),
+            *sections([f">{escape(shorten(readable(handoff.question), 2800))}"], "\n"),
             {
                 "type": "input",
                 "block_id": REPLY_BLOCK,
@@ -165,11 +165,23 @@ def reply_modal(handoff: Handoff) -> dict[str, Any]:
                 "block_id": GROUPS_BLOCK,
                 "optional": True,
                 "label": plain("Who may read it"),
-                "hint": plain("Access groups, comma-separated. Empty: everyone who can ask Candor."),
-                "element": {"type": "plain_text_input", "action_id": GROUPS_ACTION, "max_length": 500},
+                "hint": plain(
+                    "Access groups, comma-separated; filled with the groups the question was answered with. "
+                    "Empty: everyone who can ask Candor."
+                ),
+                "element": _groups_input(handoff),
             },
         ],
     }
+
+
+def _groups_input(handoff: Handoff) -> dict[str, Any]:
+    """Prefilled with the groups the question was answered with: a reply to a restricted question may
+    repeat what only those groups may read, so keeping it for everyone is a choice, not a default."""
+    element: dict[str, Any] = {"type": "plain_text_input", "action_id": GROUPS_ACTION, "max_length": 500}
+    if handoff.groups:
+        element["initial_value"] = ", ".join(handoff.groups)[:500]
+    return element
 
 
 def reply_form(view: Mapping[str, Any]) -> dict[str, Any]:

@@ -90,7 +90,9 @@ class SlackReview:
             try:
                 await self.post_due()
             except (CandorError, SlackApiError, OSError) as exc:
-                log.error("the weekly review sample could not be posted: %s", exc)
+                log.error("the weekly review sample could not be posted (tried again within the hour): %s", exc)
+            except Exception:  # a defect: logged with its traceback, and the schedule goes on
+                log.exception("the weekly review sample failed unexpectedly (tried again within the hour)")
             await asyncio.sleep(CHECK_EVERY_SECONDS)
 
     def period(self, now: datetime) -> str:
@@ -111,8 +113,9 @@ class SlackReview:
             return False
         try:
             posted = await self._post(now)
-        except BaseException as exc:
-            await self.ledger.complete(claim, failed=True, error=str(exc)[:500])
+        except BaseException:
+            # handed back at once, not failed: the next check (any replica's) posts the week again
+            await asyncio.shield(self.ledger.release(claim))
             raise
         await self.ledger.complete(claim, reply={"channel": self.channel, "ts": posted})
         return True

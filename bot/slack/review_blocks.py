@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.render.wording import shorten
-from bot.slack.kit import MESSAGE_BLOCKS, Block, button, context, section
+from bot.slack.kit import MESSAGE_BLOCKS, Block, button, context, section, sections
 from bot.slack.mrkdwn import escape
 
 REVIEW_ACTION = "candor_review_"
@@ -59,7 +59,7 @@ def nothing_to_review(days: int) -> str:
 def answer_message(item: Mapping[str, Any]) -> tuple[str, list[Block]]:
     """One sampled answer: the question, then each sentence with its passages and its buttons."""
     sources = {int(s["n"]): s for s in item.get("sources") or []}
-    blocks: list[Block] = [section(f"*Q:* {escape(shorten(str(item['question']), QUESTION_CHARS))}")]
+    blocks: list[Block] = sections([f"*Q:* {escape(shorten(str(item['question']), QUESTION_CHARS))}"], "\n")
     for sentence in item.get("sentences") or []:
         cited = [sources[n] for n in sentence.get("citations") or [] if n in sources]
         passages = [
@@ -67,7 +67,7 @@ def answer_message(item: Mapping[str, Any]) -> tuple[str, list[Block]]:
             f"{escape(shorten(str(s.get('excerpt') or ''), PASSAGE_CHARS))}"
             for s in cited
         ] or ["(cites no passage)"]
-        blocks.append(section(f"> {escape(shorten(str(sentence['text']), SENTENCE_CHARS))}"))
+        blocks.extend(sections([f"> {escape(shorten(str(sentence['text']), SENTENCE_CHARS))}"], "\n"))
         blocks.extend(context(passages))
         item_key = {"t": item["trace_id"], "k": "sentence", "p": sentence["position"]}
         blocks.append(_buttons(item_key, SENTENCE_BUTTONS, sentence.get("label")))
@@ -83,7 +83,7 @@ def abstention_message(item: Mapping[str, Any]) -> tuple[str, list[Block]]:
         for e in (item.get("evidence") or [])[:3]
     ] or ["Nothing found in the documents this asker could read."]
     blocks: list[Block] = [
-        section(f"*Candor did not answer:* {escape(shorten(str(asked), QUESTION_CHARS))}"),
+        *sections([f"*Candor did not answer:* {escape(shorten(str(asked), QUESTION_CHARS))}"], "\n"),
         *context(["Nearest in the documents:", *found]),
         _buttons({"t": item["trace_id"], "k": "abstention", "q": item.get("part")}, ABSTENTION_BUTTONS, None),
     ]

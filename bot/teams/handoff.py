@@ -46,7 +46,7 @@ from bot.teams.handoff_cards import (
     vote_offer_activity,
 )
 from bot.teams.job import channel_data
-from rag.errors import CandorError, ConfigError, DeliveryError, UnknownTrace
+from rag.errors import CandorError, ConfigError, DeliveryError, NotFound, UnknownTrace
 from rag.model.loop import CuratedAnswer, CuratedDraft, Handoff
 
 log = logging.getLogger("candor.teams")
@@ -56,6 +56,7 @@ ALREADY = "Your question is already with the team. A person will answer you here
 GONE = "That answer is no longer on record, so it could not be passed on."
 FAILED = "Sorry, your question could not be passed on right now. The error is logged; please try again."
 NOT_HERE = "Replies to hand-offs are taken from the triage channel only."
+UNREADABLE = "That hand-off cannot be opened right now. The error is logged; please try again."
 
 
 class TeamsHandoffs:
@@ -100,7 +101,7 @@ class TeamsHandoffs:
             return invoke_error(400, "That action does not name an answer.")
         trace_id, reason = asked
         try:
-            handoff, made = await self.core.loop.hand_off(
+            handoff, _ = await self.core.loop.hand_off(
                 trace_id, platform="teams", asker=_user_id(activity), reason=reason, reply_to=_reply_to(activity)
             )
         except UnknownTrace:
@@ -108,9 +109,14 @@ class TeamsHandoffs:
         except CandorError as exc:
             log.error("could not record a hand-off: %s", exc, extra={"trace_id": trace_id})
             return invoke_message(FAILED)
-        if not made and handoff.triage is not None:
-            return invoke_message(ALREADY)
-        if not await self._post_triage(handoff, activity):  # a post that failed before is tried again
+        try:  # one poster, whatever the clicks and replicas; a post that failed before is tried again
+            if not await self.core.loop.claim_triage(handoff.id):
+                return invoke_message(ALREADY)
+            if not await self._post_triage(handoff, activity):
+                await self.core.loop.unclaim_triage(handoff.id)
+                return invoke_message(FAILED)
+        except CandorError as exc:
+            log.error("could not post a hand-off: %s", exc, extra={"handoff": handoff.id})
             return invoke_message(FAILED)
         try:
             await self.delivery.in_turn(context, note_activity(PASSED_ON))
@@ -159,18 +165,24 @@ class TeamsHandoffs:
             handoff = await self.core.loop.handoff(form.handoff_id)
         except CandorError as exc:
             log.warning("'Reply to asker' on a hand-off that cannot be read: %s", exc)
-            return invoke_message(f"That hand-off cannot be opened: {exc}")
+            gone = "That hand-off is no longer on record." if isinstance(exc, NotFound) else UNREADABLE
+            return invoke_message(gone)
         problem = form.problem()
         if problem is not None:
             return invoke_card(triage_card(handoff, form=form, problem=problem, trace_url=self._trace(handoff)))
         expert = activity.from_property
         by, name = _user_id(activity), (expert.name if expert and expert.name else _user_id(activity))
         try:
-            handoff = await self.core.loop.reply_to_handoff(handoff.id, form.reply, by=by, by_name=name)
+            handoff, now = await self.core.loop.reply_to_handoff(handoff.id, form.reply, by=by, by_name=name)
         except (CandorError, ValueError) as exc:
             log.error("could not store a reply to a hand-off: %s", exc, extra={"handoff": handoff.id})
-            problem = f"Your reply could not be stored, so it was not sent: {exc}"
+            problem = "Your reply could not be stored, so it was not sent. The error is logged; send it again."
             return invoke_card(triage_card(handoff, form=form, problem=problem, trace_url=self._trace(handoff)))
+        if not now:  # answered already (the form sent twice, or by someone else): sent once
+            first = handoff.replied_by_name or "someone"
+            return invoke_card(
+                triage_done_card(handoff, expert=first, curated=None, notes=(), trace_url=self._trace(handoff))
+            )
         refused = await self._deliver(handoff, name)
         if refused is not None:
             problem = (

@@ -183,7 +183,9 @@ def triage_card(
                 "id": GROUPS_INPUT,
                 "label": "Who may read it: access groups, comma-separated (empty: everyone who can ask Candor)",
                 "maxLength": 500,
-                "value": ", ".join(form.groups)[:500] if form is not None else "",
+                # prefilled with the groups the question was answered with: a reply to a restricted
+                # question may repeat what only they may read; keeping it for everyone is a choice
+                "value": ", ".join(form.groups if form is not None else handoff.groups)[:500],
             },
         ]
     )

@@ -62,7 +62,7 @@ _NEXT = re.compile(r"^/dashboard(?:/review|/answers|/traces/[0-9a-fA-F-]{36})?$"
 
 def next_page(asked: str) -> str:
     """`asked` when it is one of the dashboard's pages, else the report."""
-    return asked if _NEXT.match(asked) else PATH
+    return asked if _NEXT.fullmatch(asked) else PATH
 
 
 UNAUTHORISED = "Unauthorised: the bearer token is not CANDOR_ADMIN_TOKEN."

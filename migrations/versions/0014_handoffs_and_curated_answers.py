@@ -9,7 +9,8 @@ asker: a second click finds the first.
 `curated_answers`: an expert's answer to a question, kept as its own record (author, dates, expiry,
 access groups, the hand-off it came from) and indexed as a document of source kind `curated`
 (`document_id`; `documents.source` is ``curated:<id>``), so it is searched, gated and cited like any
-document. Expiring or removing one deletes its document; the record of an expired one stays.
+document. Expiring or removing one deletes its document; the record of an expired one stays. One
+curated answer per hand-off: a reply form sent twice keeps one.
 
 Revision ID: 0014
 Revises: 0013
@@ -38,7 +39,7 @@ def upgrade() -> None:
             author text NOT NULL,
             author_name text NOT NULL,
             access_groups text[] NOT NULL DEFAULT '{}',
-            handoff_id uuid,
+            handoff_id uuid UNIQUE,
             trace_id uuid,
             created_at timestamptz NOT NULL DEFAULT now(),
             updated_at timestamptz NOT NULL DEFAULT now(),
@@ -72,5 +73,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("DELETE FROM documents WHERE format = 'curated'")  # else searchable, with no record to remove them
     op.execute("DROP TABLE IF EXISTS handoffs")
     op.execute("DROP TABLE IF EXISTS curated_answers")

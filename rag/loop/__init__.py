@@ -32,10 +32,16 @@ class Loop:
     async def handoff(self, handoff_id: str) -> Handoff:
         return await self.handoffs.get(handoff_id)
 
+    async def claim_triage(self, handoff_id: str) -> bool:
+        return await self.handoffs.claim_triage(handoff_id)
+
+    async def unclaim_triage(self, handoff_id: str) -> None:
+        await self.handoffs.unclaim_triage(handoff_id)
+
     async def note_triage(self, handoff_id: str, triage: Mapping[str, Any]) -> None:
         await self.handoffs.note_triage(handoff_id, triage)
 
-    async def reply_to_handoff(self, handoff_id: str, reply: str, *, by: str, by_name: str) -> Handoff:
+    async def reply_to_handoff(self, handoff_id: str, reply: str, *, by: str, by_name: str) -> tuple[Handoff, bool]:
         return await self.handoffs.reply(handoff_id, reply, by=by, by_name=by_name)
 
     async def curate(self, draft: CuratedDraft, *, kb: str | None = None) -> CuratedAnswer:

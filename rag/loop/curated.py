@@ -52,14 +52,22 @@ SELECT = f"SELECT {COLUMNS} FROM curated_answers c JOIN knowledge_bases kb ON kb
 INSERT = text(
     "INSERT INTO curated_answers (kb_id, question, answer, author, author_name, access_groups, handoff_id, "
     "trace_id, expires_at) VALUES (:kb, :question, :answer, :author, :author_name, CAST(:groups AS text[]), "
-    "CAST(:handoff AS uuid), CAST(:trace AS uuid), :expires) RETURNING id"
+    "CAST(:handoff AS uuid), CAST(:trace AS uuid), :expires) ON CONFLICT (handoff_id) DO NOTHING RETURNING id"
 )
+OF_HANDOFF = text("SELECT id FROM curated_answers WHERE handoff_id = CAST(:handoff AS uuid)")
+BY_SOURCE = text("DELETE FROM documents WHERE source = :source AND format = 'curated'")
 UPDATE = text(
     "UPDATE curated_answers SET question = :question, answer = :answer, access_groups = CAST(:groups AS text[]), "
     "expires_at = :expires, updated_at = now() WHERE id = :id"
 )
 SET_DOCUMENT = text("UPDATE curated_answers SET document_id = :document WHERE id = :id")
-DUE = text("SELECT id FROM curated_answers WHERE expires_at <= now() AND document_id IS NOT NULL ORDER BY id")
+DUE = text(
+    "SELECT id FROM curated_answers WHERE (expires_at <= now() AND document_id IS NOT NULL) "
+    "OR ((expires_at IS NULL OR expires_at > now()) AND document_id IS NULL "
+    "AND updated_at < now() - interval '1 minute') ORDER BY id"
+)
+"""Expired but still indexed, or live but not indexed (its indexing failed: the sweep tries again; not
+one being written this minute)."""
 DELETE = text("DELETE FROM curated_answers WHERE id = :id")
 
 
@@ -99,8 +107,12 @@ class CuratedAnswers:
             "expires": draft.expires_at,
         }
         async with self._begin("store a curated answer") as conn:
-            curated_id = int((await conn.execute(INSERT, params)).scalar_one())
-        return await self._index(await self.get(curated_id))
+            made = (await conn.execute(INSERT, params)).scalar_one_or_none()
+            if made is None:  # this hand-off's reply was kept already (a form sent twice): that one
+                existing = (await conn.execute(OF_HANDOFF, {"handoff": draft.handoff_id})).scalar_one()
+        if made is None:
+            return await self.get(int(existing))
+        return await self._index(await self.get(int(made)))
 
     async def edit(
         self,
@@ -138,14 +150,14 @@ class CuratedAnswers:
     async def remove(self, curated_id: int) -> CuratedAnswer:
         """Delete it and its document."""
         current = await self.get(curated_id)
-        if current.document_id is not None:
-            await self.store.delete_documents([current.document_id])
         async with self._begin("remove a curated answer") as conn:
+            await conn.execute(BY_SOURCE, {"source": current.source})  # by source: also one never linked
             await conn.execute(DELETE, {"id": curated_id})
         return current
 
     async def expire_due(self) -> int:
-        """Take the document of every curated answer whose expiry has passed out of the index."""
+        """Take the document of every curated answer whose expiry has passed out of the index, and
+        index every live one that is not (its indexing failed when it was written)."""
         async with self._begin("find expired curated answers") as conn:
             due = [int(row[0]) for row in (await conn.execute(DUE)).all()]
         for curated_id in due:
@@ -177,8 +189,9 @@ class CuratedAnswers:
         """Make its document say what the record says: written (or replaced) while it is live,
         deleted once it has expired."""
         if curated.expired(self.clock()):
+            async with self._begin("take an expired curated answer out of the index") as conn:
+                await conn.execute(BY_SOURCE, {"source": curated.source})
             if curated.document_id is not None:
-                await self.store.delete_documents([curated.document_id])
                 await self._set_document(curated.id, None)
             return await self.get(curated.id)
         kb = await self.store.knowledge_base(curated.knowledge_base)

@@ -35,24 +35,32 @@ MAX_REPLY_CHARS = 8_000
 INSERT = text(
     "INSERT INTO handoffs (id, trace_id, platform, asker, reason, reply_to) "
     "SELECT CAST(:id AS uuid), t.id, :platform, :asker, :reason, CAST(:reply_to AS jsonb) FROM traces t "
-    "WHERE t.id = CAST(:trace AS uuid) "
+    "WHERE t.id = CAST(:trace AS uuid) AND t.purged_at IS NULL "
     "ON CONFLICT (trace_id, asker) DO NOTHING RETURNING id::text"
 )
 SELECT = (
     "SELECT h.id::text AS id, h.trace_id::text AS trace_id, h.platform, h.asker, h.reason, h.reply_to, h.triage, "
     "h.status, h.reply_text, h.replied_by, h.replied_by_name, h.replied_at, h.curated_id, h.created_at, "
     "t.question, t.answer_text, t.route, t.answer -> 'sources' AS sources, t.scope -> 'knowledge_bases' AS kbs, "
-    "coalesce(jsonb_array_length(t.scope -> 'groups'), 0) > 0 AS restricted "
+    "coalesce(jsonb_array_length(t.scope -> 'groups'), 0) > 0 AS restricted, t.scope -> 'groups' AS groups "
     "FROM handoffs h JOIN traces t ON t.id = h.trace_id"
 )
 BY_ID = text(SELECT + " WHERE h.id = CAST(:id AS uuid)")
 BY_TRACE_AND_ASKER = text(SELECT + " WHERE h.trace_id = CAST(:trace AS uuid) AND h.asker = :asker")
 BY_TRACES = text(SELECT + " WHERE h.trace_id = ANY(CAST(:traces AS uuid[])) ORDER BY h.created_at")
 NOTE_TRIAGE = text("UPDATE handoffs SET triage = CAST(:triage AS jsonb) WHERE id = CAST(:id AS uuid)")
+CLAIM_TRIAGE = text(
+    "UPDATE handoffs SET triage = jsonb_build_object('posting', now()) WHERE id = CAST(:id AS uuid) "
+    "AND (triage IS NULL OR (triage ? 'posting' AND CAST(triage ->> 'posting' AS timestamptz) "
+    "< now() - make_interval(secs => :stale))) RETURNING id"
+)
+UNCLAIM_TRIAGE = text("UPDATE handoffs SET triage = NULL WHERE id = CAST(:id AS uuid) AND triage ? 'posting'")
 REPLY = text(
     "UPDATE handoffs SET status = 'replied', reply_text = :reply, replied_by = :by, replied_by_name = :name, "
-    "replied_at = now() WHERE id = CAST(:id AS uuid)"
+    "replied_at = now() WHERE id = CAST(:id AS uuid) AND status = 'open' RETURNING id"
 )
+POSTING_STALE_SECONDS = 60
+"""A triage post claimed this long ago and never noted was lost with its process: the next click posts."""
 LINK_CURATED = text("UPDATE handoffs SET curated_id = :curated WHERE id = CAST(:id AS uuid)")
 
 
@@ -101,12 +109,25 @@ class Handoffs:
             rows = (await conn.execute(BY_TRACES, {"traces": list(trace_ids)})).mappings().all()
         return [_handoff(row) for row in rows]
 
+    async def claim_triage(self, handoff_id: str) -> bool:
+        """True for the one caller that is to post the triage message now (none posted, or a post
+        claimed over a minute ago never noted); a double click or a retried delivery gets False."""
+        async with self._begin("claim a hand-off's triage post") as conn:
+            won = (await conn.execute(CLAIM_TRIAGE, {"id": handoff_id, "stale": POSTING_STALE_SECONDS})).first()
+        return won is not None
+
+    async def unclaim_triage(self, handoff_id: str) -> None:
+        """The post failed: the next click tries again."""
+        async with self._begin("release a hand-off's triage post") as conn:
+            await conn.execute(UNCLAIM_TRIAGE, {"id": handoff_id})
+
     async def note_triage(self, handoff_id: str, triage: Mapping[str, Any]) -> None:
         async with self._begin("note where a hand-off was posted") as conn:
             await conn.execute(NOTE_TRIAGE, {"id": handoff_id, "triage": json.dumps(dict(triage))})
 
-    async def reply(self, handoff_id: str, reply: str, *, by: str, by_name: str) -> Handoff:
-        """Store the expert's reply (a later reply replaces an earlier one: the last one stands)."""
+    async def reply(self, handoff_id: str, reply: str, *, by: str, by_name: str) -> tuple[Handoff, bool]:
+        """Store the expert's reply, once: (the hand-off, True) for the reply stored now; (the hand-off
+        as first answered, False) when it was answered before (a form sent twice, two experts)."""
         cleaned = clean_text(reply).strip()
         if not cleaned:
             raise ValueError("an empty reply")
@@ -114,8 +135,9 @@ class Handoffs:
             raise ValueError(f"a reply is at most {MAX_REPLY_CHARS} characters")
         await self.get(handoff_id)
         async with self._begin("store a reply to a hand-off") as conn:
-            await conn.execute(REPLY, {"id": handoff_id, "reply": cleaned, "by": by, "name": by_name or by})
-        return await self.get(handoff_id)
+            stored = await conn.execute(REPLY, {"id": handoff_id, "reply": cleaned, "by": by, "name": by_name or by})
+            now = stored.first() is not None
+        return await self.get(handoff_id), now
 
     async def link_curated(self, handoff_id: str, curated_id: int) -> None:
         async with self._begin("link a hand-off to its curated answer") as conn:
@@ -167,4 +189,5 @@ def _handoff(row: Any) -> Handoff:
         created_at=row["created_at"],
         knowledge_bases=tuple(kbs) if isinstance(kbs, list) else None,
         restricted=bool(row["restricted"]),
+        groups=tuple(str(g) for g in row["groups"]) if isinstance(row["groups"], list) else (),
     )

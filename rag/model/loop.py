@@ -54,6 +54,8 @@ class Handoff:
     restricted: bool = False
     """The question was answered with access groups (the asker's own, in a DM, or a channel's): its
     answer may quote documents that a triage channel's readers may not read."""
+    groups: tuple[str, ...] = ()
+    """Those access groups: what a curated answer kept from it is offered to (an expert may widen it)."""
 
 
 @dataclass(frozen=True, slots=True)

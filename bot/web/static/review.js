@@ -24,6 +24,7 @@
   let at = 0; // the item shown
   let row = 0; // the sentence of an answer
   let given = 0;
+  let saving = false; // one label at a time: a key pressed meanwhile must not label another item
 
   labeller.value = localStorage.getItem("candor-labeller") || "";
   labeller.addEventListener("change", () => localStorage.setItem("candor-labeller", labeller.value.trim()));
@@ -164,12 +165,18 @@
       labeller.focus();
       return;
     }
+    if (saving) {
+      say("Still saving the last label…");
+      return;
+    }
     localStorage.setItem("candor-labeller", name);
+    // what is labelled is fixed now: the reviewer may move on while the label is saved
     const item = items[at];
-    const body =
-      item.kind === "answer"
-        ? { kind: "sentence", trace_id: item.trace_id, position: item.sentences[row].position, sentence: item.sentences[row].text, label: value, labeller: name }
-        : { kind: "abstention", trace_id: item.trace_id, part: item.part, label: value, labeller: name };
+    const sentence = item.kind === "answer" ? item.sentences[row] : null;
+    const body = sentence
+      ? { kind: "sentence", trace_id: item.trace_id, position: sentence.position, sentence: sentence.text, label: value, labeller: name }
+      : { kind: "abstention", trace_id: item.trace_id, part: item.part, label: value, labeller: name };
+    saving = true;
     say("Saving…");
     let response;
     try {
@@ -180,9 +187,11 @@
         body: JSON.stringify(body),
       });
     } catch (error) {
+      saving = false;
       say("Not saved: the server could not be reached. Press the key again.", "error");
       return;
     }
+    saving = false;
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) {
       say(`Not saved: ${answer.error || response.status}`, "error");
@@ -190,16 +199,20 @@
     }
     given += 1;
     say(`Saved: ${WORDS[value]}.`, "ok");
-    if (item.kind === "answer") {
-      item.sentences[row].label = value;
-      const next = item.sentences.findIndex((sentence) => !sentence.label);
+    if (sentence) sentence.label = value;
+    else item.label = value;
+    if (items[at] !== item) {
+      render(); // the reviewer moved on meanwhile: stay where they are
+      return;
+    }
+    if (sentence) {
+      const next = item.sentences.findIndex((s) => !s.label);
       if (next === -1) move(1);
       else {
         row = next;
         render();
       }
     } else {
-      item.label = value;
       move(1);
     }
   }

@@ -6,9 +6,10 @@ A cluster of `candor gaps` links:
   cluster's (its embedding within the clustering cut of the cluster's representative): one added
   with `candor answers add` for a gap is found so too.
 
-For each linked curated answer the cluster shows whether it worked: the questions of the window that
-cited it (answered with it) since it was saved, beside the cluster's questions left unanswered
-before and after that moment. Repeated questions that stop abstaining once a curated answer exists
+For each linked curated answer the cluster shows whether it worked: the questions (traces) of the
+window that cited it (answered with it) since it was saved, beside the cluster's questions (traces:
+a question with two unanswered parts counts once; a low-confidence answer counts as not answered)
+left unanswered before and after that moment. Repeated questions that stop abstaining once a curated answer exists
 show up as "unanswered after: 0, answered with it: N".
 """
 
@@ -35,7 +36,8 @@ CURATED = text(
     "WHERE c.created_at < :until ORDER BY c.id"
 )
 CITED = text(
-    "SELECT ts.document AS source, t.created_at FROM trace_sources ts JOIN traces t ON t.id = ts.trace_id "
+    "SELECT DISTINCT ts.document AS source, t.id::text AS trace_id, t.created_at "
+    "FROM trace_sources ts JOIN traces t ON t.id = ts.trace_id "
     "WHERE ts.document = ANY(CAST(:sources AS text[])) AND t.created_at >= :since AND t.created_at < :until"
 )
 
@@ -110,13 +112,16 @@ def _effect(
 ) -> dict[str, Any]:
     saved: datetime = curated["created_at"]
     source = f"curated:{curated['id']}"
+    before = {trace for trace, asked in members if asked < saved}
+    after = {trace for trace, asked in members if asked >= saved}
+    answered = {c["trace_id"] for c in cited if c["source"] == source and c["created_at"] >= saved}
     return {
         "id": int(curated["id"]),
         "question": curated["question"],
         "author": curated["author_name"],
         "created_at": saved.isoformat(),
         "live": curated["document_id"] is not None,
-        "unanswered_before": sum(asked < saved for _, asked in members),
-        "unanswered_after": sum(asked >= saved for _, asked in members),
-        "answered_with_it": sum(c["source"] == source and c["created_at"] >= saved for c in cited),
+        "unanswered_before": len(before),
+        "unanswered_after": len(after),
+        "answered_with_it": len(answered),
     }

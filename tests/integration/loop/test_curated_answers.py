@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from rag.errors import ConfigError, NotFound
+from rag.errors import ConfigError, NotFound, UnknownTrace
 from rag.model.answers import Question
 from rag.model.loop import CuratedDraft
 from rag.model.types import AccessScope
@@ -133,3 +133,40 @@ async def test_bad_curated_answers_are_refused_clearly(candor: Candor, kb: Knowl
         await candor.loop.curate(draft(access_groups=("",)), kb=kb.name)
     with pytest.raises(NotFound):
         await candor.loop.curated.edit(2_000_000_000, answer="x")
+
+
+async def test_a_curated_answer_whose_indexing_was_lost_is_indexed_by_the_sweep(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    curated = await candor.loop.curate(draft(), kb=handbook.name)
+    async with candor.store.engine.begin() as conn:  # as if the write of its document had failed
+        await conn.execute(text("DELETE FROM documents WHERE id = :id"), {"id": curated.document_id})
+        await conn.execute(
+            text("UPDATE curated_answers SET updated_at = now() - interval '2 minutes' WHERE id = :id"),
+            {"id": curated.id},
+        )
+    assert (await candor.loop.curated.get(curated.id)).document_id is None
+    assert (await ask(candor, handbook)).abstained
+
+    assert await candor.loop.curated.expire_due() >= 1
+    assert (await candor.loop.curated.get(curated.id)).document_id is not None
+    assert "bike room" in (await ask(candor, handbook)).text
+
+
+async def test_a_purged_trace_cannot_be_handed_over_and_a_hand_off_is_replied_to_once(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    answer = await ask(candor, handbook)
+    handoff, made = await candor.loop.hand_off(
+        answer.trace_id, platform="slack", asker="U1", reason="abstained", reply_to={}
+    )
+    assert made
+    _, now = await candor.loop.reply_to_handoff(handoff.id, "The bike room.", by="U9", by_name="Ana")
+    again, later = await candor.loop.reply_to_handoff(handoff.id, "Somewhere else.", by="U8", by_name="Bo")
+    assert now and not later
+    assert again.reply_text == "The bike room." and again.replied_by_name == "Ana"
+
+    other = await ask(candor, handbook)
+    assert await candor.forget(other.trace_id)
+    with pytest.raises(UnknownTrace):
+        await candor.loop.hand_off(other.trace_id, platform="slack", asker="U1", reason="abstained", reply_to={})

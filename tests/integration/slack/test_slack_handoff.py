@@ -5,6 +5,7 @@ asker, cited. Real `slack_bolt` against the fake Slack, the real pipeline and Po
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import uuid
@@ -167,7 +168,7 @@ async def test_a_second_click_finds_the_first_hand_off(served: Served) -> None:
     for _ in range(2):
         await served.interact(block_action(HANDOFF, click, user="U1", channel="C1", thread_ts=mention["ts"]))
     notes = await served.fake.wait_for("chat.postEphemeral", count=2)
-    assert "already with the team" in notes[1].params["text"]
+    assert sorted("already with the team" in n.params["text"] for n in notes) == [False, True]
     assert len(served.fake.calls_to("chat.postMessage")) == 2  # the answer and one triage post
 
 
@@ -251,3 +252,56 @@ async def test_an_empty_reply_is_refused_in_the_form_and_nothing_is_sent(served:
             await conn.execute(text("SELECT status FROM handoffs WHERE id = CAST(:id AS uuid)"), {"id": handoff_id})
         ).scalar_one()
     assert stored == "open"
+
+
+async def test_a_double_click_and_a_form_sent_twice_post_and_keep_once(served: Served) -> None:
+    mention, answer = await ask(served, "Is there a shower at the office?")
+    value = button(answer, HANDOFF)["value"]
+    clicks = [block_action(HANDOFF, value, user="U1", channel="C1", thread_ts=mention["ts"]) for _ in range(2)]
+    assert await asyncio.gather(*(served.interact(c) for c in clicks)) == [200, 200]
+    notes = await served.fake.wait_for("chat.postEphemeral", count=2)
+    assert sorted("already with the team" in n.params["text"] for n in notes) == [False, True]
+    (triage,) = await served.fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == TRIAGE)
+
+    handoff_id = button(triage, HANDOFF_REPLY)["value"]
+    values = reply_values("Yes, on the second floor next to the gym.", curate=True, question="Is there a shower?")
+    forms = [view_submission(HANDOFF_REPLY_CALLBACK, handoff_id, values, user=EXPERT) for _ in range(2)]
+    assert await asyncio.gather(*(served.interact(f) for f in forms)) == [200, 200]
+    told = await served.fake.wait_for("chat.postEphemeral", count=3)
+    assert "answered this question already" in told[2].params["text"]
+    delivered = await served.fake.wait_for("chat.postMessage", where=lambda c: "second floor" in block_text(c))
+    assert len(delivered) == 1
+    (done,) = await served.fake.wait_for("chat.update", where=lambda c: c.params["channel"] == TRIAGE)
+    assert "Saved as curated answer" in block_text(done)
+    async with served.core.store.engine.connect() as conn:
+        kept = (
+            await conn.execute(
+                text("SELECT count(*) FROM curated_answers WHERE handoff_id = CAST(:h AS uuid)"), {"h": handoff_id}
+            )
+        ).scalar_one()
+    assert kept == 1
+
+
+async def test_a_restricted_question_s_reply_form_offers_its_groups_and_long_text_fits_slack(served: Served) -> None:
+    mention, answer = await ask(served, RESTRICTED_QUESTION, channel="C0HRPRIV")
+    await served.interact(block_action(FEEDBACK_DOWN, trace_id_of(answer), channel="C0HRPRIV", thread_ts=mention["ts"]))
+    (note,) = await served.fake.wait_for("chat.postEphemeral")
+    await served.interact(block_action(HANDOFF, button(note, HANDOFF)["value"], channel="C0HRPRIV", ephemeral=True))
+    (triage,) = await served.fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == TRIAGE)
+    await served.interact(block_action(HANDOFF_REPLY, button(triage, HANDOFF_REPLY)["value"], user=EXPERT))
+    (form,) = await served.fake.wait_for(
+        "views.open", where=lambda c: c.params["view"]["callback_id"] == HANDOFF_REPLY_CALLBACK
+    )
+    groups = next(b for b in form.params["view"]["blocks"] if b.get("block_id") == GROUPS_BLOCK)
+    assert groups["element"]["initial_value"] == "hr-confidential"
+
+
+def test_an_escaped_question_is_cut_to_slack_s_section_limit() -> None:
+    from bot.slack.handoff_blocks import reply_modal, triage_message
+    from rag.model.loop import Handoff
+
+    question = "Is R&D <allowed> to expense & claim? " * 120  # escaping makes it far longer than 3,000
+    handoff = Handoff("h", "t", "slack", "U1", "abstained", {}, question, "I don't know.", "abstained")
+    _, blocks = triage_message(handoff, where="<#C1>")
+    shown = [b["text"]["text"] for b in [*blocks, *reply_modal(handoff)["blocks"]] if b["type"] == "section"]
+    assert shown and max(len(text) for text in shown) <= 3000

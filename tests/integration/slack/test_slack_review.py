@@ -5,6 +5,7 @@ fake Slack, real pipeline answers moved to August 2019 (a month no other test us
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from slack_sdk.errors import SlackApiError
 from sqlalchemy import text
 
 from bot.slack.app import SlackAdapter, SlackConfig
@@ -142,7 +144,24 @@ async def test_a_running_server_posts_the_week_s_sample_by_itself_once(candor: C
             (post,) = await fake.wait_for("chat.postMessage")  # the first replica's own check
             assert post.params["channel"] == REVIEW and "nothing to label" in post.params["text"]
             row = await replicas[0].ledger.get("review", f"{REVIEW}/2019-W34")
+            for _ in range(100):  # its claim is completed just after the post
+                if row is not None and row["status"] == "answered":
+                    break
+                await asyncio.sleep(0.05)
+                row = await replicas[0].ledger.get("review", f"{REVIEW}/2019-W34")
             assert row is not None and row["status"] == "answered"
             other = replicas[1].review
             assert other is not None and await other.post_due() is False  # the week is taken
         assert len(fake.calls_to("chat.postMessage")) == 1
+
+
+async def test_a_week_whose_post_failed_is_posted_at_the_next_check(served: Served) -> None:
+    review = served.adapter.review
+    assert review is not None
+    review.clock = lambda: SUNDAY + timedelta(days=28)  # a week of its own
+    served.fake.error("chat.postMessage", "ratelimited")
+    with pytest.raises(SlackApiError):
+        await review.post_due()
+    assert await review.post_due() is True  # handed back, not failed: posted now
+    posted = [c for c in served.fake.calls_to("chat.postMessage") if c.error is None]
+    assert len(posted) == 1 and "nothing to label" in posted[0].params["text"]
