@@ -73,7 +73,9 @@ class SlackReview:
         self._task: asyncio.Task[None] | None = None
 
     def listen(self, bolt: AsyncApp) -> None:
-        bolt.action(re.compile(f"^{REVIEW_ACTION}"))(self._on_label)
+        """Acknowledged at once; the label is stored after Slack has its 200 (a lazy listener: see
+        `bot.slack.handoff.SlackHandoffs.listen`)."""
+        bolt.action(re.compile(f"^{REVIEW_ACTION}"))(ack=_acknowledge, lazy=[self._on_label])
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._weekly(), name="slack:review")
@@ -142,8 +144,7 @@ class SlackReview:
         log.info("posted the review sample", extra={"answers": len(answers), "abstentions": len(refusals)})
         return posted
 
-    async def _on_label(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
+    async def _on_label(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         value = str(action.get("value") or "")
         item = read_value(value)
         user = body["user"]["id"]
@@ -180,3 +181,7 @@ class SlackReview:
 
     async def _whisper(self, channel: str, user: str, text: str) -> None:
         await whisper(self.client, channel, user, text)
+
+
+async def _acknowledge(ack: AsyncAck) -> None:
+    await ack()
