@@ -17,7 +17,6 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -29,17 +28,17 @@ from botbuilder.integration.aiohttp import (
     ConfigurationBotFrameworkAuthentication,
     ConfigurationServiceClientCredentialFactory,
 )
-from botbuilder.schema import Activity, ChannelAccount, ConversationReference, DeliveryModes
+from botbuilder.schema import Activity, ChannelAccount, DeliveryModes
 
 from bot.server import ChatCore
-from bot.teams.cards import answer_activity, failure_activity, welcome_activity
+from bot.teams.answering import PLATFORM, TeamsResponder
+from bot.teams.cards import failure_activity, welcome_activity
 from bot.teams.credentials import ReusedCredentials
-from bot.teams.delivery import Delivery, Send, to_activity
+from bot.teams.delivery import Delivery, to_activity
 from bot.teams.feedback import feedback_from_invoke
 from bot.teams.handoff import TeamsHandoffs
-from bot.teams.handoff_cards import invoke_message, with_handoff_offer
+from bot.teams.handoff_cards import invoke_message
 from bot.teams.job import (
-    TeamsJob,
     channel_data,
     event_type,
     job_of,
@@ -48,19 +47,16 @@ from bot.teams.job import (
     revision_of,
 )
 from bot.worker import EventClaims, Worker
-from rag import Claim, Completion
+from rag import Claim
 from rag.config import Settings
-from rag.errors import CandorError, ConfigError, DeliveryError, QuestionError, StoreError, UnknownTrace
-from rag.model.answers import Feedback, Question, Turn
+from rag.errors import CandorError, ConfigError, StoreError, UnknownTrace
+from rag.model.answers import Feedback
 
 log = logging.getLogger("candor.teams")
 
-PLATFORM = "teams"
 MESSAGES_PATH = "/api/messages"
 REPLY_RECORD_SECONDS = 5.0
 """How long a vote on an answer waits for the answer's record (see `TeamsAdapter._answer_of`)."""
-CHAT_HISTORY_MINUTES = 30
-"""A personal or group chat never ends: earlier turns count as context for this long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +140,11 @@ class TeamsAdapter:
             if config.triage_channel
             else None
         )
+        self.responder = TeamsResponder(
+            core, ledger, self.delivery, ask_human=config.ask_human, offer_handoff=self.handoffs is not None
+        )
         poll = poll_seconds if poll_seconds is not None else max(0.5, ledger.lease_seconds / 2)
-        self.worker = Worker(self, ledger, PLATFORM, poll_seconds=poll)
+        self.worker = Worker(self.responder, ledger, PLATFORM, poll_seconds=poll)
         if config.concurrency is not None:
             self.worker.concurrency = config.concurrency
 
@@ -239,9 +238,9 @@ class TeamsAdapter:
             # The caller wants the replies in the HTTP response: answer within the turn (an edit made
             # meanwhile is answered after it, through the connector, as `run` answers it).
             async def in_turn(claim: Claim) -> None:
-                edit = await self._answer(claim, job, partial(self.delivery.in_turn, context))
+                edit = await self.responder.answer(claim, job, partial(self.delivery.in_turn, context))
                 if edit is not None:
-                    await self.run(edit)
+                    await self.responder.run(edit)
 
             await self.worker.submit(claim, in_turn)
         else:
@@ -335,159 +334,13 @@ class TeamsAdapter:
             except Exception as exc:  # botbuilder's ErrorResponseException, the network: the answer stays
                 log.warning("could not delete the answer to a deleted Teams question: %s", exc, extra={"key": key})
         for trace_id in row.get("trace_ids") or ():
-            await self._forget(trace_id)
-
-    async def _forget(self, trace_id: str) -> None:
-        """The question was deleted in Teams: its text leaves the trace (a failure is logged; the
-        retention purge removes it later)."""
-        try:
-            await self.core.forget(trace_id)
-        except CandorError as exc:
-            log.error("could not remove the text of a deleted question: %s", exc, extra={"trace_id": trace_id})
+            await self.responder.forget(trace_id)
 
     async def _welcome(self) -> dict[str, Any]:
         return welcome_activity(await self.core.knowledge_base_summary(), ask_human=self.config.ask_human)
 
     async def welcome(self, context: TurnContext) -> None:
         await context.send_activity(to_activity(await self._welcome()))
-
-    # --- after the turn: answer (the Worker calls run) ---------------------------------------
-
-    async def run(self, claim: Claim) -> None:
-        """Answer a claimed question proactively, with a typing indicator until the answer goes out;
-        then each edit of it that arrived meanwhile (the newest text only: `EventLedger.complete`
-        hands it on), updating that answer in place."""
-        current: Claim | None = claim
-        while current is not None:
-            current = await self._run_one(current)
-
-    async def _run_one(self, claim: Claim) -> Claim | None:
-        job = TeamsJob.from_payload(claim.payload)
-        reference = ConversationReference.deserialize(job.reference)
-        answered = claim.reply.get("activity_ids") or []
-        replaced = str(answered[0]) if claim.revision is not None and answered else None
-        typing = asyncio.create_task(self.delivery.keep_typing(reference))
-
-        async def send(activity: Mapping[str, Any]) -> str | None:
-            typing.cancel()
-            if replaced is not None:  # an edited question: its answer replaces the one given
-                return await self.delivery.update(reference, replaced, activity)
-            return await self.delivery.proactive(reference, activity)
-
-        try:
-            return await self._answer(claim, job, send)
-        finally:
-            typing.cancel()
-
-    async def abandoned(self, claim: Claim) -> None:
-        """The question was given up (every replica that took it stopped before answering): say so."""
-        reference = ConversationReference.deserialize(TeamsJob.from_payload(claim.payload).reference)
-
-        async def send(activity: Mapping[str, Any]) -> str | None:
-            return await self.delivery.proactive(reference, activity)
-
-        await self._tell(send, failure_activity(None), claim)
-
-    async def _answer(self, claim: Claim, job: TeamsJob, send: Send) -> Claim | None:
-        """Answer one job; the edit to answer next, if one came meanwhile."""
-        trace_id: str | None = None
-        try:
-            question = Question(
-                job.text,
-                asker=job.user,
-                platform="teams",
-                conversation=job.where,
-                thread=job.conversation,
-                history=await self._history(claim.key, job),
-                audience=job.audience,
-            )
-            answer = await self.core.answer(question)
-            trace_id = answer.trace_id
-            activity = answer_activity(answer, ask_human=self.config.ask_human)
-            sent = await send(with_handoff_offer(activity, answer) if self.handoffs is not None else activity)
-        except QuestionError as exc:
-            await self._tell(send, {"type": "message", "text": f"I couldn't take that question: {exc}."}, claim)
-            return _edit_next(await self.ledger.complete(claim, failed=True, error=str(exc)))
-        except Exception as exc:  # CandorError, or a defect: either way the asker hears of it
-            log.error(
-                "answering a Teams question failed: %s",
-                exc,
-                exc_info=not isinstance(exc, CandorError),
-                extra={"key": claim.key, "trace_id": trace_id},
-            )
-            if not isinstance(exc, DeliveryError):
-                await self._tell(send, failure_activity(trace_id), claim)
-            return _edit_next(await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc)))
-        reply = {
-            "activity_ids": [sent] if sent else [],
-            "conversation": job.conversation,
-            "answer_text": answer.text,
-            "route": answer.route,
-        }
-        return await self._record_reply(claim, job, reply, trace_id)
-
-    async def _record_reply(
-        self, claim: Claim, job: TeamsJob, reply: Mapping[str, Any], trace_id: str | None
-    ) -> Claim | None:
-        """Where the answer went, so that votes on it find its trace: a delivered answer is never
-        marked failed; a claim lost meanwhile is `_superseded`. The edit to answer next, if any."""
-        for attempt in range(3):
-            try:
-                completion = await self.ledger.complete(claim, trace_id=trace_id, reply=reply)
-                if completion is None:
-                    await self._superseded(claim, job, reply, trace_id)
-                return _edit_next(completion)
-            except StoreError as exc:
-                log.warning("could not record a delivered Teams answer (try %d): %s", attempt + 1, exc)
-                await asyncio.sleep(1.0 * (attempt + 1))
-        log.error("a delivered Teams answer is not recorded; votes on it will not find it", extra={"key": claim.key})
-        return None
-
-    async def _superseded(self, claim: Claim, job: TeamsJob, reply: Mapping[str, Any], trace_id: str | None) -> None:
-        """The claim was lost while answering: the question was deleted meanwhile (the answer just
-        sent is deleted, and its text leaves the trace), or another replica took it over (the reply
-        is recorded all the same, for votes to find its trace)."""
-        row = await self.ledger.get(PLATFORM, claim.key)
-        if row is None or row["status"] != "deleted":
-            await self.ledger.update_reply(PLATFORM, claim.key, reply, trace_id=trace_id)
-            return
-        reference = ConversationReference.deserialize(job.reference)
-        for activity_id in reply.get("activity_ids") or ():
-            try:
-                await self.delivery.delete(reference, str(activity_id))
-            except DeliveryError as exc:
-                log.warning(
-                    "could not delete the answer to a deleted Teams question: %s", exc, extra={"key": claim.key}
-                )
-        if trace_id is not None:
-            await self._forget(trace_id)
-
-    async def _tell(self, send: Send, activity: Mapping[str, Any], claim: Claim) -> None:
-        """A message about a failure: if it cannot be delivered either, logged."""
-        try:
-            await send(activity)
-        except DeliveryError as exc:
-            log.error("could not tell the asker that answering failed: %s", exc, extra={"key": claim.key})
-
-    async def _history(self, key: str, job: TeamsJob) -> tuple[Turn, ...]:
-        """The conversation's earlier questions and answers: the whole thread in a channel; in a
-        personal or group chat, which never ends, only the last `CHAT_HISTORY_MINUTES`."""
-        turns = await self.ledger.thread_turns(PLATFORM, job.tenant, job.conversation, job.conversation)
-        if job.conversation_type in ("personal", "groupChat") and turns:
-            since = turns[-1].created_at - timedelta(minutes=CHAT_HISTORY_MINUTES)
-            turns = [turn for turn in turns if turn.created_at >= since]
-        history: list[Turn] = []
-        for turn in turns:
-            if turn.key == key or not turn.question:
-                continue
-            history.append(Turn(turn.question, author=turn.asker))
-            if turn.answer:
-                history.append(Turn(turn.answer, from_bot=True))
-        return tuple(history)
-
-
-def _edit_next(completion: Completion | None) -> Claim | None:
-    return completion.revision if completion is not None else None
 
 
 class _CandorBot(ActivityHandler):  # type: ignore[misc]
