@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rag.ingest.pipeline import IngestReport
+    from rag.ingest.sources.sync import SyncReport
     from rag.insights.audit.answers import DEFAULT_SAMPLE, AuditRequest, AuditResult
     from rag.insights.audit.labels import Imported
     from rag.insights.conflicts.findings import AuditedDocument, ConflictAudit, ConflictPair, Difference
@@ -41,6 +42,7 @@ _EXPORTS = {
     "open_candor": "rag.runtime",
     "prepare_embedder": "rag.runtime",
     "IngestReport": "rag.ingest.pipeline",
+    "SyncReport": "rag.ingest.sources.sync",
     "DEFAULT_SAMPLE": "rag.insights.audit.answers",
     "AuditRequest": "rag.insights.audit.answers",
     "AuditResult": "rag.insights.audit.answers",
@@ -127,6 +129,7 @@ __all__ = [
     "Imported",
     "IngestReport",
     "Purged",
+    "SyncReport",
     "ThreadTurn",
     "Window",
     "answer",

@@ -125,6 +125,8 @@ class Settings(BaseSettings):
     max_authority: int = Field(3, ge=0, le=100, validation_alias=_env("CANDOR_MAX_AUTHORITY"))
     """CANDOR_MAX_AUTHORITY: the cap on front-matter `authority` for new knowledge bases."""
     default_kb: str = Field("default", min_length=1, validation_alias=_env("CANDOR_KB"))
+    sources: Path | None = Field(None, validation_alias=_env("CANDOR_SOURCES"))
+    """CANDOR_SOURCES: the YAML file of sources `candor sync` reads (websites; README "Sources")."""
 
     # --- retrieval -----------------------------------------------------------------------
     fusion: Literal["rrf", "weighted"] = Field("weighted", validation_alias=_env("CANDOR_FUSION"))

@@ -10,6 +10,9 @@ it into a friendly message.
     │   ├── DatabaseUnavailable     cannot start or reach Postgres
     │   ├── MigrationError          the schema could not be brought up to date
     │   └── EmbeddingMismatch       stored vectors come from another embedder (re-embed needed)
+    ├── SyncError                   a configured source (candor sync) could not be synced as asked
+    │   ├── SourceError             its listing failed (unreachable, 5xx): nothing stored is removed
+    │   └── ItemError               one of its documents could not be fetched or read (the sync goes on)
     ├── IngestError                 one file could not be ingested (the run goes on)
     │   ├── UnsupportedFile         not a format Candor reads (binary, unknown extension)
     │   ├── EmptyFile               nothing to index once parsed
@@ -62,6 +65,19 @@ class MigrationError(StoreError):
 
 class EmbeddingMismatch(StoreError):
     """The stored vectors were made by a different embedder than the configured one."""
+
+
+class SyncError(CandorError):
+    """A configured source cannot be synced as asked (a bad sources file, an unknown source name)."""
+
+
+class SourceError(SyncError):
+    """A source could not be listed (unreachable, a 5xx, expired credentials): the sync of that
+    source stops and removes nothing."""
+
+
+class ItemError(SyncError):
+    """One document of a source could not be fetched or read: skipped with this reason, the sync goes on."""
 
 
 class IngestError(CandorError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
@@ -18,7 +19,7 @@ from rag.backends.from_settings import build_reranker, build_verifier, build_wri
 from rag.backends.llm_judge import LLMFactComparer
 from rag.backends.vector_cache import CachedEmbedder
 from rag.config import Settings
-from rag.errors import CandorError, QuestionError, RateLimited, StoreError, TrackingError
+from rag.errors import CandorError, QuestionError, RateLimited, StoreError, SyncError, TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor, IngestReport
 from rag.insights.feedback.export import export_key
@@ -47,6 +48,7 @@ from rag.tracking.pseudonyms import keyed, plain
 from rag.tracking.retention import Purged, forget_trace, purge_before
 
 if TYPE_CHECKING:  # imported on use (see the commands below)
+    from rag.ingest.sources.sync import SyncReport
     from rag.insights.audit.answers import AuditRequest, AuditResult
     from rag.insights.audit.labels import Imported
     from rag.insights.conflicts.findings import ConflictAudit
@@ -249,6 +251,39 @@ class Candor:
         if max_authority is not None and max_authority != knowledge_base.max_authority:
             knowledge_base = await self.store.set_max_authority(knowledge_base, max_authority)
         return await self.ingestor().ingest(paths, kb=knowledge_base, access=access, prune=prune, on_file=on_file)
+
+    async def sync(
+        self, config: Path | None = None, *, only: str | None = None, dry_run: bool = False
+    ) -> list[SyncReport]:
+        """`candor sync`: every source of the sources file (`config`, else CANDOR_SOURCES), or the one
+        called `only`, into its knowledge base; one report per source. A source that cannot be
+        listed is reported and the others still run."""
+        from rag.ingest.sources.config import load_sources
+        from rag.ingest.sources.registry import connector_for
+        from rag.ingest.sources.sync import Syncer
+        from rag.store.sync_state import SyncState
+
+        path = config or self.settings.sources
+        if path is None:
+            raise SyncError("no sources file: give --config FILE or set CANDOR_SOURCES")
+        sources = load_sources(path)
+        if only is not None:
+            sources = [s for s in sources if s.name == only]
+            if not sources:
+                raise SyncError(f"{path} has no source called {only!r}")
+        # credentials are named, not written, in the sources file: their values come from the
+        # environment here, at the moment a source is synced, and are never logged
+        connectors = [(source, connector_for(source, os.environ)) for source in sources]
+        syncer = Syncer(self.store, self.ingestor(), SyncState(self.store.engine))
+        reports = []
+        for source, connector in connectors:
+            name = source.kb or self.settings.default_kb
+            kb = await self.knowledge_base(name, create=not dry_run) or KnowledgeBase(-1, name, 0)
+            try:
+                reports.append(await syncer.run(source.name, connector, kb, dry_run=dry_run))
+            finally:
+                await connector.aclose()
+        return reports
 
     async def evaluate(self, golden: Path, *, kb: str | None) -> EvalRun:
         """Every question of a golden file through the pipeline, scored and stored (`candor eval`)."""

@@ -28,6 +28,7 @@ from bot.cli.feedback import feedback_app
 from bot.cli.gaps import gaps
 from bot.cli.operate import migrate, prepare, serve, slack_worker
 from bot.cli.purge import purge
+from bot.cli.sync import sync
 from bot.render.report_html import render_html, write_html
 from bot.render.report_text import render_report
 from bot.render.text import render_summary, render_text
@@ -361,6 +362,7 @@ app.command()(prepare)
 app.command()(migrate)
 app.command("gaps")(gaps)
 app.command("purge")(purge)
+app.command("sync")(sync)
 
 
 def main() -> None:

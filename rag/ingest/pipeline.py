@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -57,6 +58,21 @@ class IngestReport:
     @property
     def ok(self) -> bool:
         return not self.skipped
+
+
+IngestStatus = Literal["added", "updated", "unchanged"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """What `Ingestor.ingest_bytes` did with one document."""
+
+    status: IngestStatus
+    document_id: int | None
+    """None only for a document a dry run would add."""
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
 
 
 @dataclass(slots=True)
@@ -201,6 +217,54 @@ class Ingestor:
         chunk_rows, pending = self._rows(facts)
         await self._embed([_Prepared(name, None, row, chunk_rows, pending)], IngestReport())
         return await self.store.write_document(row, chunk_rows)
+
+    async def ingest_bytes(
+        self,
+        source: str,
+        data: bytes,
+        suffix: str,
+        *,
+        kb: KnowledgeBase,
+        access: Sequence[str] = (),
+        url: str | None = None,
+        title: str = "",
+        modified: date | None = None,
+        previous: StoredDocument | None = None,
+        dry_run: bool = False,
+    ) -> Ingested:
+        """One document given as bytes in the format `suffix` names (`html`, `md`, `txt`, `pdf`): a
+        synced source's page, say. The same parsing, dates, trust, chunking, embeddings and single
+        transaction as a file, stored under `source` (unique in `kb`) with `url` as its link;
+        `previous` is what `source` holds now: unchanged bytes and options are not even parsed.
+        `modified` is the date a document without one of its own gets (a file's mtime, for files).
+        With `dry_run` nothing is parsed nor written: only whether it would change. An unusable
+        document raises `IngestError`, a failed write `StoreError`."""
+        access = [clean_text(group).strip() for group in access]
+        if not all(access):
+            raise ConfigError("an access group name is blank")
+        suffix = suffix.lower().lstrip(".")
+        content_hash = hashlib.sha256(data).hexdigest()
+        options_hash = hashlib.sha256(f"{self._options_hash(kb, access)} {url or ''}".encode()).hexdigest()
+        if (
+            previous is not None
+            and (previous.content_hash, previous.options_hash) == (content_hash, options_hash)
+            and (previous.pending_date is None or previous.pending_date > self.today())
+        ):
+            return Ingested("unchanged", previous.id)
+        status: IngestStatus = "added" if previous is None else "updated"
+        if dry_run:
+            return Ingested(status, None if previous is None else previous.id)
+        stem = clean_text(title).replace("/", " ").replace("\\", " ").strip()[:80] or "document"
+        name = Path(f"{stem}.{suffix}")  # the suffix chooses the parser; the stem is the last-resort title
+        facts = await asyncio.to_thread(self._parse, name, data, kb, access, modified or self.today())
+        if url:
+            facts = replace(facts, url=url)
+        row = _document_row(kb, source, facts, content_hash, options_hash)
+        chunk_rows, pending = self._rows(facts)
+        report = IngestReport()
+        await self._embed([_Prepared(name, None, row, chunk_rows, pending)], report)
+        document_id = await self.store.write_document(row, chunk_rows)
+        return Ingested(status, document_id, len(chunk_rows), report.embedded, report.reused)
 
     def _parse(
         self, path: Path, data: bytes, kb: KnowledgeBase, access: Sequence[str], modified: date

@@ -27,6 +27,11 @@ def clean_text(text: str) -> str:
     return _UNPAIRED_SURROGATE.sub("\ufffd", _SEPARATORS.sub(" ", _CONTROL.sub("", text)))
 
 
+NO_ONE = "candor:no-one"
+"""The access group of a synced document whose source permissions could not be mapped to groups:
+no scope ever holds it (`AccessScope` drops it), so the document is stored but never read."""
+
+
 @dataclass(frozen=True, slots=True)
 class AccessScope:
     """What one asker may read.
@@ -37,6 +42,10 @@ class AccessScope:
 
     groups: frozenset[str] = frozenset()
     knowledge_bases: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        if NO_ONE in self.groups:  # from a policy file or --access: never grants a restricted-to-no-one document
+            object.__setattr__(self, "groups", self.groups - {NO_ONE})
 
     @classmethod
     def public(cls, knowledge_bases: frozenset[str] | None = None) -> AccessScope:

@@ -1,0 +1,60 @@
+"""`candor sync`: the configured sources (websites) into their knowledge bases. Thin: parse, call, print.
+
+Registered on the main app by bot/cli/commands.py. Exit status: 0 every source synced; 3 a source
+could not be listed (nothing of it was removed) or some of its documents were skipped (each named
+with its reason); 1 an error (a bad sources file, an unset credential variable).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bot.cli.common import err, out, run
+from rag import Candor, SyncReport
+
+EXIT_SKIPPED = 3
+
+
+def sync(
+    config: Annotated[
+        Path | None, typer.Option("--config", help="The sources file (YAML; default: CANDOR_SOURCES).")
+    ] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Sync only the source called NAME.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be added, updated and deleted; write nothing.")
+    ] = False,
+) -> None:
+    """Bring the knowledge bases up to date with the configured sources: only what changed is fetched."""
+
+    async def work(candor: Candor) -> list[SyncReport]:
+        return await candor.sync(config, only=source, dry_run=dry_run)
+
+    reports = run(work)
+    for report in reports:
+        _print(report)
+    if not all(report.ok for report in reports):
+        raise typer.Exit(EXIT_SKIPPED)
+
+
+def _print(report: SyncReport) -> None:
+    head = f"{report.source} ({report.kind} → {report.knowledge_base})"
+    if report.listing_error is not None:
+        err.print(f"{head}: could not be listed, nothing removed: {report.listing_error}", markup=False)
+        return
+    if report.dry_run:
+        for action, document in report.changes:
+            out.print(f"would be {action}: {document}", markup=False, highlight=False)
+    for document, reason in report.skipped:
+        err.print(f"skipped {document}: {reason}", markup=False, highlight=False)
+    prefix = "dry run, nothing written: " if report.dry_run else ""
+    out.print(
+        f"{head}: {prefix}{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+        f"{report.deleted} deleted, {len(report.skipped)} skipped; {report.fetched} fetched in full",
+        markup=False,
+        highlight=False,
+    )
+    if report.note:
+        out.print(f"{head}: {report.note}; only documents the source said were gone were deleted", markup=False)

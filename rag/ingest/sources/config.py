@@ -1,0 +1,145 @@
+"""The sources file (`CANDOR_SOURCES` or `candor sync --config`): which sources to sync, into which
+knowledge base, with which credentials and permissions.
+
+    sources:
+      - name: help-centre            # unique; the sync's state is kept under it
+        kind: website
+        kb: support                  # the knowledge base it fills (default: CANDOR_KB)
+        access: []                   # groups that may read every page; none: public
+        start_urls: [https://help.example.com/]
+        sitemap: https://help.example.com/sitemap.xml
+        max_pages: 500
+        requests_per_second: 2
+        credentials:                 # environment-variable NAMES, never the secrets themselves
+          authorization: HELP_CENTRE_AUTH
+
+A value that looks like a secret written inline (a `token`, `password`, `secret`, `api_key`,
+`authorization` key anywhere outside `credentials`, or a `credentials` value that is not a variable
+name) is refused with the line to write instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rag.errors import SyncError
+from rag.model.types import clean_text
+
+KINDS = ("website",)
+"""Kinds that can be synced today (Confluence, Google Drive, SharePoint and Notion are still to come)."""
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_SECRET_KEYS = frozenset({"token", "password", "secret", "api_key", "apikey", "authorization", "client_secret"})
+_COMMON = frozenset({"name", "kind", "kb", "access", "credentials"})
+
+
+@dataclass(frozen=True, slots=True)
+class SourceConfig:
+    name: str
+    kind: str
+    kb: str | None
+    access: tuple[str, ...]
+    credentials: Mapping[str, str]
+    """Credential name → the environment variable that holds it (read at sync time)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The kind's own settings (a website's start URLs, sitemap, budget...)."""
+
+
+def load_sources(path: Path) -> list[SourceConfig]:
+    """Every source of the file, checked; `SyncError` names the first problem and where it is."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SyncError(f"cannot read the sources file {path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise SyncError(f"the sources file {path} is not valid YAML: {exc}") from exc
+    return parse_sources(raw, where=str(path))
+
+
+def parse_sources(raw: object, *, where: str = "sources") -> list[SourceConfig]:
+    entries = raw.get("sources") if isinstance(raw, dict) else raw
+    if not isinstance(entries, list) or not entries:
+        raise SyncError(f"{where}: expected `sources:` with a list of sources")
+    found = [_source(entry, f"{where}: source {n}") for n, entry in enumerate(entries, 1)]
+    names = [s.name for s in found]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SyncError(f"{where}: source names must be unique; repeated: {', '.join(repeated)}")
+    return found
+
+
+def resolve_credentials(source: SourceConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """The credentials' values from the environment; `SyncError` names a variable that is unset."""
+    values: dict[str, str] = {}
+    for key, variable in source.credentials.items():
+        value = environ.get(variable, "").strip()
+        if not value:
+            raise SyncError(f"source {source.name}: credential {key!r} reads ${variable}, which is not set")
+        values[key] = value
+    return values
+
+
+def _source(entry: object, where: str) -> SourceConfig:
+    if not isinstance(entry, dict):
+        raise SyncError(f"{where}: expected a mapping with name, kind and the kind's settings")
+    _refuse_inline_secrets(entry, where)
+    name = clean_text(str(entry.get("name") or "")).strip()
+    if not _NAME.match(name):
+        raise SyncError(f"{where}: `name` must be 1-64 lower-case letters, digits, '.', '_' or '-' (got {name!r})")
+    where = f"{where.rsplit(':', 1)[0]}: source {name!r}"
+    kind = str(entry.get("kind") or "")
+    if kind not in KINDS:
+        raise SyncError(f"{where}: kind {kind!r} is not one Candor syncs yet (known: {', '.join(KINDS)})")
+    kb = entry.get("kb")
+    if kb is not None and (not isinstance(kb, str) or not kb.strip()):
+        raise SyncError(f"{where}: `kb` must be a knowledge base name")
+    return SourceConfig(
+        name=name,
+        kind=kind,
+        kb=kb.strip() if isinstance(kb, str) else None,
+        access=_access(entry.get("access", []), where),
+        credentials=_credentials(entry.get("credentials", {}), where),
+        options={k: v for k, v in entry.items() if k not in _COMMON},
+    )
+
+
+def _access(value: object, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(g, str) and clean_text(g).strip() for g in value):
+        raise SyncError(f"{where}: `access` must be a list of access group names (none: public)")
+    return tuple(sorted({clean_text(g).strip() for g in value}))
+
+
+def _credentials(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise SyncError(f"{where}: `credentials` maps each credential to an environment variable's name")
+    found: dict[str, str] = {}
+    for key, variable in value.items():
+        if not isinstance(variable, str) or not _VARIABLE.match(variable):
+            raise SyncError(
+                f"{where}: credentials.{key} must name an environment variable (like HELP_CENTRE_TOKEN), "
+                "not hold the secret: put the secret in the environment and write its variable's name here"
+            )
+        found[str(key)] = variable
+    return found
+
+
+def _refuse_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
+    for key, value in entry.items():
+        if key == "credentials":
+            continue
+        if str(key).lower() in _SECRET_KEYS:
+            raise SyncError(
+                f"{where}: {key!r} looks like a secret written inline; secrets are never kept in the sources "
+                f"file: put it in an environment variable and write `credentials: {{{key}: VARIABLE_NAME}}`"
+            )
+        if isinstance(value, dict):
+            _refuse_inline_secrets(value, where)

@@ -1,0 +1,20 @@
+"""The connector for a configured source's kind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rag.errors import SyncError
+from rag.ingest.sources.base import Connector
+from rag.ingest.sources.config import SourceConfig, resolve_credentials
+from rag.ingest.sources.website import Website, WebsiteOptions
+
+
+def connector_for(source: SourceConfig, environ: Mapping[str, str]) -> Connector:
+    """A connector for `source`, its credentials read from `environ` by name; `SyncError` when its
+    settings or credentials are unusable."""
+    credentials = resolve_credentials(source, environ)
+    if source.kind == "website":
+        options = WebsiteOptions.parse(source.options, f"source {source.name!r}")
+        return Website(options, access=source.access, credentials=credentials)
+    raise SyncError(f"source {source.name!r}: kind {source.kind!r} cannot be synced yet")  # pragma: no cover

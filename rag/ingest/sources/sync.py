@@ -1,0 +1,214 @@
+"""`Syncer`: one configured source into its knowledge base, incrementally, through `Ingestor`.
+
+The run: the connector's listing, then each document once (what a fetched document leads to is
+queued), within the connector's `max_documents`. A document fetched in full goes through
+`Ingestor.ingest_bytes` (the one ingest path: unchanged bytes are not even parsed); a 304 costs
+nothing; what the source says is gone is deleted. After a complete run, every item of this source
+the run did not meet is deleted too; a listing that fails deletes nothing, and a run that reaches
+its budget deletes only what the source said is gone.
+
+An item that could not be fetched this time (a 5xx) keeps its document, and the links it held last
+time are followed still, so one failing page does not make the pages below it look deleted. Each
+item's state is saved after its document is stored: a crash resumes where it stopped, and since
+documents are upserts by source, nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from rag.errors import IngestError, ItemError, SourceError
+from rag.ingest.pipeline import Ingestor
+from rag.ingest.sources.base import Connector, Fetched, Gone, ItemState, NotModified, SourceDocument
+from rag.store.postgres import KnowledgeBase, PostgresStore
+from rag.store.sync_state import StoredItem, SyncState
+
+log = logging.getLogger("candor.sync")
+
+
+@dataclass(slots=True)
+class SyncReport:
+    source: str
+    kind: str
+    knowledge_base: str
+    dry_run: bool = False
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    fetched: int = 0
+    """Documents downloaded in full (a 304 is not one)."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(document, reason) for each that could not be fetched or read; its stored version stays."""
+    changes: list[tuple[str, str]] = field(default_factory=list)
+    """(added | updated | deleted, document) for each change, in order (what a dry run would do)."""
+    listing_error: str | None = None
+    """Why the source could not be listed (then nothing was fetched nor removed)."""
+    complete: bool = False
+    """The whole source was visited: deletions of unseen documents were applied."""
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.listing_error is None and not self.skipped
+
+
+class Syncer:
+    def __init__(self, store: PostgresStore, ingestor: Ingestor, state: SyncState) -> None:
+        self.store = store
+        self.ingestor = ingestor
+        self.state = state
+
+    async def run(self, name: str, connector: Connector, kb: KnowledgeBase, *, dry_run: bool = False) -> SyncReport:
+        report = SyncReport(name, connector.kind, kb.name, dry_run=dry_run)
+        if dry_run:
+            known = await self.state.find(name)
+            source_id = None if known is None else known.id
+        else:
+            source_id = (await self.state.start(name, connector.kind, kb.id)).id
+        items = {} if source_id is None else await self.state.items(source_id)
+        stored = await self.store.documents(kb)
+        try:
+            listing = await connector.listing()
+        except SourceError as exc:
+            report.listing_error = str(exc)
+            log.warning("sync %s: the listing failed, nothing removed: %s", name, exc)
+            if source_id is not None and not dry_run:
+                await self.state.finish(source_id, cursor=None, error=str(exc))
+            return report
+
+        queue: deque[SourceDocument] = deque(listing)
+        queued = {doc.id for doc in listing}
+        visited: set[str] = set()
+        gone: list[str] = []
+
+        def follow(leads: Sequence[SourceDocument]) -> None:
+            for lead in leads:
+                if lead.id not in queued:
+                    queued.add(lead.id)
+                    queue.append(lead)
+
+        while queue:
+            if len(visited) >= connector.max_documents:
+                report.note = f"stopped at its budget of {connector.max_documents} documents"
+                break
+            doc = queue.popleft()
+            visited.add(doc.id)
+            item = items.get(doc.id)
+            previous = _previous(item, doc)
+            try:
+                outcome = await connector.fetch(doc, previous)
+            except ItemError as exc:
+                report.skipped.append((doc.id, str(exc)))
+                log.warning("sync %s: skipped %s: %s", name, doc.id, exc)
+                follow(_leads(item, doc))
+                continue
+            if isinstance(outcome, Gone):
+                gone.append(doc.id)
+                continue
+            if isinstance(outcome, NotModified):
+                report.unchanged += 1
+                follow(_leads(item, doc))
+                if source_id is not None and not dry_run and item is not None:
+                    await self.state.save_item(source_id, doc.id, document_id=item.document_id, state=item.state)
+                continue
+            follow(outcome.leads_to)
+            await self._ingest(outcome, kb, stored.get(doc.id), report, source_id)
+
+        report.complete = report.note is None
+        remove = set(gone)
+        if report.complete:
+            remove |= {item_id for item_id in items if item_id not in visited}
+        await self._delete(sorted(remove), items, stored, report, source_id)
+        if source_id is not None and not dry_run:
+            cursor = {"synced_at": datetime.now(UTC).isoformat(), "documents": len(visited)}
+            await self.state.finish(source_id, cursor=cursor if report.complete else None, error=report.note)
+            if report.added or report.updated or report.deleted:
+                await self.store.analyze()
+        return report
+
+    async def _ingest(
+        self, fetched: Fetched, kb: KnowledgeBase, previous: Any, report: SyncReport, source_id: int | None
+    ) -> None:
+        doc = fetched.document
+        report.fetched += 1
+        try:
+            done = await self.ingestor.ingest_bytes(
+                doc.id,
+                fetched.data,
+                fetched.format,
+                kb=kb,
+                access=doc.access,
+                url=doc.url,
+                title=doc.title,
+                modified=doc.modified.date() if doc.modified else None,
+                previous=previous,
+                dry_run=report.dry_run,
+            )
+        except IngestError as exc:
+            reason = exc.reason + (f" ({exc.detail})" if exc.detail else "")
+            report.skipped.append((doc.id, reason))
+            log.warning("sync %s: skipped %s: %s", report.source, doc.id, reason)
+            return
+        if done.status == "unchanged":
+            report.unchanged += 1
+        else:
+            setattr(report, done.status, getattr(report, done.status) + 1)
+            report.changes.append((done.status, doc.id))
+        if source_id is not None and not report.dry_run:
+            state = {**fetched.state, "access": list(doc.access), "leads_to": [_lead(d) for d in fetched.leads_to]}
+            await self.state.save_item(source_id, doc.id, document_id=done.document_id, state=state)
+
+    async def _delete(
+        self,
+        item_ids: Sequence[str],
+        items: Mapping[str, StoredItem],
+        stored: Mapping[str, Any],
+        report: SyncReport,
+        source_id: int | None,
+    ) -> None:
+        documents: list[int] = []
+        for item_id in item_ids:
+            item = items.get(item_id)
+            document_id = item.document_id if item is not None else None
+            if document_id is None and item_id in stored:
+                document_id = stored[item_id].id
+            if document_id is not None:
+                documents.append(document_id)
+                report.changes.append(("deleted", item_id))
+        if report.dry_run:
+            report.deleted = len(documents)
+            return
+        report.deleted = await self.store.delete_documents(documents)
+        if source_id is not None:
+            await self.state.forget_items(source_id, list(item_ids))
+
+
+def _previous(item: StoredItem | None, doc: SourceDocument) -> ItemState | None:
+    """What to ask the source with: nothing when the document's access changed (it is fetched and
+    stored again, so the new groups apply)."""
+    if item is None:
+        return None
+    if sorted(item.state.get("access", [])) != sorted(doc.access):
+        return None
+    return ItemState(item.state, item.document_id)
+
+
+def _lead(doc: SourceDocument) -> dict[str, str]:
+    return {"id": doc.id, "url": doc.url, "title": doc.title}
+
+
+def _leads(item: StoredItem | None, parent: SourceDocument) -> list[SourceDocument]:
+    """The documents `item` led to last time, with its access as it is now (a page's links share
+    its site's groups)."""
+    if item is None:
+        return []
+    return [
+        SourceDocument(str(d["id"]), str(d["url"]), str(d.get("title", "")), None, parent.access)
+        for d in item.state.get("leads_to", [])
+    ]
