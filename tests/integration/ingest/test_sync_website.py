@@ -1,0 +1,144 @@
+"""`Candor.sync` of a website source against a local fake site (tests/fakes/website.py), into the
+real Postgres with the real embedder: first sync, answers citing the page, conditional re-sync,
+deletions, a failing sitemap, a dry run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rag.model.answers import Question
+from rag.model.types import AccessScope
+from rag.runtime import Candor
+from rag.store.postgres import KnowledgeBase
+from tests.fakes.website import FakeWebsite
+
+SYNCED = 32
+"""Home, 5 sections, 25 articles, the customs page reached only by a link; not /private/ (robots),
+not /help/broken (500)."""
+
+
+@pytest.fixture
+def site() -> Iterator[FakeWebsite]:
+    fake = FakeWebsite().start()
+    yield fake
+    fake.stop()
+
+
+def sources_file(tmp_path: Path, site: FakeWebsite, kb: KnowledgeBase, access: str = "[]") -> Path:
+    path = tmp_path / "sources.yaml"
+    path.write_text(
+        f"""sources:
+  - name: help-{kb.name}
+    kind: website
+    kb: {kb.name}
+    access: {access}
+    start_urls: [{site.url}/]
+    sitemap: {site.url}/sitemap.xml
+    requests_per_second: 500
+"""
+    )
+    return path
+
+
+async def documents(candor: Candor, kb: KnowledgeBase) -> dict[str, str]:
+    return {source: doc.content_hash for source, doc in (await candor.store.documents(kb)).items()}
+
+
+async def test_a_website_syncs_answers_and_resyncs_only_what_changed(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, site, kb)
+    [first] = await candor.sync(config)
+    assert first.listing_error is None and first.complete
+    assert (first.added, first.updated, first.deleted) == (SYNCED, 0, 0)
+    assert first.skipped == [(f"{site.url}/help/broken", "the site answered 500")]
+    stored = await documents(candor, kb)
+    assert len(stored) == SYNCED and f"{site.url}/help/shipping/deep/customs" in stored
+    assert site.requested["/private/salaries"] == 0  # robots.txt disallows it
+    boilerplate = await candor.store.fetch_one(
+        "SELECT count(*) FROM chunks WHERE kb_id = %(kb)s AND text ILIKE '%%banana%%'", {"kb": kb.id}
+    )
+    assert boilerplate == (0,)  # nav, aside and footer were stripped
+
+    question = Question(
+        "How many days do I have to return unworn shoes?",
+        scope=AccessScope(frozenset(), frozenset([kb.name])),
+        platform="cli",
+    )
+    answer = await candor.answer(question)
+    assert answer.route == "answered", answer.text
+    assert "45 days" in answer.text
+    assert f"{site.url}/help/returns/article-1" in {source.url for source in answer.sources}
+
+    # the re-sync: one page changed, one removed from the site (and so from the sitemap)
+    site.reset_counts()
+    site.pages["/help/returns/article-2"] = site.pages["/help/returns/article-2"].replace(
+        "article 2 of", "article 2 (revised) of"
+    )
+    del site.pages["/help/sizes/article-5"]
+    [second] = await candor.sync(config)
+    assert (second.added, second.updated, second.deleted) == (0, 1, 1), second
+    assert second.unchanged == SYNCED - 2
+    assert sum(site.full.values()) == 1 and site.full["/help/returns/article-2"] == 1
+    assert sum(site.not_modified.values()) == SYNCED - 2  # every other page answered 304
+    after = await documents(candor, kb)
+    assert f"{site.url}/help/sizes/article-5" not in after and len(after) == SYNCED - 1
+    assert after[f"{site.url}/help/returns/article-2"] != stored[f"{site.url}/help/returns/article-2"]
+
+    # a third run changes nothing and downloads nothing
+    site.reset_counts()
+    [third] = await candor.sync(config)
+    assert (third.added, third.updated, third.deleted, third.unchanged) == (0, 0, 0, SYNCED - 1)
+    assert sum(site.full.values()) == 0
+
+
+async def test_a_failing_sitemap_removes_nothing(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, site, kb)
+    await candor.sync(config)
+    before = await documents(candor, kb)
+    site.sitemap_status = 503
+    del site.pages["/help/payment/article-4"]
+    [report] = await candor.sync(config)
+    assert report.listing_error is not None and "503" in report.listing_error
+    assert report.deleted == 0 and not report.ok
+    assert await documents(candor, kb) == before
+
+
+async def test_a_dry_run_lists_changes_and_writes_nothing(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, site, kb)
+    [empty] = await candor.sync(config, dry_run=True)
+    assert empty.added == SYNCED and await documents(candor, kb) == {}
+    await candor.sync(config)
+    before = await documents(candor, kb)
+    site.pages["/help/warranty/article-3"] = site.pages["/help/warranty/article-3"].replace("note 3", "note three")
+    del site.pages["/help/warranty/article-4"]
+    [dry] = await candor.sync(config, dry_run=True)
+    assert ("updated", f"{site.url}/help/warranty/article-3") in dry.changes
+    assert ("deleted", f"{site.url}/help/warranty/article-4") in dry.changes
+    assert (dry.updated, dry.deleted) == (1, 1)
+    assert await documents(candor, kb) == before
+    [real] = await candor.sync(config)  # the state was not advanced by the dry run
+    assert (real.updated, real.deleted) == (1, 1)
+
+
+async def test_a_restricted_site_is_read_only_with_its_group(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    await candor.sync(sources_file(tmp_path, site, kb, access="[support-team]"))
+    text = "How long does standard shipping to Portugal take?"
+    public = await candor.answer(Question(text, scope=AccessScope(frozenset(), frozenset([kb.name])), platform="cli"))
+    assert public.route == "abstained" and "3 business days" not in public.text
+    groups = await candor.store.fetch_all(
+        "SELECT DISTINCT access_groups FROM documents WHERE kb_id = %(kb)s", {"kb": kb.id}
+    )
+    assert groups == [(["support-team"],)]
+    team = AccessScope(frozenset(["support-team"]), frozenset([kb.name]))
+    allowed = await candor.answer(Question(text, scope=team, platform="cli"))
+    assert allowed.route == "answered" and "3 business days" in allowed.text, allowed.text
