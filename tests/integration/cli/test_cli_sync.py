@@ -1,0 +1,86 @@
+"""`candor sync` as its own process against a local fake website: the summary, --dry-run, --source,
+an inline secret refused, and `candor ask` answering from a synced page with its URL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rag.runtime import Candor
+from rag.store.postgres import KnowledgeBase
+from tests.cli import run_cli
+from tests.fakes.website import FakeWebsite
+
+
+@pytest.fixture
+def site() -> Iterator[FakeWebsite]:
+    fake = FakeWebsite().start()
+    yield fake
+    fake.stop()
+
+
+async def test_candor_sync_end_to_end(candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path) -> None:
+    config = tmp_path / "sources.yaml"
+    config.write_text(
+        f"""sources:
+  - name: help
+    kind: website
+    kb: {kb.name}
+    sitemap: {site.url}/sitemap.xml
+    requests_per_second: 500
+  - name: other
+    kind: website
+    kb: {kb.name}-other
+    start_urls: [{site.url}/help/returns/]
+"""
+    )
+    dry = run_cli(candor, tmp_path, "sync", "--config", str(config), "--source", "help", "--dry-run")
+    assert dry.returncode == 3, dry.stderr  # the 500 page is skipped
+    assert f"would be added: {site.url}/help/returns/article-1" in dry.stdout
+    assert "dry run, nothing written: 32 added" in dry.stdout
+    assert await candor.store.documents(kb) == {}
+
+    done = run_cli(candor, tmp_path, "sync", "--config", str(config), "--source", "help")
+    assert done.returncode == 3
+    assert f"skipped {site.url}/help/broken: the site answered 500" in done.stderr
+    assert f"help (website → {kb.name}): 32 added, 0 updated, 0 unchanged, 0 deleted, 1 skipped" in done.stdout
+    assert await candor.knowledge_base(f"{kb.name}-other") is None  # --source: the other was not synced
+
+    again = run_cli(candor, tmp_path, "sync", "--source", "help", CANDOR_SOURCES=str(config))
+    assert "0 added, 0 updated, 32 unchanged, 0 deleted, 1 skipped; 0 fetched in full" in again.stdout
+
+    asked = run_cli(
+        candor, tmp_path, "ask", "--kb", kb.name, "--json", "Who pays customs duties on orders to Switzerland?"
+    )
+    assert asked.returncode == 0, asked.stderr
+    answer = json.loads(asked.stdout)
+    assert answer["route"] == "answered" and "8 percent" in answer["text"]
+    assert f"{site.url}/help/shipping/deep/customs" in {s["url"] for s in answer["sources"]}
+
+
+async def test_candor_sync_refuses_inline_secrets_and_unset_credentials(candor: Candor, tmp_path: Path) -> None:
+    config = tmp_path / "sources.yaml"
+    config.write_text("sources:\n  - {name: wiki, kind: website, start_urls: [http://x.test/], token: abc123}\n")
+    inline = run_cli(candor, tmp_path, "sync", "--config", str(config))
+    assert inline.returncode == 1 and "looks like a secret written inline" in inline.stderr
+    assert "abc123" not in inline.stderr
+
+    config.write_text(
+        "sources:\n  - name: wiki\n    kind: website\n    start_urls: [http://x.test/]\n"
+        "    credentials: {authorization: Bearer abc123}\n"
+    )
+    written = run_cli(candor, tmp_path, "sync", "--config", str(config))
+    assert written.returncode == 1 and "must name an environment variable" in written.stderr
+    assert "abc123" not in written.stderr
+
+    config.write_text(
+        "sources:\n  - name: wiki\n    kind: website\n    start_urls: [http://x.test/]\n"
+        "    credentials: {authorization: WIKI_AUTH}\n"
+    )
+    unset = run_cli(candor, tmp_path, "sync", "--config", str(config))
+    assert unset.returncode == 1 and "$WIKI_AUTH, which is not set" in unset.stderr
+    missing = run_cli(candor, tmp_path, "sync")
+    assert missing.returncode == 1 and "give --config FILE or set CANDOR_SOURCES" in missing.stderr
