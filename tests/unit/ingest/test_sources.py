@@ -1,0 +1,79 @@
+"""The sources file's checks and a website page's cleaning, without a network or a database."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.errors import SyncError
+from rag.ingest.sources.config import parse_sources, resolve_credentials
+from rag.ingest.sources.website import WebsiteOptions, clean_page, normalise
+from rag.model.types import NO_ONE, AccessScope
+
+
+def test_a_website_source_is_read_with_its_defaults() -> None:
+    [source] = parse_sources({"sources": [{"name": "help", "kind": "website", "start_urls": ["https://a.test/"]}]})
+    assert (source.kb, source.access, dict(source.credentials)) == (None, (), {})
+    options = WebsiteOptions.parse(source.options, "help")
+    assert options.start_urls == ("https://a.test/",) and options.max_pages == 500
+    assert options.sites == frozenset({"https://a.test"})
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"name": "x", "kind": "website", "password": "hunter2"}, "looks like a secret written inline"),
+        ({"name": "x", "kind": "website", "auth": {"api_key": "k"}}, "looks like a secret written inline"),
+        ({"name": "x", "kind": "website", "credentials": {"authorization": "Bearer k"}}, "environment variable"),
+        ({"name": "x", "kind": "confluence"}, "not one Candor syncs yet"),
+        ({"name": "Bad Name", "kind": "website"}, "`name` must be"),
+        ({"name": "x", "kind": "website", "access": "hr"}, "`access` must be a list"),
+    ],
+)
+def test_bad_sources_are_refused_with_the_reason(entry: dict[str, object], message: str) -> None:
+    with pytest.raises(SyncError, match=message) as raised:
+        parse_sources({"sources": [entry]})
+    assert "hunter2" not in str(raised.value)
+
+
+def test_names_are_unique_and_credentials_come_from_the_environment() -> None:
+    one = {"name": "x", "kind": "website", "credentials": {"authorization": "X_AUTH"}}
+    with pytest.raises(SyncError, match="repeated: x"):
+        parse_sources({"sources": [one, one]})
+    [source] = parse_sources([one])
+    assert resolve_credentials(source, {"X_AUTH": "Bearer t"}) == {"authorization": "Bearer t"}
+    with pytest.raises(SyncError, match=r"\$X_AUTH, which is not set"):
+        resolve_credentials(source, {})
+
+
+def test_website_settings_are_checked() -> None:
+    with pytest.raises(SyncError, match="start_urls` or a `sitemap"):
+        WebsiteOptions.parse({}, "w")
+    with pytest.raises(SyncError, match="not an http"):
+        WebsiteOptions.parse({"start_urls": ["ftp://a.test/"]}, "w")
+    with pytest.raises(SyncError, match="unknown website settings"):
+        WebsiteOptions.parse({"start_urls": ["https://a.test/"], "depth": 3}, "w")
+
+
+def test_a_page_keeps_its_main_content_and_gives_its_links() -> None:
+    page = b"""<html><head><title>Returns</title><meta name="description" content="How returns work"></head>
+    <body><header>Site header</header><nav><a href="/help/">Help</a></nav>
+    <div role="navigation"><a href="other#top">Other</a></div>
+    <main><article><header><h1>Returns</h1></header><p>Return within 45 days.</p>
+    <a href="https://A.test:443/help/x?y=1#frag">x</a><a href="mailto:a@b">mail</a></article></main>
+    <aside>Sidebar</aside><p>Outside main</p><footer>Footer</footer><script>var x = 1;</script></body></html>"""
+    cleaned, links = clean_page(page, "https://a.test/help/returns")
+    text = cleaned.decode()
+    assert "Return within 45 days." in text and "<h1>Returns</h1>" in text and "<title>Returns</title>" in text
+    assert 'content="How returns work"' in text
+    for gone in ("Site header", "Sidebar", "Outside main", "Footer", "var x", ">Help<"):
+        assert gone not in text
+    assert links == ["https://a.test/help/", "https://a.test/help/other", "https://a.test/help/x?y=1"]
+
+
+def test_urls_are_normalised_to_one_id() -> None:
+    assert normalise("HTTPS://Help.Example.com:443#top") == "https://help.example.com/"
+    assert normalise("http://h.test:8080/a?b=1#c") == "http://h.test:8080/a?b=1"
+
+
+def test_no_scope_ever_holds_the_no_one_group() -> None:
+    assert AccessScope(frozenset({NO_ONE, "hr"})).groups == frozenset({"hr"})
