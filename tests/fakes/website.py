@@ -47,6 +47,10 @@ class FakeWebsite:
     """304 responses, per path."""
     requested: Counter[str] = field(default_factory=Counter)
     sitemap_status: int = 200
+    throttled: Counter[str] = field(default_factory=Counter)
+    """Paths that answer 429 (Retry-After: 0) this many more times before they answer."""
+    binary: dict[str, bytes] = field(default_factory=dict)
+    """Paths served as image/png."""
     host: str = "127.0.0.1"
     port: int = 0
     _runner: web.AppRunner | None = None
@@ -100,6 +104,12 @@ class FakeWebsite:
             urls = "".join(f"<url><loc>{self.url}{p}</loc></url>" for p in self.sitemap_paths())
             body = f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
             return web.Response(text=body, content_type="application/xml")
+        if self.throttled[path] > 0:
+            self.throttled[path] -= 1
+            return web.Response(status=429, headers={"Retry-After": "0"}, text="slow down")
+        if path in self.binary:
+            self.full[path] += 1
+            return web.Response(body=self.binary[path], content_type="image/png")
         if path in self.failing:
             return web.Response(status=500, text="internal error")
         html = self.pages.get(path)

@@ -142,3 +142,16 @@ async def test_a_restricted_site_is_read_only_with_its_group(
     team = AccessScope(frozenset(["support-team"]), frozenset([kb.name]))
     allowed = await candor.answer(Question(text, scope=team, platform="cli"))
     assert allowed.route == "answered" and "3 business days" in allowed.text, allowed.text
+
+
+async def test_a_throttled_page_is_waited_for_and_a_page_that_is_not_a_document_is_skipped(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    site.throttled["/help/returns/article-1"] = 2
+    site.binary["/help/returns/photo"] = b"\x89PNG\r\n\x1a\n" + bytes(64)
+    site.pages["/help/returns/"] = site.pages["/help/returns/"].replace("</main>", '<a href="photo">photo</a></main>')
+    [report] = await candor.sync(sources_file(tmp_path, site, kb))
+    assert site.requested["/help/returns/article-1"] == 3 and site.throttled["/help/returns/article-1"] == 0
+    assert f"{site.url}/help/returns/article-1" in await documents(candor, kb)
+    assert (f"{site.url}/help/returns/photo", "not a page Candor reads (Content-Type 'image/png')") in report.skipped
+    assert report.added == SYNCED
