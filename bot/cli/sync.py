@@ -7,13 +7,18 @@ with its reason); 1 an error (a bad sources file, an unset credential variable).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from bot.cli.common import err, out, run
-from rag import Candor, SyncReport
+from rag import Candor, SyncReport, parse_interval
+from rag.errors import CandorError
 
 EXIT_SKIPPED = 3
 
@@ -26,8 +31,23 @@ def sync(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be added, updated and deleted; write nothing.")
     ] = False,
+    every: Annotated[
+        str | None,
+        typer.Option(help="Sync again at this interval (30m, 1h, 1d) until SIGTERM or Ctrl+C; one host's schedule."),
+    ] = None,
 ) -> None:
     """Bring the knowledge bases up to date with the configured sources: only what changed is fetched."""
+    if every is not None:
+        try:
+            interval = parse_interval(every)
+        except ValueError as exc:
+            err.print(f"error: --every: {exc}", markup=False, highlight=False)
+            raise typer.Exit(2) from exc
+        if dry_run:
+            err.print("error: --every and --dry-run do not go together", markup=False, highlight=False)
+            raise typer.Exit(2)
+        run(lambda candor: _sync_every(candor, config, source, interval))
+        return
 
     async def work(candor: Candor) -> list[SyncReport]:
         return await candor.sync(config, only=source, dry_run=dry_run)
@@ -37,6 +57,30 @@ def sync(
         _print(report)
     if not all(report.ok for report in reports):
         raise typer.Exit(EXIT_SKIPPED)
+
+
+async def _sync_every(candor: Candor, config: Path | None, source: str | None, interval: float) -> None:
+    """`candor sync --every`: a sync, its summaries, a wait; SIGTERM or SIGINT ends the wait (a sync in
+    progress finishes its document: each is stored with its state in one step) and the command exits
+    0. A sync that fails (a bad sources file, the database away) is one line, and the next one runs."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    while not stop.is_set():
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            reports = await candor.sync(config, only=source)
+        except CandorError as exc:
+            err.print(f"error: {exc} (trying again in {interval:g} s)", markup=False, highlight=False)
+        else:
+            out.print(f"{started}: synced", markup=False, highlight=False)
+            for report in reports:
+                _print(report)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+    out.print("stopped", markup=False, highlight=False)
 
 
 def _print(report: SyncReport) -> None:

@@ -4,6 +4,11 @@ an inline secret refused, and `candor ask` answering from a synced page with its
 from __future__ import annotations
 
 import json
+import re
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +16,7 @@ import pytest
 
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from tests.cli import run_cli
+from tests.cli import process_env, run_cli
 from tests.fakes.website import FakeWebsite
 
 
@@ -84,3 +89,44 @@ async def test_candor_sync_refuses_inline_secrets_and_unset_credentials(candor: 
     assert unset.returncode == 1 and "$WIKI_AUTH, which is not set" in unset.stderr
     missing = run_cli(candor, tmp_path, "sync")
     assert missing.returncode == 1 and "give --config FILE or set CANDOR_SOURCES" in missing.stderr
+
+
+async def test_candor_sync_every_syncs_again_until_sigterm(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    """One host's schedule: `candor sync --every` syncs, waits, syncs again (fetching nothing that did
+    not change), and stops cleanly on SIGTERM."""
+    config = tmp_path / "sources.yaml"
+    config.write_text(
+        f"sources:\n  - name: help\n    kind: website\n    kb: {kb.name}\n"
+        f"    sitemap: {site.url}/sitemap.xml\n    requests_per_second: 500\n"
+    )
+    url = candor.store.engine.url.render_as_string(hide_password=False)
+    env = process_env(CANDOR_HOME=str(tmp_path), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1")
+    process = subprocess.Popen(  # noqa: ASYNC220 (the fake site has its own thread; nothing here needs the loop)
+        [sys.executable, "-m", "bot.cli", "sync", "--config", str(config), "--every", "1s"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + 240
+        while not any("32 unchanged" in line for line in lines):
+            assert time.monotonic() < deadline and process.poll() is None, lines
+            lines.append(process.stdout.readline())
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    rest = process.stdout.read() if process.stdout else ""
+    assert code == 0 and "stopped" in rest, (code, rest, process.stderr.read() if process.stderr else "")
+    assert any(": 32 added" in line for line in lines)
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00: synced", next(x for x in lines if "synced" in x))
+    assert any("0 fetched in full" in line for line in lines if "32 unchanged" in line)
+    bad = run_cli(candor, tmp_path, "sync", "--config", str(config), "--every", "soon")
+    assert bad.returncode == 2 and "not an interval" in bad.stderr
+    both = run_cli(candor, tmp_path, "sync", "--config", str(config), "--every", "1h", "--dry-run")
+    assert both.returncode == 2 and "do not go together" in both.stderr
