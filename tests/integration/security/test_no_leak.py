@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import ipaddress
 import json
+import tempfile
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -47,6 +48,7 @@ from tests.fakes.slack_events import (
 )
 from tests.fakes.teams_activities import channel_mention, group_chat_mention, personal_message
 from tests.fakes.teams_server import ingest_handbook
+from tests.fakes.website import FakeWebsite
 from tests.serving import serve_adapter
 
 SALARY = "What is the salary band for an L3 Senior Software Engineer?"
@@ -240,3 +242,70 @@ async def test_the_gaps_of_unauthorised_readers_are_rechecked_in_their_own_scope
     shown = json.dumps(found, ensure_ascii=False, default=str)
     assert "salary band" in shown.lower()  # the refused questions are there
     assert leaks(found) == []
+
+
+# --- a synced source --------------------------------------------------------------------------------
+
+CUSTOMS = "Who pays customs duties on orders to Switzerland?"
+SYNCED = ("8 percent", "customs duties of")
+"""What the synced page restricted to hr-confidential would show."""
+
+
+async def test_a_synced_restricted_site_reaches_only_its_group(core: Candor, handbook: KnowledgeBase) -> None:
+    """Runs last: a website synced with `access: [hr-confidential]` into the same knowledge base. Its
+    pages are as restricted as the salary bands: not to the command line without the group, not in a
+    Slack channel, not in a Teams group chat; the HR person's DM and personal chat get them."""
+    site = FakeWebsite().start()
+    try:
+        config = Path(tempfile.mkdtemp()) / "sources.yaml"
+        config.write_text(
+            f"sources:\n  - name: hr-site\n    kind: website\n    kb: {handbook.name}\n"
+            f"    sitemap: {site.url}/sitemap.xml\n    requests_per_second: 500\n    access: [hr-confidential]\n"
+        )
+        (report,) = await core.sync(config)
+        assert report.added > 0
+        restricted = [*SYNCED, site.url]
+
+        def shows(payload: object) -> list[str]:
+            text = json.dumps(payload, ensure_ascii=False)
+            return [marker for marker in restricted if marker in text]
+
+        public = await core.answer(Question(CUSTOMS, scope=AccessScope.public(frozenset({handbook.name}))))
+        assert shows(public.as_json()) == []
+        granted = await core.answer(
+            Question(CUSTOMS, scope=AccessScope(frozenset({"hr-confidential"}), frozenset({handbook.name})))
+        )
+        assert "8 percent" in granted.text  # the control
+
+        async with FakeSlack() as fake:
+            config_ = SlackConfig(bot_token="xoxb-no-leak", signing_secret=SECRET, api_url=fake.api_url)
+            adapter = SlackAdapter(config_, core, EventLedger(core.store.engine, lease_seconds=2.0), drain_seconds=5)
+            async with serve_adapter(core, adapter) as url:
+                channel = app_mention(CUSTOMS, user=SLACK_HR, channel="C0PUBLIC")
+                assert await slack_post(url, json_body(event_callback(channel))) == 200
+                (post,) = await fake.wait_for("chat.postMessage", timeout=60)
+                assert shows(post.params) == []
+                dm = message(CUSTOMS, user=SLACK_HR, channel="D0HR")
+                assert await slack_post(url, json_body(event_callback(dm))) == 200
+                (hr,) = await fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == "D0HR")
+                assert "8 percent" in json.dumps(hr.params, ensure_ascii=False)
+
+        async with FakeConnector() as connector:
+            teams = TeamsAdapter(
+                TeamsConfig(), core, EventLedger(core.store.engine, lease_seconds=2.0), drain_seconds=5
+            )
+            async with serve_adapter(core, teams) as url, aiohttp.ClientSession() as session:
+                group = group_chat_mention(CUSTOMS, service_url=connector.service_url, user_id=TEAMS_HR)
+                assert (await session.post(f"{url}/api/messages", json=group)).status in (200, 201, 202)
+                (answer,) = await connector.wait_for(lambda c: c.body.get("type") == "message", timeout=60)
+                assert shows(answer.body) == []
+                mine = personal_message(
+                    CUSTOMS, service_url=connector.service_url, user_id=TEAMS_HR, conversation_id="a:hr-sync"
+                )
+                assert (await session.post(f"{url}/api/messages", json=mine)).status in (200, 201, 202)
+                (own,) = await connector.wait_for(
+                    lambda c: c.body.get("type") == "message" and c.conversation_id == "a:hr-sync", timeout=60
+                )
+                assert "8 percent" in json.dumps(own.body, ensure_ascii=False)
+    finally:
+        site.stop()
