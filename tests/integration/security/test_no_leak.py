@@ -247,8 +247,6 @@ async def test_the_gaps_of_unauthorised_readers_are_rechecked_in_their_own_scope
 # --- a synced source --------------------------------------------------------------------------------
 
 CUSTOMS = "Who pays customs duties on orders to Switzerland?"
-SYNCED = ("8 percent", "customs duties of")
-"""What the synced page restricted to hr-confidential would show."""
 
 
 async def test_a_synced_restricted_site_reaches_only_its_group(core: Candor, handbook: KnowledgeBase) -> None:
@@ -264,7 +262,10 @@ async def test_a_synced_restricted_site_reaches_only_its_group(core: Candor, han
         )
         (report,) = await core.sync(config)
         assert report.added > 0
-        restricted = [*SYNCED, site.url]
+        # this site's pages are cited by their URL (its port is this test's alone): any of its text
+        # shown would come with it. The same pages' words may come from other tests' public copies
+        # in other knowledge bases, which the HR person's own rule (no knowledge-base limit) opens.
+        restricted = [site.url]
 
         def shows(payload: object) -> list[str]:
             text = json.dumps(payload, ensure_ascii=False)
