@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -557,3 +558,10 @@ def _variable_name(field: str) -> str:
     if isinstance(alias, AliasChoices) and alias.choices:
         return str(alias.choices[0])
     return field
+
+
+def secrets_by_name() -> Mapping[str, str]:
+    """The environment, for the credentials a sources file names by variable (`candor sync`): read
+    here, when a source is synced, so that a rotated token needs no restart and no other module reads
+    the environment. The values are never logged."""
+    return os.environ

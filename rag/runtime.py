@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
@@ -18,7 +17,7 @@ from rag.backends.embeddings import backend_in_use, build_embedder
 from rag.backends.from_settings import build_reranker, build_verifier, build_writer, close_chat_models, judge_model
 from rag.backends.llm_judge import LLMFactComparer
 from rag.backends.vector_cache import CachedEmbedder
-from rag.config import Settings
+from rag.config import Settings, secrets_by_name
 from rag.errors import CandorError, QuestionError, RateLimited, StoreError, SyncError, TrackingError
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import Ingestor, IngestReport
@@ -273,7 +272,7 @@ class Candor:
                 raise SyncError(f"{path} has no source called {only!r}")
         # credentials are named, not written, in the sources file: their values come from the
         # environment here, at the moment a source is synced, and are never logged
-        connectors = [(source, connector_for(source, os.environ)) for source in sources]
+        connectors = [(source, connector_for(source, secrets_by_name())) for source in sources]
         syncer = Syncer(self.store, self.ingestor(), SyncState(self.store.engine))
         reports = []
         for source, connector in connectors:

@@ -6,10 +6,7 @@ some files were skipped (each named with its reason).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import signal
 import sys
 from datetime import UTC, datetime
 from importlib.metadata import version as package_version
@@ -23,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 import bot.cli.audit_answers  # noqa: F401  (registers `candor audit answers` on audit_app)
 from bot.cli.answers import answers_app
 from bot.cli.audit import audit_app
-from bot.cli.common import AccessOption, KbOption, cli_settings, err, out, require_knowledge_base, run
+from bot.cli.common import AccessOption, KbOption, cli_settings, err, every, out, require_knowledge_base, run
 from bot.cli.feedback import feedback_app
 from bot.cli.gaps import gaps
 from bot.cli.operate import migrate, prepare, serve, slack_worker
@@ -33,7 +30,7 @@ from bot.render.report_html import render_html, write_html
 from bot.render.report_text import render_report
 from bot.render.text import render_summary, render_text
 from rag import By, Candor, EvalRun, IngestReport, parse_interval, report_window
-from rag.errors import CandorError, FileWriteError
+from rag.errors import FileWriteError
 from rag.model.answers import Answer, Question
 from rag.model.types import AccessScope, clean_text
 
@@ -138,25 +135,16 @@ async def _ingest_every(
     prune: bool,
     max_authority: int | None,
 ) -> None:
-    """`candor ingest --every`: a run, its summary, a wait; SIGTERM or SIGINT ends the wait (a run in
-    progress finishes its document: each is one transaction) and the command exits 0."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    while not stop.is_set():
+    """`candor ingest --every`: a run and its summary at each interval (`bot.cli.common.every`; a run
+    stopped by SIGTERM finishes its document: each is one transaction) and the command exits 0."""
+
+    async def once() -> None:
         started = datetime.now(UTC).isoformat(timespec="seconds")
-        try:
-            report = await candor.ingest(paths, kb=kb, access=access, prune=prune, max_authority=max_authority)
-        except CandorError as exc:  # the database went away, say: the next run tries again
-            err.print(f"[red]error:[/red] {escape(str(exc))} (trying again in {interval:g} s)", highlight=False)
-        else:
-            out.print(f"{started}: ", end="", markup=False, highlight=False)
-            _print_ingest(report)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=interval)
-    out.print("stopped", markup=False, highlight=False)
+        report = await candor.ingest(paths, kb=kb, access=access, prune=prune, max_authority=max_authority)
+        out.print(f"{started}: ", end="", markup=False, highlight=False)
+        _print_ingest(report)
+
+    await every(interval, once)
 
 
 class _NoProgress:

@@ -8,6 +8,8 @@ bot/cli/commands.py, which imports them all to register their commands.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
@@ -65,3 +67,22 @@ def cli_settings() -> Settings:
         raise typer.Exit(1) from exc
     configure_logging(settings.log_level, settings.log_format)
     return settings
+
+
+async def every(interval: float, once: Callable[[], Awaitable[None]]) -> None:
+    """`--every`: `once()`, a wait, `once()` again, until SIGTERM or SIGINT ends the wait (a run in
+    progress finishes); then "stopped". A run that fails with a `CandorError` (the database away, a
+    bad file) is one line, and the next run tries again."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    while not stop.is_set():
+        try:
+            await once()
+        except CandorError as exc:
+            err.print(f"[red]error:[/red] {escape(str(exc))} (trying again in {interval:g} s)", highlight=False)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+    out.print("stopped", markup=False, highlight=False)

@@ -7,18 +7,14 @@ with its reason); 1 an error (a bad sources file, an unset credential variable).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from bot.cli.common import err, out, run
+from bot.cli.common import err, every, out, run
 from rag import Candor, SyncReport, parse_interval
-from rag.errors import CandorError
 
 EXIT_SKIPPED = 3
 
@@ -60,27 +56,17 @@ def sync(
 
 
 async def _sync_every(candor: Candor, config: Path | None, source: str | None, interval: float) -> None:
-    """`candor sync --every`: a sync, its summaries, a wait; SIGTERM or SIGINT ends the wait (a sync in
-    progress finishes its document: each is stored with its state in one step) and the command exits
-    0. A sync that fails (a bad sources file, the database away) is one line, and the next one runs."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    while not stop.is_set():
+    """`candor sync --every`: a sync and its summaries at each interval (`bot.cli.common.every`; a sync
+    stopped by SIGTERM finishes its document: each is stored with its state in one step)."""
+
+    async def once() -> None:
         started = datetime.now(UTC).isoformat(timespec="seconds")
-        try:
-            reports = await candor.sync(config, only=source)
-        except CandorError as exc:
-            err.print(f"error: {exc} (trying again in {interval:g} s)", markup=False, highlight=False)
-        else:
-            out.print(f"{started}: synced", markup=False, highlight=False)
-            for report in reports:
-                _print(report)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=interval)
-    out.print("stopped", markup=False, highlight=False)
+        reports = await candor.sync(config, only=source)
+        out.print(f"{started}: synced", markup=False, highlight=False)
+        for report in reports:
+            _print(report)
+
+    await every(interval, once)
 
 
 def _print(report: SyncReport) -> None:
