@@ -1,4 +1,5 @@
-"""`candor sync`: the configured sources (websites) into their knowledge bases. Thin: parse, call, print.
+"""`candor sync`: the configured sources (websites, Confluence spaces) into their knowledge bases.
+Thin: parse, call, print.
 
 Registered on the main app by bot/cli/commands.py. Exit status: 0 every source synced; 3 a source
 could not be listed (nothing of it was removed) or some of its documents were skipped (each named

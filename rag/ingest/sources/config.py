@@ -12,6 +12,15 @@ knowledge base, with which credentials and permissions.
         requests_per_second: 2
         credentials:                 # environment-variable NAMES, never the secrets themselves
           authorization: HELP_CENTRE_AUTH
+      - name: wiki
+        kind: confluence             # rag/ingest/sources/confluence.py
+        kb: internal
+        base_url: https://example.atlassian.net/wiki
+        spaces: [ENG, HR]
+        space_access: {HR: [staff]}  # unrestricted pages of HR: staff only; of ENG: `access` (public)
+        permissions:                 # Confluence groups (name or id) and users (account id) → access groups
+          groups: {hr-managers: [hr]}
+        credentials: {email: CONFLUENCE_EMAIL, token: CONFLUENCE_TOKEN}
 
 A value that looks like a secret written inline (a `token`, `password`, `secret`, `api_key`,
 `authorization` key anywhere outside `credentials`, or a `credentials` value that is not a variable
@@ -31,8 +40,8 @@ import yaml
 from rag.errors import SyncError
 from rag.model.types import clean_text
 
-KINDS = ("website",)
-"""Kinds that can be synced today (Confluence, Google Drive, SharePoint and Notion are still to come)."""
+KINDS = ("website", "confluence")
+"""Kinds that can be synced today (Google Drive, SharePoint and Notion are still to come)."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")

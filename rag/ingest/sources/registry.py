@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from rag.errors import SyncError
 from rag.ingest.sources.base import Connector
 from rag.ingest.sources.config import SourceConfig, resolve_credentials
+from rag.ingest.sources.confluence import Confluence, ConfluenceOptions
 from rag.ingest.sources.website import Website, WebsiteOptions
 
 
@@ -17,4 +18,9 @@ def connector_for(source: SourceConfig, environ: Mapping[str, str]) -> Connector
     if source.kind == "website":
         options = WebsiteOptions.parse(source.options, f"source {source.name!r}")
         return Website(options, access=source.access, credentials=credentials)
+    if source.kind == "confluence":
+        confluence = ConfluenceOptions.parse(source.options, f"source {source.name!r}")
+        return Confluence(
+            confluence, name=source.name, credentials=credentials, variables=source.credentials, access=source.access
+        )
     raise SyncError(f"source {source.name!r}: kind {source.kind!r} cannot be synced yet")  # pragma: no cover

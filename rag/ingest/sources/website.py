@@ -22,7 +22,6 @@ import urllib.robotparser
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
 
@@ -32,6 +31,7 @@ from lxml import etree
 
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Format, Gone, ItemState, NotModified, Outcome, SourceDocument
+from rag.ingest.sources.retry_after import http_date, retry_after
 
 log = logging.getLogger("candor.sync.website")
 
@@ -161,7 +161,7 @@ class Website:
         page_format = _FORMATS.get(kind)
         if page_format is None:
             raise ItemError(f"not a page Candor reads (Content-Type {kind or 'missing'!r})")
-        modified = _http_date(response_headers.get("Last-Modified")) or document.modified
+        modified = http_date(response_headers.get("Last-Modified")) or document.modified
         state = {"etag": response_headers.get("ETag"), "last_modified": response_headers.get("Last-Modified")}
         leads: list[SourceDocument] = []
         if page_format == "html":
@@ -256,7 +256,7 @@ class Website:
             try:
                 async with self._session.get(url, headers=dict(headers), max_redirects=5) as response:
                     if response.status == 429 and attempt < _RETRIES_429:
-                        wait = _retry_after(response.headers.get("Retry-After"), self.options.max_wait_seconds)
+                        wait = retry_after(response.headers.get("Retry-After"), self.options.max_wait_seconds)
                         log.info("%s: 429, waiting %.1f s", url, wait)
                         await asyncio.sleep(wait)
                         continue
@@ -344,27 +344,6 @@ def _w3c_date(value: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _http_date(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _retry_after(value: str | None, cap: float) -> float:
-    """Seconds to wait for a 429: its Retry-After (seconds or an HTTP date), 1 s without one, at most `cap`."""
-    if value is None:
-        return min(1.0, cap)
-    try:
-        seconds = float(value)
-    except ValueError:
-        moment = _http_date(value)
-        seconds = (moment - datetime.now(UTC)).total_seconds() if moment else 1.0
-    return max(0.0, min(seconds, cap))
 
 
 def _escape(text: str) -> str:

@@ -1,0 +1,324 @@
+"""Confluence Cloud: the pages of the configured spaces, and the PDFs attached to them, through the
+REST API v2 (restrictions through v1, which v2 does not cover), with Basic auth (an account's email
+and an API token, both named by environment variable in the sources file).
+
+The listing reads each space's pages (nested ones included: `GET /api/v2/spaces/{id}/pages`), each
+page's read restriction (`GET /rest/api/content/{id}/restriction/byOperation/read`) and its PDF
+attachments (`GET /api/v2/pages/{id}/attachments?mediaType=application/pdf`), each a document of its
+own with its page's access. Who may read what is worked out in `confluence_access`. Fetching a page
+asks for its body in `storage` (or `export_view`) format, read by the HTML loader; an attachment is
+downloaded as PDF bytes. A page or attachment whose version number is the one stored last time is not
+downloaded at all. A page that is trashed or deleted is no longer listed, and so deleted; a listing
+that fails (an expired token, a space that vanished, a 5xx) raises `SourceError` and removes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import quote, urlsplit
+
+from rag.errors import ItemError, SourceError, SyncError
+from rag.ingest.sources.base import Fetched, Gone, ItemState, NotModified, Outcome, SourceDocument
+from rag.ingest.sources.confluence_access import UNREADABLE, PermissionMap, Restriction, page_access
+from rag.ingest.sources.confluence_api import ConfluenceApi
+
+log = logging.getLogger("candor.sync.confluence")
+
+BodyFormat = Literal["storage", "export_view"]
+_LIMIT = "250"
+"""Results per request: the most the v2 list endpoints give."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfluenceOptions:
+    base_url: str
+    spaces: tuple[str, ...]
+    space_access: Mapping[str, tuple[str, ...]]
+    permissions: PermissionMap
+    attachments: bool = True
+    body_format: BodyFormat = "storage"
+    max_documents: int = 5000
+    timeout_seconds: float = 30.0
+    max_wait_seconds: float = 60.0
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any], where: str) -> ConfluenceOptions:
+        known = {
+            "base_url", "spaces", "space_access", "permissions", "attachments", "body_format",
+            "max_documents", "timeout_seconds", "max_wait_seconds",
+        }  # fmt: skip
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise SyncError(f"{where}: unknown confluence settings {unknown} (known: {sorted(known)})")
+        base_url = str(options.get("base_url") or "").rstrip("/")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise SyncError(f"{where}: `base_url` must be the site's URL, like https://example.atlassian.net/wiki")
+        spaces = options.get("spaces")
+        if not isinstance(spaces, list) or not spaces or not all(isinstance(s, str) and s.strip() for s in spaces):
+            raise SyncError(f"{where}: `spaces` must list the keys of the spaces to sync, like [ENG, HR]")
+        keys = tuple(dict.fromkeys(s.strip() for s in spaces))
+        space_access = _groups_map(options.get("space_access"), f"{where}: space_access")
+        strays = sorted(set(space_access) - set(keys))
+        if strays:
+            raise SyncError(f"{where}: space_access names spaces that are not in `spaces`: {strays}")
+        permissions = options.get("permissions") or {}
+        if not isinstance(permissions, dict) or set(permissions) - {"groups", "users"}:
+            raise SyncError(f"{where}: `permissions` has `groups` and `users`, each mapping to access groups")
+        body_format = options.get("body_format", "storage")
+        if body_format not in ("storage", "export_view"):
+            raise SyncError(f"{where}: `body_format` is storage or export_view (got {body_format!r})")
+        try:
+            made = cls(
+                base_url=base_url,
+                spaces=keys,
+                space_access=space_access,
+                permissions=PermissionMap(
+                    _groups_map(permissions.get("groups"), f"{where}: permissions.groups"),
+                    _groups_map(permissions.get("users"), f"{where}: permissions.users"),
+                ),
+                attachments=bool(options.get("attachments", True)),
+                body_format=body_format,
+                max_documents=int(options.get("max_documents", 5000)),
+                timeout_seconds=float(options.get("timeout_seconds", 30.0)),
+                max_wait_seconds=float(options.get("max_wait_seconds", 60.0)),
+            )
+        except (TypeError, ValueError) as exc:
+            raise SyncError(f"{where}: a confluence setting is not a number: {exc}") from exc
+        if made.max_documents < 1 or made.timeout_seconds <= 0 or made.max_wait_seconds < 0:
+            raise SyncError(f"{where}: max_documents and timeout_seconds must be positive")
+        return made
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """What the listing learnt of a document, for its fetch."""
+
+    kind: Literal["page", "attachment"]
+    remote_id: str
+    version: int | None
+    download: str = ""
+    unreadable: bool = False
+
+
+class Confluence:
+    """A `Connector` for the spaces of one Confluence Cloud site."""
+
+    kind = "confluence"
+
+    def __init__(
+        self,
+        options: ConfluenceOptions,
+        *,
+        name: str,
+        credentials: Mapping[str, str],
+        variables: Mapping[str, str],
+        access: Sequence[str] = (),
+    ) -> None:
+        missing = [key for key in ("email", "token") if key not in credentials]
+        if missing:
+            raise SyncError(
+                f"source {name!r}: a confluence source needs `credentials: {{email: VARIABLE, token: VARIABLE}}` "
+                f"(an Atlassian account's email and an API token); missing: {', '.join(missing)}"
+            )
+        self.options = options
+        self.name = name
+        self.access = tuple(access)
+        self.max_documents = options.max_documents
+        named = " and ".join(f"${variables[key]}" for key in ("email", "token"))
+        self.api = ConfluenceApi(
+            options.base_url,
+            email=credentials["email"],
+            token=credentials["token"],
+            refused=f"Confluence refused the credentials in {named} (a wrong or expired API token?)",
+            timeout_seconds=options.timeout_seconds,
+            max_wait_seconds=options.max_wait_seconds,
+        )
+        self._items: dict[str, _Item] = {}
+
+    # --- the Connector Protocol ------------------------------------------------------------
+
+    async def listing(self) -> Sequence[SourceDocument]:
+        try:
+            return await self._listing()
+        except ItemError as exc:
+            raise SourceError(f"source {self.name!r}: {exc}") from exc
+
+    async def fetch(self, document: SourceDocument, previous: ItemState | None) -> Outcome:
+        item = self._items.get(document.id)
+        if item is None:
+            raise ItemError("not in this run's listing")
+        if item.unreadable:
+            raise ItemError("its read restrictions (or an ancestor's) could not be read; its stored version stays")
+        if previous is not None and item.version is not None and previous.values.get("version") == item.version:
+            return NotModified(document)
+        if item.kind == "attachment":
+            return await self._fetch_attachment(document, item)
+        return await self._fetch_page(document, item)
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
+    # --- listing ---------------------------------------------------------------------------
+
+    async def _listing(self) -> list[SourceDocument]:
+        status, data = await self.api.get_json(
+            self.api.url("/api/v2/spaces"), {"keys": ",".join(self.options.spaces), "limit": _LIMIT}
+        )
+        if status != 200:
+            raise ItemError(f"Confluence answered {status} for the spaces {', '.join(self.options.spaces)}")
+        found = {str(s.get("key")): s for s in data.get("results", []) if isinstance(s, dict)}
+        absent = [key for key in self.options.spaces if key not in found]
+        if absent:
+            raise ItemError(f"no space {', '.join(absent)} is visible to these credentials (deleted, or renamed?)")
+        documents: list[SourceDocument] = []
+        for key in self.options.spaces:
+            documents.extend(await self._space(key, str(found[key]["id"])))
+        return documents
+
+    async def _space(self, key: str, space_id: str) -> list[SourceDocument]:
+        listed = await self.api.results(f"/api/v2/spaces/{space_id}/pages", {"status": "current", "limit": _LIMIT})
+        pages = [page for page in listed if page.get("status", "current") == "current"]
+        ids = {str(page["id"]) for page in pages}
+        parents = {
+            str(page["id"]): str(page["parentId"]) if str(page.get("parentId")) in ids else None for page in pages
+        }
+        own: dict[str, Restriction | str] = {pid: await self._restriction(pid) for pid in sorted(ids)}
+        space_groups = self.options.space_access.get(key, self.access)
+        documents: list[SourceDocument] = []
+        for page in pages:
+            pid = str(page["id"])
+            access = page_access(
+                pid, parents, own, self.options.permissions, space_groups, where=f"source {self.name!r}"
+            )
+            version = page.get("version") or {}
+            doc = SourceDocument(
+                self._id("page", pid),
+                self.options.base_url + str((page.get("_links") or {}).get("webui") or f"/pages/{pid}"),
+                str(page.get("title") or pid),
+                _moment(version.get("createdAt") or page.get("createdAt")),
+                access if access is not None else (),
+            )
+            self._items[doc.id] = _Item("page", pid, _number(version.get("number")), unreadable=access is None)
+            documents.append(doc)
+            if self.options.attachments:
+                documents.extend(await self._attachments(pid, doc, unreadable=access is None))
+        return documents
+
+    async def _restriction(self, page_id: str) -> Restriction | str:
+        status, data = await self.api.get_json(
+            self.api.url(f"/rest/api/content/{page_id}/restriction/byOperation/read"),
+            {"expand": "restrictions.group,restrictions.user"},
+        )
+        if status != 200:
+            log.warning("source %s: the restrictions of page %s: Confluence answered %s", self.name, page_id, status)
+            return UNREADABLE
+        return Restriction.parse(data)
+
+    async def _attachments(self, page_id: str, page: SourceDocument, *, unreadable: bool) -> list[SourceDocument]:
+        found = await self.api.results(
+            f"/api/v2/pages/{page_id}/attachments",
+            {"mediaType": "application/pdf", "status": "current", "limit": _LIMIT},
+        )
+        documents = []
+        for attachment in found:
+            if attachment.get("mediaType") != "application/pdf" or attachment.get("status", "current") != "current":
+                continue
+            aid = str(attachment["id"])
+            title = str(attachment.get("title") or aid)
+            version = attachment.get("version") or {}
+            web = attachment.get("webuiLink") or (attachment.get("_links") or {}).get("webui")
+            doc = SourceDocument(
+                self._id("attachment", aid),
+                self.options.base_url + str(web) if web else page.url,
+                title,
+                _moment(version.get("createdAt") or attachment.get("createdAt")),
+                page.access,
+            )
+            download = str(attachment.get("downloadLink") or (attachment.get("_links") or {}).get("download") or "")
+            self._items[doc.id] = _Item("attachment", aid, _number(version.get("number")), download, unreadable)
+            documents.append(doc)
+        return documents
+
+    def _id(self, kind: str, remote_id: str) -> str:
+        """A document's stable id: the site, the kind and Confluence's id (titles and URLs change)."""
+        return f"{self.options.base_url}/{kind}/{quote(remote_id, safe='')}"
+
+    # --- fetching --------------------------------------------------------------------------
+
+    async def _fetch_page(self, document: SourceDocument, item: _Item) -> Outcome:
+        body_format = self.options.body_format
+        status, data = await self.api.get_json(
+            self.api.url(f"/api/v2/pages/{item.remote_id}"), {"body-format": body_format}
+        )
+        if status == 404:
+            return Gone(document, "Confluence answered 404")
+        if status != 200:
+            raise ItemError(f"Confluence answered {status}")
+        if data.get("status", "current") != "current":
+            return Gone(document, f"the page is {data.get('status')}")
+        body = ((data.get("body") or {}).get(body_format) or {}).get("value")
+        if not isinstance(body, str):
+            raise ItemError(f"Confluence gave no {body_format} body for the page")
+        version = data.get("version") or {}
+        title = str(data.get("title") or document.title)
+        page = (
+            f'<!doctype html><html><head><meta charset="utf-8"><title>{_escape(title)}</title></head>'
+            f"<body><h1>{_escape(title)}</h1>{body}</body></html>"
+        )
+        modified = _moment(version.get("createdAt")) or document.modified
+        number = _number(version.get("number")) or item.version
+        return Fetched(
+            SourceDocument(document.id, document.url, title, modified, document.access),
+            page.encode("utf-8"),
+            "html",
+            {"version": number} if number is not None else {},
+        )
+
+    async def _fetch_attachment(self, document: SourceDocument, item: _Item) -> Outcome:
+        if not item.download:
+            raise ItemError("Confluence gave no download link for the attachment")
+        status, data = await self.api.get(self.api.url(item.download))
+        if status in (404, 410):
+            return Gone(document, f"Confluence answered {status}")
+        if status != 200:
+            raise ItemError(f"Confluence answered {status}")
+        if not data.startswith(b"%PDF"):
+            raise ItemError("the attachment is not a PDF")
+        return Fetched(document, data, "pdf", {"version": item.version} if item.version is not None else {})
+
+
+def _groups_map(value: object, where: str) -> dict[str, tuple[str, ...]]:
+    """A mapping of names to access groups (a name or a list of names each)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SyncError(f"{where} must map names to access groups")
+    found: dict[str, tuple[str, ...]] = {}
+    for key, groups in value.items():
+        listed = [groups] if isinstance(groups, str) else groups
+        if not isinstance(listed, list) or not all(isinstance(g, str) and g.strip() for g in listed):
+            raise SyncError(f"{where}.{key} must be an access group or a list of them")
+        found[str(key)] = tuple(sorted({g.strip() for g in listed}))
+    return found
+
+
+def _moment(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _number(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,124 @@
+"""Who may read a Confluence page, in Candor's access groups: pure functions, no network.
+
+A page's read restrictions name Confluence groups and users; the source's `permissions` map each to
+Candor access groups. Confluence applies the read restrictions of every ancestor too (a page under
+a restricted page is as restricted as its parent), so a page's groups are those every restricted
+level of its ancestry allows (the intersection: a reader must pass each level). Then:
+
+- no restricted level: the space's groups (`space_access`, else the source's `access`; none: public);
+- a restriction that names a group or user the mapping does not know: `NO_ONE` (logged), never public;
+- restricted levels whose groups have nothing in common: `NO_ONE`;
+- a restriction that could not be read (a 5xx): unknown, and the page is skipped, its stored version
+  kept with the groups it had.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rag.model.types import NO_ONE
+
+log = logging.getLogger("candor.sync.confluence")
+
+
+@dataclass(frozen=True, slots=True)
+class Restriction:
+    """The read restriction set on one page itself (not inherited): Confluence groups (by name and
+    id) and users (by account id). Both empty: the page sets none."""
+
+    groups: tuple[tuple[str, str], ...] = ()
+    """(name, id) of each group."""
+    users: tuple[tuple[str, str], ...] = ()
+    """(account id, display name) of each user."""
+
+    @property
+    def restricts(self) -> bool:
+        return bool(self.groups or self.users)
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any]) -> Restriction:
+        """From `GET /wiki/rest/api/content/{id}/restriction/byOperation/read` (expanded with
+        `restrictions.group,restrictions.user`)."""
+        restrictions = data.get("restrictions") or {}
+        groups = (restrictions.get("group") or {}).get("results") or []
+        users = (restrictions.get("user") or {}).get("results") or []
+        return cls(
+            tuple((str(g.get("name", "")), str(g.get("id", ""))) for g in groups if isinstance(g, dict)),
+            tuple((str(u.get("accountId", "")), str(u.get("displayName", ""))) for u in users if isinstance(u, dict)),
+        )
+
+
+UNREADABLE = "unreadable"
+"""A page whose restriction could not be read: its effective access is unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionMap:
+    groups: Mapping[str, tuple[str, ...]]
+    """A Confluence group's name or id → Candor access groups."""
+    users: Mapping[str, tuple[str, ...]]
+    """A Confluence user's account id → Candor access groups."""
+
+    def mapped(self, restriction: Restriction) -> tuple[tuple[str, ...], list[str]]:
+        """The Candor groups the restriction allows, and what it names that has no mapping."""
+        allowed: set[str] = set()
+        unmapped: list[str] = []
+        for name, group_id in restriction.groups:
+            found = self.groups.get(name) or self.groups.get(group_id)
+            if found is None:
+                unmapped.append(f"group {name or group_id}")
+            else:
+                allowed.update(found)
+        for account_id, display in restriction.users:
+            found = self.users.get(account_id)
+            if found is None:
+                unmapped.append(f"user {account_id}" + (f" ({display})" if display else ""))
+            else:
+                allowed.update(found)
+        return tuple(sorted(allowed)), unmapped
+
+
+def page_access(
+    page_id: str,
+    parents: Mapping[str, str | None],
+    own: Mapping[str, Restriction | str],
+    permissions: PermissionMap,
+    space_groups: Sequence[str],
+    *,
+    where: str = "confluence",
+) -> tuple[str, ...] | None:
+    """The access groups of `page_id` (`()`: public, `(NO_ONE,)`: no one), or None when a
+    restriction on it or an ancestor could not be read. `parents` maps a page to its parent page
+    (pages of the same listing only); `own` holds each page's own restriction or `UNREADABLE`."""
+    levels: list[tuple[str, ...]] = []
+    current: str | None = page_id
+    seen: set[str] = set()
+    while current is not None and current not in seen:
+        seen.add(current)
+        restriction = own.get(current, Restriction())
+        if isinstance(restriction, str):
+            return None
+        if restriction.restricts:
+            groups, unmapped = permissions.mapped(restriction)
+            if unmapped:
+                origin = "it" if current == page_id else f"its ancestor {current}"
+                log.warning(
+                    "%s: page %s restricted to no one: %s restricts reading to %s, with no access group mapped",
+                    where,
+                    page_id,
+                    origin,
+                    ", ".join(unmapped),
+                )
+                return (NO_ONE,)
+            levels.append(groups)
+        current = parents.get(current)
+    if not levels:
+        return tuple(sorted(set(space_groups)))
+    common = set(levels[0]).intersection(*levels[1:])
+    if not common:
+        log.warning("%s: page %s restricted to no one: its restrictions share no access group", where, page_id)
+        return (NO_ONE,)
+    return tuple(sorted(common))

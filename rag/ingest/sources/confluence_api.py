@@ -1,0 +1,129 @@
+"""The HTTP side of the Confluence source: Basic auth (an account's email and an API token), a 429
+waited out, and the REST API v2's cursor pagination (`_links.next`).
+
+Every failure is an `ItemError` with a line a person can act on: the connector turns it into a
+`SourceError` when it happens while listing (then nothing stored is removed) and a skipped document
+when it happens while fetching one. A 401 or 403 says which environment variables hold the
+credentials (never their values). Nothing here follows a link off the configured site, so the
+credentials are sent to Confluence only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from rag.errors import ItemError
+from rag.ingest.sources.retry_after import retry_after
+
+log = logging.getLogger("candor.sync.confluence")
+
+USER_AGENT = "CandorBot/1.0 (+https://github.com/candor; knowledge base sync)"
+_RETRIES_429 = 2
+_MAX_RESULT_PAGES = 1000
+"""Pages of results one listing follows (250 results each): a cursor that never ends stops here."""
+
+
+class ConfluenceApi:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        email: str,
+        token: str,
+        refused: str,
+        timeout_seconds: float = 30.0,
+        max_wait_seconds: float = 60.0,
+        max_bytes: int = 50_000_000,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        parts = urlsplit(self.base_url)
+        self.site = f"{parts.scheme}://{parts.netloc}"
+        self.refused = refused
+        """What a 401 or 403 says: which variables to check (the connector words it)."""
+        self._auth = aiohttp.BasicAuth(email, token)
+        self._timeout = timeout_seconds
+        self._max_wait = max_wait_seconds
+        self._max_bytes = max_bytes
+        self._session: aiohttp.ClientSession | None = None
+
+    def url(self, path: str) -> str:
+        """`path` under the base URL (`/api/v2/spaces`, a download link), or a site-relative link
+        (`/wiki/api/v2/...?cursor=`, as `_links.next` gives it) on the site."""
+        if path.startswith(("http://", "https://")):
+            return path
+        prefix = urlsplit(self.base_url).path
+        if prefix and path.startswith(prefix + "/"):
+            return self.site + path
+        return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    async def get(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, bytes]:
+        """(status, body) of one GET, a 429 waited out (its Retry-After, bounded, twice). `ItemError`
+        when the credentials are refused, or Confluence does not answer in time or at all."""
+        if urlsplit(url).netloc != urlsplit(self.site).netloc:
+            raise ItemError(f"a link off the Confluence site was not followed: {url}")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                auth=self._auth,
+                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
+            )
+        for attempt in range(_RETRIES_429 + 1):
+            try:
+                async with self._session.get(url, params=dict(params or {}), max_redirects=5) as response:
+                    if response.status == 429 and attempt < _RETRIES_429:
+                        wait = retry_after(response.headers.get("Retry-After"), self._max_wait)
+                        log.info("confluence %s: 429, waiting %.1f s", urlsplit(url).path, wait)
+                        await asyncio.sleep(wait)
+                        continue
+                    if response.status in (401, 403):
+                        raise ItemError(f"HTTP {response.status}: {self.refused}")
+                    body = await response.content.read(self._max_bytes + 1) if response.status == 200 else b""
+                    if len(body) > self._max_bytes:
+                        raise ItemError(f"larger than {self._max_bytes} bytes")
+                    return response.status, body
+            except TimeoutError as exc:
+                raise ItemError(f"Confluence did not answer within {self._timeout:g} s") from exc
+            except aiohttp.ClientError as exc:
+                raise ItemError(f"Confluence could not be reached ({type(exc).__name__}: {exc})"[:300]) from exc
+        raise ItemError(f"Confluence kept answering 429 after {_RETRIES_429} waits")  # pragma: no cover
+
+    async def get_json(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+        """(status, the JSON object) of one GET; `{}` for a status other than 200."""
+        status, body = await self.get(url, params)
+        if status != 200:
+            return status, {}
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise ItemError(f"Confluence's answer to {urlsplit(url).path} is not JSON") from exc
+        if not isinstance(data, dict):
+            raise ItemError(f"Confluence's answer to {urlsplit(url).path} is not a JSON object")
+        return status, data
+
+    async def results(self, path: str, params: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Every result of a v2 list endpoint, following `_links.next` to the end; `ItemError`
+        when one of its pages does not answer 200."""
+        found: list[dict[str, Any]] = []
+        url, query = self.url(path), dict(params)
+        for _ in range(_MAX_RESULT_PAGES):
+            status, data = await self.get_json(url, query)
+            if status != 200:
+                raise ItemError(f"Confluence answered {status} for {urlsplit(url).path}")
+            found.extend(r for r in data.get("results", []) if isinstance(r, dict))
+            following = (data.get("_links") or {}).get("next")
+            if not following:
+                return found
+            url, query = self.url(str(following)), {}
+        raise ItemError(f"{path} did not end after {_MAX_RESULT_PAGES} pages of results")
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

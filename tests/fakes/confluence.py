@@ -1,0 +1,390 @@
+"""A fake Confluence Cloud on 127.0.0.1 for `candor sync`, answering with the shapes of the public REST
+API documentation (v2 for spaces, pages and attachments; v1 for read restrictions):
+
+    GET /wiki/api/v2/spaces?keys=ENG,HR                      {"results": [space...], "_links": {"next"?}}
+    GET /wiki/api/v2/spaces/{id}/pages?status=current        pages of every depth, `limit` per response
+    GET /wiki/api/v2/pages/{id}?body-format=storage          one page with body.storage.value
+    GET /wiki/api/v2/pages/{id}/attachments?mediaType=...    its attachments
+    GET /wiki/rest/api/content/{id}/restriction/byOperation/read   {"restrictions": {"user", "group"}}
+    GET /wiki/download/attachments/{page id}/{file}          the file's bytes
+
+Two spaces of a few dozen nested pages: ENG (public) and HR (staff only, by configuration). Some pages
+carry read restrictions (a mapped group, a mapped user, an unmapped group), one restriction is
+inherited by a child page, and one page has a PDF attachment. Basic auth is checked on every request
+(401 otherwise). A test edits a page (a new version), trashes one, makes one fail (500), throttles a
+path (429, Retry-After: 0) or breaks the pages listing. Responses hold at most `page_size` results
+with a `_links.next` cursor, so pagination is always exercised. It runs on its own thread
+(`BackgroundLoop`) so a `candor sync` process can use it too, and counts what it served.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from aiohttp import web
+
+from tests.fakes.background import BackgroundLoop
+
+EMAIL = "bot@example.com"
+TOKEN = "ATATT-fake-confluence-token"
+
+
+def minimal_pdf(lines: list[str]) -> bytes:
+    """A one-page PDF with `lines` of Helvetica text, its cross-reference table computed."""
+    escaped = [line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines]
+    text = "BT /F1 12 Tf 72 720 Td 16 TL " + " ".join(f"({line}) Tj T*" for line in escaped) + " ET"
+    stream = text.encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
+@dataclass
+class Page:
+    id: str
+    space_id: str
+    title: str
+    body: str
+    parent_id: str | None = None
+    version: int = 1
+    status: str = "current"
+    groups: list[str] = field(default_factory=list)
+    """Confluence groups (names) the page's own read restriction allows."""
+    users: list[str] = field(default_factory=list)
+    """Account ids the page's own read restriction allows."""
+
+
+@dataclass
+class Attachment:
+    id: str
+    page_id: str
+    title: str
+    data: bytes
+    media_type: str = "application/pdf"
+    version: int = 1
+
+
+SPACES = {"ENG": ("1001", "Engineering"), "HR": ("2002", "People")}
+ENG_SECTIONS = [
+    ("Deployments", "Production deploys are frozen every Friday after 14:00 UTC."),
+    ("On-call", "The on-call rotation hands over every Monday at 09:00."),
+    ("Code review", "Every change needs two approving reviews before it merges."),
+    ("Databases", "The primary database is backed up every 6 hours."),
+]
+
+
+@dataclass
+class FakeConfluence:
+    pages: dict[str, Page] = field(default_factory=dict)
+    attachments: dict[str, Attachment] = field(default_factory=dict)
+    email: str = EMAIL
+    token: str = TOKEN
+    page_size: int = 7
+    failing: set[str] = field(default_factory=set)
+    """Page ids whose body answers 500."""
+    throttled: Counter[str] = field(default_factory=Counter)
+    """Paths that answer 429 (Retry-After: 0) this many more times."""
+    pages_listing_status: int = 200
+    """Not 200: every space's pages listing answers this."""
+    body_fetches: Counter[str] = field(default_factory=Counter)
+    """Page bodies served (200), per page id."""
+    downloads: Counter[str] = field(default_factory=Counter)
+    """Attachment files served, per attachment id."""
+    requested: Counter[str] = field(default_factory=Counter)
+    refused: int = 0
+    """Requests answered 401."""
+    host: str = "127.0.0.1"
+    port: int = 0
+    _runner: web.AppRunner | None = None
+    _loop: BackgroundLoop = field(default_factory=lambda: BackgroundLoop("fake-confluence"))
+
+    @property
+    def url(self) -> str:
+        """The site's base URL, as a sources file gives it (`https://example.atlassian.net/wiki`)."""
+        return f"http://{self.host}:{self.port}/wiki"
+
+    def page_url(self, page_id: str) -> str:
+        """Where a reader opens the page: `_links.webui` on the base URL."""
+        return self.url + self._webui(self.pages[page_id])
+
+    def find(self, title: str) -> Page:
+        return next(page for page in self.pages.values() if page.title == title)
+
+    def build(self) -> None:
+        """ENG: a home page, four sections of four pages each, a restricted incident page with a child
+        that inherits its restriction, a page restricted to an unmapped group, and a PDF. HR: a home page
+        and six pages, one restricted to a mapped group and a mapped user."""
+        eng, hr = SPACES["ENG"][0], SPACES["HR"][0]
+        ids = iter(range(10_001, 10_100))
+        home = self._add(next(ids), eng, "Engineering handbook", "<p>How the engineering team works.</p>")
+        for title, fact in ENG_SECTIONS:
+            section = self._add(next(ids), eng, title, f"<p>{title} at a glance.</p>", home.id)
+            for n in range(1, 5):
+                text = fact if n == 1 else f"{title} note {n}: details for the {title.lower()} team, part {n}."
+                self._add(next(ids), eng, f"{title} {n}", f"<p>{text}</p>", section.id)
+        on_call = self.find("On-call")
+        bridge = self._add(
+            next(ids), eng, "Incident bridge", "<p>The incident bridge PIN is 4417.</p>", on_call.id, groups=["sre"]
+        )
+        self._add(next(ids), eng, "Pager escalation", "<p>The pager escalation timeout is 12 minutes.</p>", bridge.id)
+        self._add(
+            next(ids),
+            eng,
+            "Vault rotation",
+            "<p>The database vault credentials rotate every 19 days.</p>",
+            self.find("Databases").id,
+            groups=["external-contractors"],
+        )
+        deployments = self.find("Deployments")
+        self.attachments["att900"] = Attachment(
+            "att900",
+            deployments.id,
+            "rollback-guide.pdf",
+            minimal_pdf(["Rollback guide", "A rollback to the previous release takes 7 minutes."]),
+        )
+        self.attachments["att901"] = Attachment("att901", deployments.id, "diagram.png", b"\x89PNG", "image/png")
+        hr_home = self._add(next(ids), hr, "People handbook", "<p>Policies for everyone at Acme.</p>")
+        self._add(next(ids), hr, "Leave policy", "<p>Employees receive 27 days of paid leave per year.</p>", hr_home.id)
+        self._add(next(ids), hr, "Parental leave", "<p>Parental leave lasts 20 weeks at full pay.</p>", hr_home.id)
+        self._add(next(ids), hr, "Expenses", "<p>Expenses are reimbursed within 10 working days.</p>", hr_home.id)
+        self._add(
+            next(ids),
+            hr,
+            "Salary bands",
+            "<p>The senior engineer salary band starts at 71000 euros.</p>",
+            hr_home.id,
+            groups=["hr-managers"],
+            users=["557058:hr-lead"],
+        )
+        self._add(next(ids), hr, "Onboarding", "<p>New starters get a laptop on their first day.</p>", hr_home.id)
+        self._add(next(ids), hr, "Remote work", "<p>Remote work is allowed three days a week.</p>", hr_home.id)
+
+    def _add(
+        self,
+        number: int,
+        space_id: str,
+        title: str,
+        body: str,
+        parent_id: str | None = None,
+        *,
+        groups: list[str] | None = None,
+        users: list[str] | None = None,
+    ) -> Page:
+        page = Page(str(number), space_id, title, body, parent_id, groups=groups or [], users=users or [])
+        self.pages[page.id] = page
+        return page
+
+    def edit(self, title: str, body: str) -> Page:
+        """A new version of the page called `title`."""
+        page = self.find(title)
+        page.body = body
+        page.version += 1
+        return page
+
+    def trash(self, title: str) -> Page:
+        page = self.find(title)
+        page.status = "trashed"
+        return page
+
+    def reset_counts(self) -> None:
+        self.body_fetches.clear()
+        self.downloads.clear()
+        self.requested.clear()
+
+    # --- the API ---------------------------------------------------------------------------
+
+    def _authorised(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return False
+        try:
+            decoded = base64.b64decode(header[6:], validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        return decoded == f"{self.email}:{self.token}"
+
+    @web.middleware
+    async def _gate(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.requested[request.path] += 1
+        if not self._authorised(request):
+            self.refused += 1
+            return web.json_response({"code": 401, "message": "Unauthorized; scope does not match"}, status=401)
+        if self.throttled[request.path] > 0:
+            self.throttled[request.path] -= 1
+            return web.json_response({"message": "Rate limited"}, status=429, headers={"Retry-After": "0"})
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    def _listed(self, request: web.Request, results: list[dict[str, Any]]) -> web.Response:
+        """One response of a cursor-paginated v2 list: at most `page_size` results and `_links.next`."""
+        try:
+            start = int(base64.urlsafe_b64decode(request.query.get("cursor", "") or "MA==").decode())
+        except (binascii.Error, ValueError):
+            return web.json_response({"errors": [{"status": 400, "title": "Invalid cursor"}]}, status=400)
+        limit = min(int(request.query.get("limit", "25")), self.page_size, 250)
+        body: dict[str, Any] = {"results": results[start : start + limit], "_links": {"base": self.url}}
+        if start + limit < len(results):
+            query = {k: v for k, v in request.query.items() if k != "cursor"}
+            query["cursor"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
+            body["_links"]["next"] = f"{request.path}?{urlencode(query)}"
+        return web.json_response(body)
+
+    async def _spaces(self, request: web.Request) -> web.Response:
+        keys = request.query.get("keys", "").split(",")
+        found = [
+            {
+                "id": space_id,
+                "key": key,
+                "name": name,
+                "type": "global",
+                "status": "current",
+                "homepageId": None,
+                "_links": {"webui": f"/spaces/{key}"},
+            }
+            for key, (space_id, name) in SPACES.items()
+            if key in keys
+        ]
+        return self._listed(request, found)
+
+    def _webui(self, page: Page) -> str:
+        key = next(k for k, (sid, _) in SPACES.items() if sid == page.space_id)
+        return f"/spaces/{key}/pages/{page.id}/{quote(page.title.replace(' ', '+'), safe='+')}"
+
+    def _page_json(self, page: Page) -> dict[str, Any]:
+        return {
+            "id": page.id,
+            "status": page.status,
+            "title": page.title,
+            "spaceId": page.space_id,
+            "parentId": page.parent_id,
+            "parentType": "page" if page.parent_id else None,
+            "authorId": "557058:author",
+            "createdAt": "2025-01-10T09:00:00.000Z",
+            "version": {
+                "createdAt": f"2026-01-{page.version:02d}T10:00:00.000Z",
+                "message": "",
+                "number": page.version,
+                "minorEdit": False,
+                "authorId": "557058:author",
+            },
+            "_links": {"webui": self._webui(page), "editui": f"/pages/resumedraft.action?draftId={page.id}"},
+        }
+
+    async def _space_pages(self, request: web.Request) -> web.Response:
+        if self.pages_listing_status != 200:
+            failed = self.pages_listing_status
+            return web.json_response({"errors": [{"status": failed, "title": "Service Unavailable"}]}, status=failed)
+        space_id = request.match_info["space_id"]
+        status = request.query.get("status", "current")
+        found = [self._page_json(p) for p in self.pages.values() if p.space_id == space_id and p.status == status]
+        return self._listed(request, found)
+
+    async def _page(self, request: web.Request) -> web.Response:
+        page = self.pages.get(request.match_info["page_id"])
+        if page is None or page.status != "current":
+            return web.json_response({"errors": [{"status": 404, "title": "Not Found"}]}, status=404)
+        if page.id in self.failing:
+            return web.json_response({"errors": [{"status": 500}]}, status=500)
+        body = self._page_json(page)
+        body_format = request.query.get("body-format")
+        if body_format in ("storage", "export_view"):
+            body["body"] = {body_format: {"representation": body_format, "value": page.body}}
+        self.body_fetches[page.id] += 1
+        return web.json_response(body)
+
+    async def _page_attachments(self, request: web.Request) -> web.Response:
+        page_id = request.match_info["page_id"]
+        media_type = request.query.get("mediaType")
+        found = [
+            {
+                "id": a.id,
+                "status": "current",
+                "title": a.title,
+                "createdAt": "2025-03-01T08:00:00.000Z",
+                "pageId": a.page_id,
+                "mediaType": a.media_type,
+                "mediaTypeDescription": "PDF Document" if a.media_type == "application/pdf" else "Image",
+                "comment": "",
+                "fileId": f"file-{a.id}",
+                "fileSize": len(a.data),
+                "webuiLink": f"/pages/viewpageattachments.action?pageId={a.page_id}&preview=/{a.page_id}/{a.id}",
+                "downloadLink": f"/download/attachments/{a.page_id}/{a.title}?version={a.version}&api=v2",
+                "version": {"createdAt": "2025-03-01T08:00:00.000Z", "number": a.version, "minorEdit": False},
+                "_links": {"webui": f"/pages/viewpageattachments.action?pageId={a.page_id}"},
+            }
+            for a in self.attachments.values()
+            if a.page_id == page_id and (media_type is None or a.media_type == media_type)
+        ]
+        return self._listed(request, found)
+
+    async def _restriction(self, request: web.Request) -> web.Response:
+        page = self.pages.get(request.match_info["page_id"])
+        if page is None:
+            return web.json_response({"statusCode": 404, "message": "No content found"}, status=404)
+        groups = [{"type": "group", "name": g, "id": f"id-{g}"} for g in page.groups]
+        users = [{"type": "known", "accountId": u, "accountType": "atlassian", "displayName": u} for u in page.users]
+        return web.json_response(
+            {
+                "operation": "read",
+                "restrictions": {
+                    "user": {"results": users, "start": 0, "limit": 200, "size": len(users)},
+                    "group": {"results": groups, "start": 0, "limit": 200, "size": len(groups)},
+                },
+                "content": {"id": page.id, "type": "page", "status": page.status, "title": page.title},
+                "_links": {"base": self.url, "context": "/wiki"},
+            }
+        )
+
+    async def _download(self, request: web.Request) -> web.Response:
+        page_id, name = request.match_info["page_id"], request.match_info["name"]
+        for attachment in self.attachments.values():
+            if attachment.page_id == page_id and attachment.title == name:
+                self.downloads[attachment.id] += 1
+                return web.Response(body=attachment.data, content_type=attachment.media_type)
+        return web.Response(status=404, text="not found")
+
+    async def _start(self) -> None:
+        app = web.Application(middlewares=[self._gate])
+        app.router.add_get("/wiki/api/v2/spaces", self._spaces)
+        app.router.add_get("/wiki/api/v2/spaces/{space_id}/pages", self._space_pages)
+        app.router.add_get("/wiki/api/v2/pages/{page_id}", self._page)
+        app.router.add_get("/wiki/api/v2/pages/{page_id}/attachments", self._page_attachments)
+        app.router.add_get("/wiki/rest/api/content/{page_id}/restriction/byOperation/read", self._restriction)
+        app.router.add_get("/wiki/download/attachments/{page_id}/{name}", self._download)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def start(self) -> FakeConfluence:
+        self.build()
+        self._loop.start(self._start())
+        return self
+
+    def stop(self) -> None:
+        self._loop.stop(self._stop())

@@ -1,0 +1,120 @@
+"""Who may read a Confluence page (restrictions, their ancestors', the space's groups) and the
+confluence settings' checks, without a network or a database."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.errors import SyncError
+from rag.ingest.sources.config import parse_sources
+from rag.ingest.sources.confluence import ConfluenceOptions
+from rag.ingest.sources.confluence_access import UNREADABLE, PermissionMap, Restriction, page_access
+from rag.ingest.sources.registry import connector_for
+from rag.model.types import NO_ONE
+
+MAP = PermissionMap({"sre": ("sre-team",), "id-hr": ("hr",), "admins": ("hr", "sre-team")}, {"acc-1": ("hr",)})
+TREE = {"home": None, "ops": "home", "bridge": "ops", "pager": "bridge"}
+
+
+def access(page: str, own: dict[str, Restriction | str], space: tuple[str, ...] = ()) -> tuple[str, ...] | None:
+    return page_access(page, TREE, own, MAP, space)
+
+
+def test_an_unrestricted_page_gets_its_space_s_groups() -> None:
+    assert access("pager", {}) == ()
+    assert access("pager", {}, ("staff",)) == ("staff",)
+    assert access("pager", {"home": Restriction()}) == ()  # a restriction naming no one restricts nothing
+
+
+def test_a_restriction_maps_groups_by_name_or_id_and_users_by_account() -> None:
+    own: dict[str, Restriction | str] = {"bridge": Restriction((("hr-managers", "id-hr"),), (("acc-1", "Ana"),))}
+    assert access("bridge", own, ("staff",)) == ("hr",)
+    assert access("ops", own, ("staff",)) == ("staff",)  # above the restriction
+
+
+def test_an_ancestor_s_restriction_is_inherited_and_levels_intersect() -> None:
+    own: dict[str, Restriction | str] = {
+        "ops": Restriction((("admins", "g1"),)),
+        "bridge": Restriction((("sre", "g2"),)),
+    }
+    assert access("pager", own) == ("sre-team",)
+    assert access("bridge", own) == ("sre-team",)
+    own["bridge"] = Restriction(users=(("acc-1", ""),))
+    assert access("pager", own) == ("hr",)
+    own["home"] = Restriction((("sre", "g2"),))
+    assert access("pager", own) == (NO_ONE,)  # hr at one level, sre-team at another: no one passes both
+
+
+def test_anything_unmapped_restricts_to_no_one_and_an_unreadable_restriction_is_unknown() -> None:
+    mixed: dict[str, Restriction | str] = {"bridge": Restriction((("sre", "g2"), ("contractors", "g9")))}
+    assert access("bridge", mixed) == (NO_ONE,)
+    assert access("pager", mixed) == (NO_ONE,)
+    assert access("pager", {"bridge": Restriction(users=(("acc-404", "Bo"),))}) == (NO_ONE,)
+    assert access("pager", {"ops": UNREADABLE}) is None
+    assert access("home", {"ops": UNREADABLE}) == ()
+
+
+def test_restrictions_are_read_from_the_api_s_shape() -> None:
+    data = {
+        "operation": "read",
+        "restrictions": {
+            "user": {"results": [{"type": "known", "accountId": "acc-1", "displayName": "Ana"}], "size": 1},
+            "group": {"results": [{"type": "group", "name": "sre", "id": "g2"}], "size": 1},
+        },
+    }
+    assert Restriction.parse(data) == Restriction((("sre", "g2"),), (("acc-1", "Ana"),))
+    assert not Restriction.parse({"restrictions": {"user": {"results": []}, "group": {}}}).restricts
+
+
+def test_confluence_settings_are_checked() -> None:
+    options = ConfluenceOptions.parse(
+        {
+            "base_url": "https://example.atlassian.net/wiki/",
+            "spaces": ["ENG", "HR", "ENG"],
+            "space_access": {"HR": "staff"},
+            "permissions": {"groups": {"hr-managers": ["hr"]}},
+        },
+        "wiki",
+    )
+    assert options.base_url == "https://example.atlassian.net/wiki" and options.spaces == ("ENG", "HR")
+    assert options.space_access == {"HR": ("staff",)} and options.body_format == "storage"
+    assert options.permissions.groups == {"hr-managers": ("hr",)} and options.permissions.users == {}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"spaces": ["ENG"]}, "base_url"),
+        ({"base_url": "https://x.atlassian.net/wiki"}, "`spaces` must list"),
+        ({"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "space_access": {"HR": ["a"]}}, "not in"),
+        ({"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "permissions": {"roles": {}}}, "permissions"),
+        ({"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "body_format": "adf"}, "body_format"),
+        ({"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "sitemap": "x"}, "unknown confluence"),
+        (
+            {"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "permissions": {"groups": {"g": [1]}}},
+            "access group",
+        ),
+    ],
+)
+def test_bad_confluence_settings_are_refused(options: dict[str, object], message: str) -> None:
+    with pytest.raises(SyncError, match=message):
+        ConfluenceOptions.parse(options, "wiki")
+
+
+def test_a_confluence_source_needs_an_email_and_a_token_by_variable() -> None:
+    [wiki] = parse_sources(
+        {
+            "sources": [
+                {
+                    "name": "wiki",
+                    "kind": "confluence",
+                    "base_url": "https://x.atlassian.net/wiki",
+                    "spaces": ["ENG"],
+                    "credentials": {"token": "WIKI_TOKEN"},
+                }
+            ]
+        }
+    )
+    with pytest.raises(SyncError, match="missing: email") as raised:
+        connector_for(wiki, {"WIKI_TOKEN": "ATATT-secret"})
+    assert "ATATT-secret" not in str(raised.value)
