@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rag.ingest.pipeline import IngestReport
-    from rag.ingest.sources.sync import SyncReport
+    from rag.ingest.sources.base import SourceDocument
+    from rag.ingest.sources.sync import SyncProgress, SyncReport
     from rag.insights.audit.answers import DEFAULT_SAMPLE, AuditRequest, AuditResult
     from rag.insights.audit.labels import Imported
     from rag.insights.conflicts.findings import AuditedDocument, ConflictAudit, ConflictPair, Difference
@@ -43,6 +44,8 @@ _EXPORTS = {
     "prepare_embedder": "rag.runtime",
     "IngestReport": "rag.ingest.pipeline",
     "SyncReport": "rag.ingest.sources.sync",
+    "SyncProgress": "rag.ingest.sources.sync",
+    "SourceDocument": "rag.ingest.sources.base",
     "DEFAULT_SAMPLE": "rag.insights.audit.answers",
     "AuditRequest": "rag.insights.audit.answers",
     "AuditResult": "rag.insights.audit.answers",
@@ -129,6 +132,8 @@ __all__ = [
     "Imported",
     "IngestReport",
     "Purged",
+    "SourceDocument",
+    "SyncProgress",
     "SyncReport",
     "ThreadTurn",
     "Window",

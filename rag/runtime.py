@@ -47,7 +47,7 @@ from rag.tracking.pseudonyms import keyed, plain
 from rag.tracking.retention import Purged, forget_trace, purge_before
 
 if TYPE_CHECKING:  # imported on use (see the commands below)
-    from rag.ingest.sources.sync import SyncReport
+    from rag.ingest.sources.sync import SyncProgress, SyncReport
     from rag.insights.audit.answers import AuditRequest, AuditResult
     from rag.insights.audit.labels import Imported
     from rag.insights.conflicts.findings import ConflictAudit
@@ -252,7 +252,12 @@ class Candor:
         return await self.ingestor().ingest(paths, kb=knowledge_base, access=access, prune=prune, on_file=on_file)
 
     async def sync(
-        self, config: Path | None = None, *, only: str | None = None, dry_run: bool = False
+        self,
+        config: Path | None = None,
+        *,
+        only: str | None = None,
+        dry_run: bool = False,
+        on_document: SyncProgress | None = None,
     ) -> list[SyncReport]:
         """`candor sync`: every source of the sources file (`config`, else CANDOR_SOURCES), or the one
         called `only`, into its knowledge base; one report per source. A source that cannot be
@@ -279,7 +284,7 @@ class Candor:
             name = source.kb or self.settings.default_kb
             kb = await self.knowledge_base(name, create=not dry_run) or KnowledgeBase(-1, name, 0)
             try:
-                reports.append(await syncer.run(source.name, connector, kb, dry_run=dry_run))
+                reports.append(await syncer.run(source.name, connector, kb, dry_run=dry_run, on_document=on_document))
             finally:
                 await connector.aclose()
         return reports

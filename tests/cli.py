@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,28 @@ def run_cli(
         input=None if input_text is None else input_text.encode(),
     )
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+def run_cli_on_terminal(candor: Candor, home: Path, *args: str, timeout: float = 300, **env: str) -> tuple[int, str]:
+    """`candor ARGS` as `run_cli`, its stdout a terminal (a pseudo-terminal this process reads), so
+    what only a person at a terminal sees (a progress bar) is shown. (exit status, stdout as written)."""
+    url = candor.store.engine.url.render_as_string(hide_password=False)
+    base = process_env(CANDOR_HOME=str(home), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1", COLUMNS="120", **env)
+    base.pop("NO_COLOR", None)
+    base["TERM"] = "xterm-256color"
+    reader, writer = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", *args], cwd=home, env=base, stdout=writer, stderr=subprocess.DEVNULL
+    )
+    os.close(writer)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(reader, 65536)
+        except OSError:  # the terminal is closed once the process and its children have exited
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(reader)
+    return process.wait(timeout=timeout), b"".join(chunks).decode(errors="replace")

@@ -15,12 +15,21 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import bot.cli.audit_answers  # noqa: F401  (registers `candor audit answers` on audit_app)
 from bot.cli.answers import answers_app
 from bot.cli.audit import audit_app
-from bot.cli.common import AccessOption, KbOption, cli_settings, err, every, out, require_knowledge_base, run
+from bot.cli.common import (
+    AccessOption,
+    KbOption,
+    cli_settings,
+    err,
+    every,
+    out,
+    progress_bar,
+    require_knowledge_base,
+    run,
+)
 from bot.cli.feedback import feedback_app
 from bot.cli.gaps import gaps
 from bot.cli.operate import migrate, prepare, serve, slack_worker
@@ -95,7 +104,7 @@ def ingest(
             count = await candor.reembed()
             if not paths:
                 return count
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("ingesting", total=None) if progress else None
 
             def advance(path: Path) -> None:
@@ -145,27 +154,6 @@ async def _ingest_every(
         _print_ingest(report)
 
     await every(interval, once)
-
-
-class _NoProgress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _progress() -> Progress | _NoProgress:
-    if not out.is_terminal:
-        return _NoProgress()
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=out,
-        transient=True,
-    )
 
 
 @app.command()

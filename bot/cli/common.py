@@ -16,6 +16,7 @@ from typing import Annotated, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bot.cli.logs import configure_logging
 from rag import Candor, open_candor
@@ -86,3 +87,27 @@ async def every(interval: float, once: Callable[[], Awaitable[None]]) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=interval)
     out.print("stopped", markup=False, highlight=False)
+
+
+class _NoProgress:
+    """What `progress_bar` gives when stdout is not a terminal (a pipe, a log): no bar."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def progress_bar() -> Progress | _NoProgress:
+    """A transient bar on stdout for `candor ingest` and `candor sync`, only on a terminal."""
+    if not out.is_terminal:
+        return _NoProgress()
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=out,
+        transient=True,
+    )

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from bot.cli.common import err, every, out, run
-from rag import Candor, SyncReport, parse_interval
+from bot.cli.common import err, every, out, progress_bar, run
+from rag import Candor, SourceDocument, SyncReport, parse_interval
+from rag.model.types import clean_text
 
 EXIT_SKIPPED = 3
 
@@ -47,7 +49,15 @@ def sync(
         return
 
     async def work(candor: Candor) -> list[SyncReport]:
-        return await candor.sync(config, only=source, dry_run=dry_run)
+        with progress_bar() as progress:
+            task = progress.add_task("syncing", total=None) if progress else None
+
+            def advance(report: SyncReport, document: SourceDocument, done: int, known: int) -> None:
+                if progress is not None and task is not None:
+                    name = clean_text(document.title or document.id)[:40]
+                    progress.update(task, completed=done, total=known, description=escape(f"{report.source}: {name}"))
+
+            return await candor.sync(config, only=source, dry_run=dry_run, on_document=advance)
 
     reports = run(work)
     for report in reports:
@@ -87,5 +97,13 @@ def _print(report: SyncReport) -> None:
         markup=False,
         highlight=False,
     )
+    if report.moved_from is not None:
+        verb = "would be" if report.dry_run else "were"
+        out.print(
+            f"{head}: moved from knowledge base {report.moved_from}: its {report.moved_away} documents there "
+            f"{verb} removed",
+            markup=False,
+            highlight=False,
+        )
     if report.note:
         out.print(f"{head}: {report.note}; only documents the source said were gone were deleted", markup=False)

@@ -29,6 +29,9 @@ class SyncedSource:
     name: str
     kind: str
     kb_id: int
+    kb_name: str
+    """The knowledge base it last filled completely (a source moved to another one keeps this until
+    its first complete sync there)."""
     cursor: Mapping[str, Any]
     last_success_at: datetime | None
 
@@ -55,26 +58,36 @@ class SyncState:
         async with self._transaction() as conn:
             row = (
                 await conn.execute(
-                    text("SELECT id, name, kind, kb_id, cursor, last_success_at FROM sync_sources WHERE name = :n"),
+                    text(
+                        "SELECT s.id, s.name, s.kind, s.kb_id, k.name, s.cursor, s.last_success_at "
+                        "FROM sync_sources s JOIN knowledge_bases k ON k.id = s.kb_id WHERE s.name = :n"
+                    ),
                     {"n": name},
                 )
             ).first()
         return None if row is None else SyncedSource(*row)
 
     async def start(self, name: str, kind: str, kb_id: int) -> SyncedSource:
-        """The source's row, made on its first sync, marked as started now."""
+        """The source's row, made on its first sync (into `kb_id`), marked as started now. A known
+        source keeps its knowledge base: a move is recorded by `moved` once it is complete."""
         async with self._transaction() as conn:
-            row = (
-                await conn.execute(
-                    text(
-                        "INSERT INTO sync_sources (name, kind, kb_id, last_started_at) VALUES (:n, :k, :kb, now()) "
-                        "ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, kb_id = EXCLUDED.kb_id, "
-                        "last_started_at = now() RETURNING id, name, kind, kb_id, cursor, last_success_at"
-                    ),
-                    {"n": name, "k": kind, "kb": kb_id},
-                )
-            ).one()
-        return SyncedSource(*row)
+            await conn.execute(
+                text(
+                    "INSERT INTO sync_sources (name, kind, kb_id, last_started_at) VALUES (:n, :k, :kb, now()) "
+                    "ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, last_started_at = now()"
+                ),
+                {"n": name, "k": kind, "kb": kb_id},
+            )
+        found = await self.find(name)
+        if found is None:  # pragma: no cover - the row was written just above
+            raise StoreError(f"the sync state of source {name!r} could not be read back")
+        return found
+
+    async def moved(self, source_id: int, kb_id: int) -> None:
+        """The source now fills `kb_id` (its documents in the old base are removed)."""
+        async with self._transaction() as conn:
+            statement = text("UPDATE sync_sources SET kb_id = :kb WHERE id = :id")
+            await conn.execute(statement, {"kb": kb_id, "id": source_id})
 
     async def finish(self, source_id: int, *, cursor: Mapping[str, Any] | None, error: str | None) -> None:
         """A run's end: with `cursor` (a complete run) it becomes the last successful sync."""

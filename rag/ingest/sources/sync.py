@@ -7,6 +7,10 @@ nothing; what the source says is gone is deleted. After a complete run, every it
 the run did not meet is deleted too; a listing that fails deletes nothing, and a run that reaches
 its budget deletes only what the source said is gone.
 
+A source whose `kb` changed in the sources file is moved: the run fetches everything into the new
+knowledge base, and once a run there is complete, the source's documents in the old one are removed
+(until then they stay, and the next run tries the move again).
+
 An item that could not be fetched this time (a 5xx) keeps its document, and the links it held last
 time are followed still, so one failing page does not make the pages below it look deleted. Each
 item's state is saved after its document is stored: a crash resumes where it stopped, and since
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -26,7 +30,7 @@ from rag.errors import IngestError, ItemError, SourceError
 from rag.ingest.pipeline import Ingestor
 from rag.ingest.sources.base import Connector, Fetched, Gone, ItemState, NotModified, SourceDocument
 from rag.store.postgres import KnowledgeBase, PostgresStore
-from rag.store.sync_state import StoredItem, SyncState
+from rag.store.sync_state import StoredItem, SyncedSource, SyncState
 
 log = logging.getLogger("candor.sync")
 
@@ -52,10 +56,20 @@ class SyncReport:
     complete: bool = False
     """The whole source was visited: deletions of unseen documents were applied."""
     note: str | None = None
+    """Why the run stopped before the end (its budget)."""
+    moved_from: str | None = None
+    """The knowledge base the source filled before, when this run completed its move."""
+    moved_away: int = 0
+    """Its documents removed from that base (would be, in a dry run)."""
 
     @property
     def ok(self) -> bool:
         return self.listing_error is None and not self.skipped
+
+
+SyncProgress = Callable[[SyncReport, SourceDocument, int, int], None]
+"""Called before each document is fetched: the run's report so far, the document, how many were
+visited (this one included) and how many are known (listed or led to, within the budget)."""
 
 
 class Syncer:
@@ -64,14 +78,25 @@ class Syncer:
         self.ingestor = ingestor
         self.state = state
 
-    async def run(self, name: str, connector: Connector, kb: KnowledgeBase, *, dry_run: bool = False) -> SyncReport:
+    async def run(
+        self,
+        name: str,
+        connector: Connector,
+        kb: KnowledgeBase,
+        *,
+        dry_run: bool = False,
+        on_document: SyncProgress | None = None,
+    ) -> SyncReport:
         report = SyncReport(name, connector.kind, kb.name, dry_run=dry_run)
-        if dry_run:
-            known = await self.state.find(name)
-            source_id = None if known is None else known.id
-        else:
-            source_id = (await self.state.start(name, connector.kind, kb.id)).id
+        known = await self.state.find(name)
+        moving = known if known is not None and known.kb_id != kb.id else None
+        if not dry_run:
+            known = await self.state.start(name, connector.kind, kb.id)
+        source_id = None if known is None else known.id
         items = {} if source_id is None else await self.state.items(source_id)
+        moved_items = set(items) if moving is not None else set()
+        if moving is not None:
+            items = {}  # everything is fetched afresh into the new knowledge base
         stored = await self.store.documents(kb)
         try:
             listing = await connector.listing()
@@ -99,6 +124,8 @@ class Syncer:
                 break
             doc = queue.popleft()
             visited.add(doc.id)
+            if on_document is not None:
+                on_document(report, doc, len(visited), min(len(queued), connector.max_documents))
             item = items.get(doc.id)
             previous = _previous(item, doc)
             try:
@@ -125,12 +152,36 @@ class Syncer:
         if report.complete:
             remove |= {item_id for item_id in items if item_id not in visited}
         await self._delete(sorted(remove), items, stored, report, source_id)
+        if moving is not None and report.complete:
+            await self._finish_move(moving, kb, moved_items, visited, report, source_id)
         if source_id is not None and not dry_run:
             cursor = {"synced_at": datetime.now(UTC).isoformat(), "documents": len(visited)}
             await self.state.finish(source_id, cursor=cursor if report.complete else None, error=report.note)
             if report.added or report.updated or report.deleted:
                 await self.store.analyze()
         return report
+
+    async def _finish_move(
+        self,
+        moving: SyncedSource,
+        kb: KnowledgeBase,
+        item_ids: set[str],
+        visited: set[str],
+        report: SyncReport,
+        source_id: int | None,
+    ) -> None:
+        """After a complete run into `kb`: the source's documents in the base it filled before go (only
+        that base's, by their source ids), and its items this run did not meet are forgotten."""
+        old = await self.store.knowledge_base(moving.kb_name)
+        previous = {} if old is None else await self.store.documents(old)
+        leaving = [doc.id for source, doc in previous.items() if source in item_ids]
+        report.moved_from, report.moved_away = moving.kb_name, len(leaving)
+        log.info("sync %s: moved from knowledge base %s (%d documents)", report.source, moving.kb_name, len(leaving))
+        if report.dry_run or source_id is None:
+            return
+        await self.store.delete_documents(leaving)
+        await self.state.forget_items(source_id, sorted(item_ids - visited))
+        await self.state.moved(source_id, kb.id)
 
     async def _ingest(
         self, fetched: Fetched, kb: KnowledgeBase, previous: Any, report: SyncReport, source_id: int | None

@@ -16,7 +16,7 @@ import pytest
 
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from tests.cli import process_env, run_cli
+from tests.cli import process_env, run_cli, run_cli_on_terminal
 from tests.fakes.website import FakeWebsite
 
 
@@ -130,3 +130,25 @@ async def test_candor_sync_every_syncs_again_until_sigterm(
     assert bad.returncode == 2 and "not an interval" in bad.stderr
     both = run_cli(candor, tmp_path, "sync", "--config", str(config), "--every", "1h", "--dry-run")
     assert both.returncode == 2 and "do not go together" in both.stderr
+
+
+async def test_candor_sync_shows_its_progress_on_a_terminal_only(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    config = tmp_path / "sources.yaml"
+    config.write_text(
+        f"""sources:
+  - name: bar-{kb.name}
+    kind: website
+    kb: {kb.name}
+    sitemap: {site.url}/sitemap.xml
+    requests_per_second: 500
+"""
+    )
+    status, shown = run_cli_on_terminal(candor, tmp_path, "sync", "--config", str(config), "--dry-run")
+    assert status == 3, shown  # the 500 page is skipped
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    assert re.search(rf"bar-{kb.name}: \S+ .* 33/33 ", plain), plain  # the source, a page, visited/known
+    assert "dry run, nothing written: 32 added" in shown
+    piped = run_cli(candor, tmp_path, "sync", "--config", str(config), "--dry-run")
+    assert f"bar-{kb.name}: " not in piped.stdout and "\x1b[" not in piped.stdout  # no bar into a pipe

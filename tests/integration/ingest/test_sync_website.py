@@ -27,11 +27,13 @@ def site() -> Iterator[FakeWebsite]:
     fake.stop()
 
 
-def sources_file(tmp_path: Path, site: FakeWebsite, kb: KnowledgeBase, access: str = "[]") -> Path:
+def sources_file(
+    tmp_path: Path, site: FakeWebsite, kb: KnowledgeBase, access: str = "[]", name: str | None = None
+) -> Path:
     path = tmp_path / "sources.yaml"
     path.write_text(
         f"""sources:
-  - name: help-{kb.name}
+  - name: {name or f"help-{kb.name}"}
     kind: website
     kb: {kb.name}
     access: {access}
@@ -126,6 +128,35 @@ async def test_a_dry_run_lists_changes_and_writes_nothing(
     assert await documents(candor, kb) == before
     [real] = await candor.sync(config)  # the state was not advanced by the dry run
     assert (real.updated, real.deleted) == (1, 1)
+
+
+async def test_a_source_moved_to_another_knowledge_base_leaves_the_old_one_once_complete(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    name = f"moving-{kb.name}"
+    await candor.sync(sources_file(tmp_path, site, kb, name=name))
+    assert len(await documents(candor, kb)) == SYNCED
+    other = await candor.knowledge_base(f"{kb.name}-new", create=True)
+    assert other is not None
+    moved = sources_file(tmp_path, site, other, name=name)
+
+    [dry] = await candor.sync(moved, dry_run=True)
+    assert (dry.added, dry.moved_from, dry.moved_away) == (SYNCED, kb.name, SYNCED)
+    assert len(await documents(candor, kb)) == SYNCED and await documents(candor, other) == {}
+
+    site.sitemap_status = 503  # a move that cannot list removes nothing and is tried again
+    [failed] = await candor.sync(moved)
+    assert failed.listing_error is not None and failed.moved_from is None
+    assert len(await documents(candor, kb)) == SYNCED and await documents(candor, other) == {}
+
+    site.sitemap_status = 200
+    [move] = await candor.sync(moved)
+    assert move.complete and (move.added, move.moved_from, move.moved_away) == (SYNCED, kb.name, SYNCED), move
+    assert move.fetched == SYNCED  # fetched afresh: the old base's validators were not used
+    assert await documents(candor, kb) == {} and len(await documents(candor, other)) == SYNCED
+
+    [again] = await candor.sync(moved)
+    assert (again.added, again.unchanged, again.moved_from, again.fetched) == (0, SYNCED, None, 0)
 
 
 async def test_a_restricted_site_is_read_only_with_its_group(
