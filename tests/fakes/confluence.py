@@ -6,6 +6,8 @@ API documentation (v2 for spaces, pages and attachments; v1 for read restriction
     GET /wiki/api/v2/pages/{id}?body-format=storage          one page with body.storage.value
     GET /wiki/api/v2/pages/{id}/attachments?mediaType=...    its attachments
     GET /wiki/rest/api/content/{id}/restriction/byOperation/read   {"restrictions": {"user", "group"}}
+    GET /wiki/api/v2/spaces/{id}/permissions                 [{"principal": {type, id}, "operation"}...]
+    GET /wiki/rest/api/group/by-id?id=...                    {"type": "group", "name", "id"}
     GET /wiki/download/attachments/{page id}/{file}          the file's bytes
 
 Two spaces of a few dozen nested pages: ENG (public) and HR (staff only, by configuration). Some pages
@@ -85,6 +87,29 @@ class Attachment:
 
 
 SPACES = {"ENG": ("1001", "Engineering"), "HR": ("2002", "People")}
+GROUPS = {"g-sre": "sre", "g-hr-managers": "hr-managers", "g-hr-staff": "hr-staff", "g-admins": "site-admins"}
+"""Group id → name (space permissions name groups by id)."""
+
+
+def default_space_permissions() -> dict[str, list[tuple[str, str, str, str]]]:
+    """(principal type, principal id, operation, target) per space id: ENG anyone may read (the
+    ANONYMOUS role); HR the hr-staff group, the HR lead and the site admins."""
+    return {
+        "1001": [
+            ("role", "ANONYMOUS", "read", "space"),
+            ("group", "g-admins", "read", "space"),
+            ("group", "g-admins", "administer", "space"),
+        ],
+        "2002": [
+            ("group", "g-hr-staff", "read", "space"),
+            ("group", "g-hr-staff", "create", "page"),
+            ("group", "g-admins", "read", "space"),
+            ("user", "557058:hr-lead", "read", "space"),
+            ("group", "g-sre", "create", "page"),
+        ],
+    }
+
+
 ENG_SECTIONS = [
     ("Deployments", "Production deploys are frozen every Friday after 14:00 UTC."),
     ("On-call", "The on-call rotation hands over every Monday at 09:00."),
@@ -105,6 +130,9 @@ class FakeConfluence:
     throttled: Counter[str] = field(default_factory=Counter)
     """Paths that answer 429 (Retry-After: 0) this many more times."""
     pages_listing_status: int = 200
+    """Not 200: every space's pages listing answers this."""
+    space_permissions: dict[str, list[tuple[str, str, str, str]]] = field(default_factory=default_space_permissions)
+    space_permissions_status: int = 200
     """Not 200: every space's pages listing answers this."""
     body_fetches: Counter[str] = field(default_factory=Counter)
     """Page bodies served (200), per page id."""
@@ -355,6 +383,24 @@ class FakeConfluence:
             }
         )
 
+    async def _space_permissions(self, request: web.Request) -> web.Response:
+        if self.space_permissions_status != 200:
+            return web.json_response({"errors": [{"status": self.space_permissions_status}]}, status=500)
+        grants = self.space_permissions.get(request.match_info["space_id"])
+        if grants is None:
+            return web.json_response({"errors": [{"status": 404, "title": "Space not found"}]}, status=404)
+        found = [
+            {"id": str(n), "principal": {"type": kind, "id": ident}, "operation": {"key": key, "targetType": target}}
+            for n, (kind, ident, key, target) in enumerate(grants, 1)
+        ]
+        return self._listed(request, found)
+
+    async def _group(self, request: web.Request) -> web.Response:
+        group_id = request.query.get("id", "")
+        if group_id not in GROUPS:
+            return web.json_response({"statusCode": 404, "message": "group not found"}, status=404)
+        return web.json_response({"type": "group", "name": GROUPS[group_id], "id": group_id})
+
     async def _download(self, request: web.Request) -> web.Response:
         page_id, name = request.match_info["page_id"], request.match_info["name"]
         for attachment in self.attachments.values():
@@ -371,6 +417,8 @@ class FakeConfluence:
         app.router.add_get("/wiki/api/v2/pages/{page_id}/attachments", self._page_attachments)
         app.router.add_get("/wiki/rest/api/content/{page_id}/restriction/byOperation/read", self._restriction)
         app.router.add_get("/wiki/download/attachments/{page_id}/{name}", self._download)
+        app.router.add_get("/wiki/api/v2/spaces/{space_id}/permissions", self._space_permissions)
+        app.router.add_get("/wiki/rest/api/group/by-id", self._group)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0)

@@ -17,7 +17,7 @@ knowledge base, with which credentials and permissions.
         kb: internal
         base_url: https://example.atlassian.net/wiki
         spaces: [ENG, HR]
-        space_access: {HR: [staff]}  # unrestricted pages of HR: staff only; of ENG: `access` (public)
+        space_access: {HR: [staff]}  # unrestricted pages of HR: staff; of ENG: who Confluence lets read ENG
         permissions:                 # Confluence groups (name or id) and users (account id) → access groups
           groups: {hr-managers: [hr]}
         credentials: {email: CONFLUENCE_EMAIL, token: CONFLUENCE_TOKEN}

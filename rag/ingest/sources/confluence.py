@@ -2,7 +2,8 @@
 REST API v2 (restrictions through v1, which v2 does not cover), with Basic auth (an account's email
 and an API token, both named by environment variable in the sources file).
 
-The listing reads each space's pages (nested ones included: `GET /api/v2/spaces/{id}/pages`), each
+The listing reads who may read each space (`GET /api/v2/spaces/{id}/permissions`, unless
+`space_access` says), each space's pages (nested ones included: `GET /api/v2/spaces/{id}/pages`), each
 page's read restriction (`GET /rest/api/content/{id}/restriction/byOperation/read`) and its PDF
 attachments (`GET /api/v2/pages/{id}/attachments?mediaType=application/pdf`), each a document of its
 own with its page's access. Who may read what is worked out in `confluence_access`. Fetching a page
@@ -23,7 +24,14 @@ from urllib.parse import quote, urlsplit
 
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Gone, ItemState, NotModified, Outcome, SourceDocument
-from rag.ingest.sources.confluence_access import UNREADABLE, PermissionMap, Restriction, page_access
+from rag.ingest.sources.confluence_access import (
+    UNREADABLE,
+    PermissionMap,
+    Restriction,
+    SpaceReaders,
+    page_access,
+    space_groups,
+)
 from rag.ingest.sources.confluence_api import ConfluenceApi
 
 log = logging.getLogger("candor.sync.confluence")
@@ -41,6 +49,8 @@ class ConfluenceOptions:
     permissions: PermissionMap
     attachments: bool = True
     body_format: BodyFormat = "storage"
+    space_permissions: bool = True
+    """Read who may read each space from Confluence (for spaces not in `space_access`)."""
     max_documents: int = 5000
     timeout_seconds: float = 30.0
     max_wait_seconds: float = 60.0
@@ -48,8 +58,8 @@ class ConfluenceOptions:
     @classmethod
     def parse(cls, options: Mapping[str, Any], where: str) -> ConfluenceOptions:
         known = {
-            "base_url", "spaces", "space_access", "permissions", "attachments", "body_format",
-            "max_documents", "timeout_seconds", "max_wait_seconds",
+            "base_url", "spaces", "space_access", "space_permissions", "permissions", "attachments",
+            "body_format", "max_documents", "timeout_seconds", "max_wait_seconds",
         }  # fmt: skip
         unknown = sorted(set(options) - known)
         if unknown:
@@ -83,6 +93,7 @@ class ConfluenceOptions:
                 ),
                 attachments=bool(options.get("attachments", True)),
                 body_format=body_format,
+                space_permissions=bool(options.get("space_permissions", True)),
                 max_documents=int(options.get("max_documents", 5000)),
                 timeout_seconds=float(options.get("timeout_seconds", 30.0)),
                 max_wait_seconds=float(options.get("max_wait_seconds", 60.0)),
@@ -139,6 +150,7 @@ class Confluence:
             max_wait_seconds=options.max_wait_seconds,
         )
         self._items: dict[str, _Item] = {}
+        self._group_names: dict[str, str] = {}
 
     # --- the Connector Protocol ------------------------------------------------------------
 
@@ -188,7 +200,7 @@ class Confluence:
             str(page["id"]): str(page["parentId"]) if str(page.get("parentId")) in ids else None for page in pages
         }
         own: dict[str, Restriction | str] = {pid: await self._restriction(pid) for pid in sorted(ids)}
-        space_groups = self.options.space_access.get(key, self.access)
+        space_groups = await self._space_groups(key, space_id)
         documents: list[SourceDocument] = []
         for page in pages:
             pid = str(page["id"])
@@ -208,6 +220,27 @@ class Confluence:
             if self.options.attachments:
                 documents.extend(await self._attachments(pid, doc, unreadable=access is None))
         return documents
+
+    async def _space_groups(self, key: str, space_id: str) -> tuple[str, ...]:
+        """The groups of the space's unrestricted pages: `space_access` if configured for it, else
+        who Confluence's space permissions let read it (`space_permissions`, the default), else the
+        source's `access`. Permissions that cannot be read fail the listing (nothing removed)."""
+        if key in self.options.space_access:
+            return self.options.space_access[key]
+        if not self.options.space_permissions:
+            return self.access
+        grants = await self.api.results(f"/api/v2/spaces/{space_id}/permissions", {"limit": _LIMIT})
+        readers = SpaceReaders.parse(grants)
+        names = {group_id: await self._group_name(group_id) for group_id in readers.groups}
+        return space_groups(readers, names, self.options.permissions, where=f"source {self.name!r}", space=key)
+
+    async def _group_name(self, group_id: str) -> str:
+        """A group's name (space permissions give only its id; mappings are usually by name), or ""
+        when Confluence will not say (then the mapping by id still applies)."""
+        if group_id not in self._group_names:
+            status, data = await self.api.get_json(self.api.url("/rest/api/group/by-id"), {"id": group_id})
+            self._group_names[group_id] = str(data.get("name") or "") if status == 200 else ""
+        return self._group_names[group_id]
 
     async def _restriction(self, page_id: str) -> Restriction | str:
         status, data = await self.api.get_json(

@@ -5,7 +5,8 @@ Candor access groups. Confluence applies the read restrictions of every ancestor
 a restricted page is as restricted as its parent), so a page's groups are those every restricted
 level of its ancestry allows (the intersection: a reader must pass each level). Then:
 
-- no restricted level: the space's groups (`space_access`, else the source's `access`; none: public);
+- no restricted level: the space's groups (`space_access` for that space if configured, else who
+  Confluence's space permissions let read the space, see `space_groups`, else the source's `access`);
 - a restriction that names a group or user the mapping does not know: `NO_ONE` (logged), never public;
 - restricted levels whose groups have nothing in common: `NO_ONE`;
 - a restriction that could not be read (a 5xx): unknown, and the page is skipped, its stored version
@@ -122,3 +123,92 @@ def page_access(
         log.warning("%s: page %s restricted to no one: its restrictions share no access group", where, page_id)
         return (NO_ONE,)
     return tuple(sorted(common))
+
+
+ANONYMOUS = "ANONYMOUS"
+"""The role a space's permissions name when anyone the site lets in may read it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceReaders:
+    """Who a space's permissions let read it (`read` on `space`; other operations are ignored)."""
+
+    groups: tuple[str, ...] = ()
+    """Group ids (v2 names principals by id only)."""
+    users: tuple[str, ...] = ()
+    """Account ids."""
+    anonymous: bool = False
+
+    @classmethod
+    def parse(cls, results: Sequence[Mapping[str, Any]]) -> SpaceReaders:
+        """From the results of `GET /wiki/api/v2/spaces/{id}/permissions`."""
+        groups: set[str] = set()
+        users: set[str] = set()
+        anonymous = False
+        for grant in results:
+            operation = grant.get("operation") or {}
+            if operation.get("key") != "read" or operation.get("targetType") != "space":
+                continue
+            principal = grant.get("principal") or {}
+            kind, ident = str(principal.get("type", "")), str(principal.get("id", ""))
+            if kind == "group" and ident:
+                groups.add(ident)
+            elif kind == "user" and ident:
+                users.add(ident)
+            elif kind == "role" and ident.upper() == ANONYMOUS:
+                anonymous = True
+        return cls(tuple(sorted(groups)), tuple(sorted(users)), anonymous)
+
+
+def space_groups(
+    readers: SpaceReaders,
+    names: Mapping[str, str],
+    permissions: PermissionMap,
+    *,
+    where: str = "confluence",
+    space: str = "",
+) -> tuple[str, ...]:
+    """The access groups of a space's unrestricted pages, from who its permissions let read it.
+
+    - anonymous read (the `ANONYMOUS` role): public, `()`;
+    - otherwise the union of the groups its mapped readers (groups by name, via `names`, or id;
+      users by account id) map to. A reader with no mapping is left out (logged): a space is read by
+      many (every licensed user's group, admins, guests), and leaving one out only narrows who may
+      read through Candor, never widens it; they still read the space in Confluence;
+    - no reader maps: `NO_ONE` (logged), never public.
+
+    This differs from a page restriction, where one unmapped name makes the page no one's: a
+    restriction is a short list someone chose on purpose, and the issue's rule (an unresolved
+    mapping restricts to no one) is kept there to the letter.
+    """
+    if readers.anonymous:
+        return ()
+    allowed: set[str] = set()
+    left_out: list[str] = []
+    for group_id in readers.groups:
+        name = names.get(group_id, "")
+        found = permissions.groups.get(name) if name else None
+        found = found if found is not None else permissions.groups.get(group_id)
+        if found is None:
+            left_out.append(f"group {name or group_id}")
+        else:
+            allowed.update(found)
+    for account_id in readers.users:
+        found = permissions.users.get(account_id)
+        if found is None:
+            left_out.append(f"user {account_id}")
+        else:
+            allowed.update(found)
+    if left_out:
+        log.info(
+            "%s: space %s: readers with no access group mapped are left out: %s", where, space, ", ".join(left_out)
+        )
+    if not allowed:
+        log.warning(
+            "%s: space %s restricted to no one: none of its readers maps to an access group (%s)",
+            where,
+            space,
+            ", ".join(left_out) or "it has no readers",
+        )
+        return (NO_ONE,)
+    return tuple(sorted(allowed))

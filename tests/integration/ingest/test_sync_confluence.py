@@ -160,6 +160,61 @@ async def test_a_restriction_added_between_runs_is_applied(
     assert (await access_groups(candor, kb))[f"{wiki.url}/page/{page.id}"] == ["hr"]
 
 
+def by_space_permissions(wiki: FakeConfluence, kb: KnowledgeBase, groups: str, extra: str = "") -> str:
+    """A source with no `space_access`: who may read each space comes from Confluence."""
+    return f"""
+  - name: spaces-{kb.name}
+    kind: confluence
+    kb: {kb.name}
+    base_url: {wiki.url}
+    spaces: [ENG, HR]
+    permissions:
+      groups: {groups}
+      users: {{"557058:hr-lead": [hr]}}
+    credentials: {{email: CONFLUENCE_EMAIL, token: CONFLUENCE_TOKEN}}{extra}
+"""
+
+
+async def test_space_permissions_from_confluence_give_unrestricted_pages_their_readers_groups(
+    candor: Candor, kb: KnowledgeBase, wiki: FakeConfluence, tmp_path: Path
+) -> None:
+    def of(groups: dict[str, list[str]], title: str) -> list[str]:
+        return groups[f"{wiki.url}/page/{wiki.find(title).id}"]
+
+    mapped = sources_file(tmp_path, by_space_permissions(wiki, kb, "{hr-staff: [staff], sre: [sre-team]}"))
+    [report] = await candor.sync(mapped)
+    assert report.ok, report
+    groups = await access_groups(candor, kb)
+    assert of(groups, "Deployments 2") == []  # ENG: anyone may read it (the ANONYMOUS role)
+    assert of(groups, "Leave policy") == ["hr", "staff"]  # HR: hr-staff by name, the HR lead; admins left out
+    assert of(groups, "Incident bridge") == ["sre-team"]  # a page restriction still wins
+    leave = "How many days of paid leave do employees receive per year?"
+    assert "27 days" not in (await ask(candor, kb, leave)).text
+    assert "27 days" in (await ask(candor, kb, leave, "staff")).text
+
+    wiki.space_permissions["1001"] = [("group", "g-admins", "read", "space")]  # ENG is no longer open
+    unmapped = sources_file(tmp_path, by_space_permissions(wiki, kb, "{sre: [sre-team]}"))
+    [again] = await candor.sync(unmapped)
+    assert again.ok and again.updated > 0 and again.fetched == again.updated, again
+    groups = await access_groups(candor, kb)
+    assert of(groups, "Deployments 2") == [NO_ONE]  # none of ENG's readers maps: no one, never public
+    assert of(groups, "Leave policy") == ["hr"]  # hr-staff unmapped now: only the HR lead's group
+    assert "Friday after 14:00" not in (await ask(candor, kb, "When are production deploys frozen?")).text
+
+    wiki.space_permissions_status = 500  # permissions that cannot be read: the listing fails
+    before = await documents(candor, kb)
+    [failed] = await candor.sync(unmapped)
+    assert failed.listing_error is not None and failed.deleted == 0
+    assert await documents(candor, kb) == before
+
+    wiki.space_permissions_status = 200
+    configured = sources_file(tmp_path, by_space_permissions(wiki, kb, "{}", "\n    space_permissions: false"))
+    [off] = await candor.sync(configured)
+    assert off.ok, off
+    groups = await access_groups(candor, kb)
+    assert of(groups, "Deployments 2") == [] and of(groups, "Leave policy") == []  # the source's `access`: public
+
+
 async def test_a_failed_listing_removes_nothing(
     candor: Candor, kb: KnowledgeBase, wiki: FakeConfluence, tmp_path: Path
 ) -> None:

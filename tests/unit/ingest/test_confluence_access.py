@@ -4,11 +4,20 @@ confluence settings' checks, without a network or a database."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rag.errors import SyncError
 from rag.ingest.sources.config import parse_sources
 from rag.ingest.sources.confluence import ConfluenceOptions
-from rag.ingest.sources.confluence_access import UNREADABLE, PermissionMap, Restriction, page_access
+from rag.ingest.sources.confluence_access import (
+    UNREADABLE,
+    PermissionMap,
+    Restriction,
+    SpaceReaders,
+    page_access,
+    space_groups,
+)
 from rag.ingest.sources.registry import connector_for
 from rag.model.types import NO_ONE
 
@@ -118,3 +127,48 @@ def test_a_confluence_source_needs_an_email_and_a_token_by_variable() -> None:
     with pytest.raises(SyncError, match="missing: email") as raised:
         connector_for(wiki, {"WIKI_TOKEN": "ATATT-secret"})
     assert "ATATT-secret" not in str(raised.value)
+
+
+def grant(kind: str, ident: str, key: str = "read", target: str = "space") -> dict[str, object]:
+    return {"id": "1", "principal": {"type": kind, "id": ident}, "operation": {"key": key, "targetType": target}}
+
+
+def test_space_readers_are_read_from_the_api_s_shape() -> None:
+    readers = SpaceReaders.parse(
+        [
+            grant("group", "g1"),
+            grant("group", "g2", "create", "page"),  # not a read: ignored
+            grant("user", "acc-1"),
+            grant("role", "ANONYMOUS", "export"),  # anonymous, but not to read
+            {"principal": {"type": "group"}, "operation": {"key": "read", "targetType": "space"}},  # no id
+        ]
+    )
+    assert readers == SpaceReaders(("g1",), ("acc-1",), anonymous=False)
+    assert SpaceReaders.parse([grant("role", "anonymous")]).anonymous
+
+
+def test_a_space_s_groups_are_its_mapped_readers_and_never_public_unless_anonymous() -> None:
+    names = {"g1": "sre", "g2": "everyone", "g3": ""}
+    assert space_groups(SpaceReaders(anonymous=True), names, MAP) == ()
+    assert space_groups(SpaceReaders(("g1", "g2"), ("acc-1",)), names, MAP) == ("hr", "sre-team")  # g2 left out
+    assert space_groups(SpaceReaders(("id-hr",)), {}, MAP) == ("hr",)  # by id when the name is unknown
+    assert space_groups(SpaceReaders(("g2", "g3"), ("someone",)), names, MAP) == (NO_ONE,)
+    assert space_groups(SpaceReaders(), names, MAP) == (NO_ONE,)  # nobody may read it
+
+
+PRINCIPALS = st.sampled_from(["sre", "id-hr", "admins", "acc-1", "stranger", "g-x", "everyone"])
+
+
+@given(st.lists(PRINCIPALS, max_size=6), st.lists(PRINCIPALS, max_size=4), st.booleans())
+def test_a_space_s_groups_never_exceed_what_its_readers_map_to(
+    groups: list[str], users: list[str], anonymous: bool
+) -> None:
+    found = space_groups(SpaceReaders(tuple(groups), tuple(users), anonymous), {}, MAP)
+    if anonymous:
+        assert found == ()
+        return
+    mapped = {g for name in groups for g in MAP.groups.get(name, ())} | {
+        g for name in users for g in MAP.users.get(name, ())
+    }
+    assert found == (tuple(sorted(mapped)) if mapped else (NO_ONE,))
+    assert found != ()  # public only through anonymous read
