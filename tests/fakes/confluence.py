@@ -4,6 +4,8 @@ API documentation (v2 for spaces, pages and attachments; v1 for read restriction
     GET /wiki/api/v2/spaces?keys=ENG,HR                      {"results": [space...], "_links": {"next"?}}
     GET /wiki/api/v2/spaces/{id}/pages?status=current        pages of every depth, `limit` per response
     GET /wiki/api/v2/pages/{id}?body-format=storage          one page with body.storage.value
+    GET /wiki/api/v2/spaces/{id}/blogposts?status=current    the space's blog posts
+    GET /wiki/api/v2/blogposts/{id}?body-format=storage      one blog post (and .../attachments)
     GET /wiki/api/v2/pages/{id}/attachments?mediaType=...    its attachments
     GET /wiki/rest/api/content/{id}/restriction/byOperation/read   {"restrictions": {"user", "group"}}
     GET /wiki/api/v2/spaces/{id}/permissions                 [{"principal": {type, id}, "operation"}...]
@@ -74,6 +76,8 @@ class Page:
     """Confluence groups (names) the page's own read restriction allows."""
     users: list[str] = field(default_factory=list)
     """Account ids the page's own read restriction allows."""
+    kind: str = "page"
+    """Or "blogpost" (no parent, its own paths)."""
 
 
 @dataclass
@@ -161,7 +165,8 @@ class FakeConfluence:
     def build(self) -> None:
         """ENG: a home page, four sections of four pages each, a restricted incident page with a child
         that inherits its restriction, a page restricted to an unmapped group, and a PDF. HR: a home page
-        and six pages, one restricted to a mapped group and a mapped user."""
+        and six pages, one restricted to a mapped group and a mapped user. ENG also has two blog posts,
+        one restricted to sre."""
         eng, hr = SPACES["ENG"][0], SPACES["HR"][0]
         ids = iter(range(10_001, 10_100))
         home = self._add(next(ids), eng, "Engineering handbook", "<p>How the engineering team works.</p>")
@@ -206,6 +211,12 @@ class FakeConfluence:
         )
         self._add(next(ids), hr, "Onboarding", "<p>New starters get a laptop on their first day.</p>", hr_home.id)
         self._add(next(ids), hr, "Remote work", "<p>Remote work is allowed three days a week.</p>", hr_home.id)
+        self._add(
+            next(ids), eng, "Release notes 4.2", "<p>Release 4.2 moved the build cache to the eu-west bucket.</p>"
+        ).kind = "blogpost"
+        self._add(
+            next(ids), eng, "Incident review", "<p>The outage lasted 37 minutes.</p>", groups=["sre"]
+        ).kind = "blogpost"
 
     def _add(
         self,
@@ -296,7 +307,10 @@ class FakeConfluence:
 
     def _webui(self, page: Page) -> str:
         key = next(k for k, (sid, _) in SPACES.items() if sid == page.space_id)
-        return f"/spaces/{key}/pages/{page.id}/{quote(page.title.replace(' ', '+'), safe='+')}"
+        title = quote(page.title.replace(" ", "+"), safe="+")
+        if page.kind == "blogpost":
+            return f"/spaces/{key}/blog/2026/01/10/{page.id}/{title}"
+        return f"/spaces/{key}/pages/{page.id}/{title}"
 
     def _page_json(self, page: Page) -> dict[str, Any]:
         return {
@@ -324,12 +338,18 @@ class FakeConfluence:
             return web.json_response({"errors": [{"status": failed, "title": "Service Unavailable"}]}, status=failed)
         space_id = request.match_info["space_id"]
         status = request.query.get("status", "current")
-        found = [self._page_json(p) for p in self.pages.values() if p.space_id == space_id and p.status == status]
+        kind = "blogpost" if request.path.endswith("/blogposts") else "page"
+        found = [
+            self._page_json(p)
+            for p in self.pages.values()
+            if p.space_id == space_id and p.status == status and p.kind == kind
+        ]
         return self._listed(request, found)
 
     async def _page(self, request: web.Request) -> web.Response:
         page = self.pages.get(request.match_info["page_id"])
-        if page is None or page.status != "current":
+        kind = "blogpost" if request.path.startswith("/wiki/api/v2/blogposts/") else "page"
+        if page is None or page.status != "current" or page.kind != kind:
             return web.json_response({"errors": [{"status": 404, "title": "Not Found"}]}, status=404)
         if page.id in self.failing:
             return web.json_response({"errors": [{"status": 500}]}, status=500)
@@ -415,6 +435,9 @@ class FakeConfluence:
         app.router.add_get("/wiki/api/v2/spaces/{space_id}/pages", self._space_pages)
         app.router.add_get("/wiki/api/v2/pages/{page_id}", self._page)
         app.router.add_get("/wiki/api/v2/pages/{page_id}/attachments", self._page_attachments)
+        app.router.add_get("/wiki/api/v2/spaces/{space_id}/blogposts", self._space_pages)
+        app.router.add_get("/wiki/api/v2/blogposts/{page_id}", self._page)
+        app.router.add_get("/wiki/api/v2/blogposts/{page_id}/attachments", self._page_attachments)
         app.router.add_get("/wiki/rest/api/content/{page_id}/restriction/byOperation/read", self._restriction)
         app.router.add_get("/wiki/download/attachments/{page_id}/{name}", self._download)
         app.router.add_get("/wiki/api/v2/spaces/{space_id}/permissions", self._space_permissions)

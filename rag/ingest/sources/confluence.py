@@ -15,11 +15,12 @@ that fails (an expired token, a space that vanished, a 5xx) raises `SourceError`
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote, urlsplit
 
 from rag.errors import ItemError, SourceError, SyncError
@@ -36,6 +37,8 @@ from rag.ingest.sources.confluence_api import ConfluenceApi
 
 log = logging.getLogger("candor.sync.confluence")
 
+T = TypeVar("T")
+
 BodyFormat = Literal["storage", "export_view"]
 _LIMIT = "250"
 """Results per request: the most the v2 list endpoints give."""
@@ -51,6 +54,9 @@ class ConfluenceOptions:
     body_format: BodyFormat = "storage"
     space_permissions: bool = True
     """Read who may read each space from Confluence (for spaces not in `space_access`)."""
+    blog_posts: bool = True
+    concurrency: int = 4
+    """Requests one listing makes at once (restrictions, attachments)."""
     max_documents: int = 5000
     timeout_seconds: float = 30.0
     max_wait_seconds: float = 60.0
@@ -59,7 +65,7 @@ class ConfluenceOptions:
     def parse(cls, options: Mapping[str, Any], where: str) -> ConfluenceOptions:
         known = {
             "base_url", "spaces", "space_access", "space_permissions", "permissions", "attachments",
-            "body_format", "max_documents", "timeout_seconds", "max_wait_seconds",
+            "blog_posts", "body_format", "max_documents", "timeout_seconds", "max_wait_seconds", "concurrency",
         }  # fmt: skip
         unknown = sorted(set(options) - known)
         if unknown:
@@ -94,6 +100,8 @@ class ConfluenceOptions:
                 attachments=bool(options.get("attachments", True)),
                 body_format=body_format,
                 space_permissions=bool(options.get("space_permissions", True)),
+                blog_posts=bool(options.get("blog_posts", True)),
+                concurrency=int(options.get("concurrency", 4)),
                 max_documents=int(options.get("max_documents", 5000)),
                 timeout_seconds=float(options.get("timeout_seconds", 30.0)),
                 max_wait_seconds=float(options.get("max_wait_seconds", 60.0)),
@@ -102,6 +110,8 @@ class ConfluenceOptions:
             raise SyncError(f"{where}: a confluence setting is not a number: {exc}") from exc
         if made.max_documents < 1 or made.timeout_seconds <= 0 or made.max_wait_seconds < 0:
             raise SyncError(f"{where}: max_documents and timeout_seconds must be positive")
+        if not 1 <= made.concurrency <= 16:
+            raise SyncError(f"{where}: `concurrency` is 1 to 16 requests at once (got {made.concurrency})")
         return made
 
 
@@ -109,7 +119,7 @@ class ConfluenceOptions:
 class _Item:
     """What the listing learnt of a document, for its fetch."""
 
-    kind: Literal["page", "attachment"]
+    kind: Literal["page", "blogpost", "attachment"]
     remote_id: str
     version: int | None
     download: str = ""
@@ -193,33 +203,51 @@ class Confluence:
         return documents
 
     async def _space(self, key: str, space_id: str) -> list[SourceDocument]:
-        listed = await self.api.results(f"/api/v2/spaces/{space_id}/pages", {"status": "current", "limit": _LIMIT})
-        pages = [page for page in listed if page.get("status", "current") == "current"]
-        ids = {str(page["id"]) for page in pages}
-        parents = {
-            str(page["id"]): str(page["parentId"]) if str(page.get("parentId")) in ids else None for page in pages
+        query = {"status": "current", "limit": _LIMIT}
+        pages = await self.api.results(f"/api/v2/spaces/{space_id}/pages", query)
+        listed: list[tuple[Literal["page", "blogpost"], dict[str, Any]]] = [("page", page) for page in pages]
+        if self.options.blog_posts:
+            posts = await self.api.results(f"/api/v2/spaces/{space_id}/blogposts", query)
+            listed += [("blogpost", post) for post in posts]
+        current = [(kind, page) for kind, page in listed if page.get("status", "current") == "current"]
+        ids = {str(page["id"]) for _, page in current}
+        parents = {  # blog posts have no parent: only their own restriction applies
+            str(page["id"]): str(page["parentId"]) if kind == "page" and str(page.get("parentId")) in ids else None
+            for kind, page in current
         }
-        own: dict[str, Restriction | str] = {pid: await self._restriction(pid) for pid in sorted(ids)}
+        read = await self._each([self._restriction(pid) for pid in sorted(ids)])
+        own: dict[str, Restriction | str] = dict(zip(sorted(ids), read, strict=True))
         space_groups = await self._space_groups(key, space_id)
         documents: list[SourceDocument] = []
-        for page in pages:
+        for kind, page in current:
             pid = str(page["id"])
             access = page_access(
                 pid, parents, own, self.options.permissions, space_groups, where=f"source {self.name!r}"
             )
             version = page.get("version") or {}
             doc = SourceDocument(
-                self._id("page", pid),
+                self._id(kind, pid),
                 self.options.base_url + str((page.get("_links") or {}).get("webui") or f"/pages/{pid}"),
                 str(page.get("title") or pid),
                 _moment(version.get("createdAt") or page.get("createdAt")),
                 access if access is not None else (),
             )
-            self._items[doc.id] = _Item("page", pid, _number(version.get("number")), unreadable=access is None)
+            self._items[doc.id] = _Item(kind, pid, _number(version.get("number")), unreadable=access is None)
             documents.append(doc)
-            if self.options.attachments:
-                documents.extend(await self._attachments(pid, doc, unreadable=access is None))
+        if self.options.attachments:
+            found = await self._each([self._attachments(self._items[doc.id], doc) for doc in list(documents)])
+            documents.extend(attachment for attached in found for attachment in attached)
         return documents
+
+    async def _each(self, calls: Sequence[Awaitable[T]]) -> list[T]:
+        """`calls` run `concurrency` at a time (a 429 is still waited out by each), in order."""
+        gate = asyncio.Semaphore(self.options.concurrency)
+
+        async def one(call: Awaitable[T]) -> T:
+            async with gate:
+                return await call
+
+        return list(await asyncio.gather(*(one(call) for call in calls)))
 
     async def _space_groups(self, key: str, space_id: str) -> tuple[str, ...]:
         """The groups of the space's unrestricted pages: `space_access` if configured for it, else
@@ -252,9 +280,11 @@ class Confluence:
             return UNREADABLE
         return Restriction.parse(data)
 
-    async def _attachments(self, page_id: str, page: SourceDocument, *, unreadable: bool) -> list[SourceDocument]:
+    async def _attachments(self, item: _Item, page: SourceDocument) -> list[SourceDocument]:
+        """The PDFs attached to a page or blog post, each with its page's access."""
+        unreadable = item.unreadable
         found = await self.api.results(
-            f"/api/v2/pages/{page_id}/attachments",
+            f"/api/v2/{item.kind}s/{item.remote_id}/attachments",
             {"mediaType": "application/pdf", "status": "current", "limit": _LIMIT},
         )
         documents = []
@@ -286,7 +316,7 @@ class Confluence:
     async def _fetch_page(self, document: SourceDocument, item: _Item) -> Outcome:
         body_format = self.options.body_format
         status, data = await self.api.get_json(
-            self.api.url(f"/api/v2/pages/{item.remote_id}"), {"body-format": body_format}
+            self.api.url(f"/api/v2/{item.kind}s/{item.remote_id}"), {"body-format": body_format}
         )
         if status == 404:
             return Gone(document, "Confluence answered 404")

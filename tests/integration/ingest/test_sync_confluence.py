@@ -16,8 +16,9 @@ from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from tests.fakes.confluence import EMAIL, TOKEN, FakeConfluence
 
-PAGES = 31
-"""ENG: home, 4 sections, 16 pages below them, the incident bridge, its child and the vault page; HR: 7."""
+PAGES = 33
+"""ENG: home, 4 sections, 16 pages below them, the incident bridge, its child, the vault page and 2 blog
+posts; HR: 7."""
 SYNCED = PAGES + 1
 """... and the PDF attached to Deployments (the PNG beside it is not listed)."""
 
@@ -86,17 +87,26 @@ async def test_spaces_sync_answer_with_the_page_url_and_resync_only_the_edited_p
     assert wiki.page_url(wiki.find("Deployments 1").id) in {s.url for s in deploys.sources}
     rollback = await ask(candor, kb, "How long does a rollback to the previous release take?")
     assert rollback.route == "answered" and "7 minutes" in rollback.text, rollback.text
+    post = wiki.find("Release notes 4.2")
+    cache = await ask(candor, kb, "Where did release 4.2 move the build cache?")
+    assert "eu-west" in cache.text and wiki.page_url(post.id) in {s.url for s in cache.sources}, cache.text
+    assert "/blog/" in wiki.page_url(post.id) and f"{wiki.url}/blogpost/{post.id}" in stored
+    outage = "How long did the outage last?"
+    assert "37 minutes" not in (await ask(candor, kb, outage)).text  # a blog post restricted to sre
+    assert "37 minutes" in (await ask(candor, kb, outage, "sre-team")).text
 
     # between runs: one page edited (a new version), one trashed
     wiki.reset_counts()
     edited = wiki.edit("Code review 1", "<p>Every change needs three approving reviews before it merges.</p>")
     trashed = wiki.trash("Databases 3")
+    wiki.trash("Release notes 4.2")
     [second] = await candor.sync(config)
-    assert (second.added, second.updated, second.deleted, second.fetched) == (0, 1, 1, 1), second
-    assert second.unchanged == SYNCED - 2
+    assert (second.added, second.updated, second.deleted, second.fetched) == (0, 1, 2, 1), second
+    assert second.unchanged == SYNCED - 3
     assert dict(wiki.body_fetches) == {edited.id: 1} and sum(wiki.downloads.values()) == 0
     after = await documents(candor, kb)
-    assert f"{wiki.url}/page/{trashed.id}" not in after and len(after) == SYNCED - 1
+    assert f"{wiki.url}/page/{trashed.id}" not in after and len(after) == SYNCED - 2
+    assert f"{wiki.url}/blogpost/{post.id}" not in after
     assert after[f"{wiki.url}/page/{edited.id}"] != stored[f"{wiki.url}/page/{edited.id}"]
     reviews = await ask(candor, kb, "How many approving reviews does a change need before it merges?")
     assert "three approving reviews" in reviews.text, reviews.text

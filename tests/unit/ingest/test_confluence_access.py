@@ -88,6 +88,7 @@ def test_confluence_settings_are_checked() -> None:
     assert options.base_url == "https://example.atlassian.net/wiki" and options.spaces == ("ENG", "HR")
     assert options.space_access == {"HR": ("staff",)} and options.body_format == "storage"
     assert options.permissions.groups == {"hr-managers": ("hr",)} and options.permissions.users == {}
+    assert options.space_permissions and options.blog_posts and options.concurrency == 4  # the defaults
 
 
 @pytest.mark.parametrize(
@@ -99,6 +100,7 @@ def test_confluence_settings_are_checked() -> None:
         ({"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "permissions": {"roles": {}}}, "permissions"),
         ({"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "body_format": "adf"}, "body_format"),
         ({"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "sitemap": "x"}, "unknown confluence"),
+        ({"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "concurrency": 0}, "1 to 16"),
         (
             {"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], "permissions": {"groups": {"g": [1]}}},
             "access group",
