@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from rag.config import load_settings
+from rag.ingest.sources.config import parse_sources
 from tests.conftest import REPO
 
 DEPLOY = REPO / "deploy"
@@ -106,6 +107,23 @@ def test_the_server_runs_replicated_probed_bounded_and_unprivileged_with_secrets
     kinds = {doc["kind"] for path in MANIFESTS for doc in documents(path)}
     assert {"Deployment", "Service", "PodDisruptionBudget", "Job", "CronJob"} <= kinds
     assert "kind: Secret" not in "".join(p.read_text(encoding="utf-8") for p in MANIFESTS)
+
+
+def test_the_sync_cronjob_reads_a_valid_sources_file_and_credentials_only_by_reference() -> None:
+    (configmap,) = documents(DEPLOY / "kubernetes" / "sources-configmap.yaml")
+    sources = parse_sources(yaml.safe_load(configmap["data"]["sources.yaml"]), where="the ConfigMap")
+    assert {s.kind for s in sources} == {"website", "confluence"}
+    assert all(name.isupper() for s in sources for name in s.credentials.values())  # variable names only
+    (cronjob,) = documents(DEPLOY / "kubernetes" / "sync-cronjob.yaml")
+    spec = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    assert container["args"] == ["sync", "--config", "/etc/candor/sources.yaml"]
+    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"  # two syncs of one source never overlap
+    mounted = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert mounted["sources"] == "/etc/candor" and volumes["sources"]["configMap"]["name"] == "candor-sources"
+    assert [ref["secretRef"]["name"] for ref in container["envFrom"]] == ["candor", "candor-sources"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] and spec["securityContext"]["runAsNonRoot"]
 
 
 def test_the_image_recipe_is_multi_stage_non_root_and_health_checked() -> None:
