@@ -3,6 +3,7 @@ an inline secret refused, and `candor ask` answering from a synced page with its
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import signal
@@ -98,7 +99,7 @@ async def test_candor_sync_every_syncs_again_until_sigterm(
     not change), and stops cleanly on SIGTERM."""
     config = tmp_path / "sources.yaml"
     config.write_text(
-        f"sources:\n  - name: help\n    kind: website\n    kb: {kb.name}\n"
+        f"sources:\n  - name: every-{kb.name}\n    kind: website\n    kb: {kb.name}\n"
         f"    sitemap: {site.url}/sitemap.xml\n    requests_per_second: 500\n"
     )
     url = candor.store.engine.url.render_as_string(hide_password=False)
@@ -130,6 +131,54 @@ async def test_candor_sync_every_syncs_again_until_sigterm(
     assert bad.returncode == 2 and "not an interval" in bad.stderr
     both = run_cli(candor, tmp_path, "sync", "--config", str(config), "--every", "1h", "--dry-run")
     assert both.returncode == 2 and "do not go together" in both.stderr
+
+
+async def test_a_sync_killed_midway_resumes_without_duplicates_or_refetching_what_landed(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    config = tmp_path / "sources.yaml"
+    config.write_text(
+        f"sources:\n  - name: killed-{kb.name}\n    kind: website\n    kb: {kb.name}\n"
+        f"    sitemap: {site.url}/sitemap.xml\n    requests_per_second: 4\n"  # ~8 s for the site
+    )
+    url = candor.store.engine.url.render_as_string(hide_password=False)
+    env = process_env(CANDOR_HOME=str(tmp_path), CANDOR_DATABASE_URL=url, HF_HUB_OFFLINE="1")
+    process = subprocess.Popen(  # noqa: ASYNC220 (the fake site has its own thread)
+        [sys.executable, "-m", "bot.cli", "sync", "--config", str(config)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while len(await candor.store.documents(kb)) < 6:
+            assert time.monotonic() < deadline and process.poll() is None, "the sync ended before it was killed"
+            await asyncio.sleep(0.05)
+    finally:
+        process.kill()  # SIGKILL: no cleanup of any kind
+        process.wait(timeout=60)
+    landed = len(await candor.store.documents(kb))
+    assert 6 <= landed < 32, landed
+    pages = [path for path in site.pages if not path.startswith("/private/")]
+    before = sum(site.full[path] for path in pages)
+
+    again = run_cli(candor, tmp_path, "sync", "--config", str(config))
+    assert again.returncode == 3, again.stderr  # the broken page, as always
+    summary = re.search(r"(\d+) added, 0 updated, (\d+) unchanged, 0 deleted, 1 skipped", again.stdout)
+    assert summary is not None, again.stdout
+    added, unchanged = int(summary[1]), int(summary[2])
+    assert added + unchanged == 32 and unchanged >= landed, again.stdout  # what landed is not stored again
+    # ... nor downloaded again (a 304), but for at most one page stored in the instant before its state
+    refetched = sum(site.full[path] for path in pages) - before
+    assert added <= refetched <= added + 1, (added, refetched)
+    stored = await candor.store.documents(kb)
+    assert len(stored) == 32
+    duplicated = await candor.store.fetch_all(
+        "SELECT document_id, position FROM chunks WHERE kb_id = %(kb)s GROUP BY 1, 2 HAVING count(*) > 1",
+        {"kb": kb.id},
+    )
+    assert duplicated == []
 
 
 async def test_candor_sync_shows_its_progress_on_a_terminal_only(
