@@ -136,6 +136,8 @@ class FakeGraph:
     """Paths that answer 429 (Retry-After: 0) this many more times."""
     delta_status: int = 200
     site_gone: bool = False
+    forbidden: bool = False
+    """Graph answers 403 to everything (an app without the Sites/Files permissions)."""
     downloads: Counter[str] = field(default_factory=Counter)
     """Files served in full (a conversion too), by name."""
     conversions: Counter[str] = field(default_factory=Counter)
@@ -295,10 +297,11 @@ class FakeGraph:
             "p-draft": SitePage("p-draft", "Draft.aspx", "Draft", ["<p>The draft codeword is heron.</p>"], False),
         }
 
-    def _library(self, drive_id: str, name: str, web_url: str, root_permissions: list[Json], site: bool = True) -> Drive:
-        root = Node(f"root-{drive_id[2:]}", drive_id, "root", None, folder=True, permissions=list(root_permissions))
-        self.nodes[root.id] = root
-        drive = Drive(drive_id, name, web_url, root.id, self.site_id if site else None)
+    def _library(self, drive_id: str, name: str, web_url: str, granted: list[Json], site: bool = True) -> Drive:
+        """A drive and its root folder, which grants `granted`."""
+        top = Node(f"root-{drive_id[2:]}", drive_id, "root", None, folder=True, permissions=list(granted))
+        self.nodes[top.id] = top
+        drive = Drive(drive_id, name, web_url, top.id, self.site_id if site else None)
         self.drives[drive_id] = drive
         return drive
 
@@ -423,6 +426,8 @@ class FakeGraph:
             if not header.startswith("Bearer ") or header[7:] not in self._tokens:
                 self.refused += 1
                 return self._error(401, "InvalidAuthenticationToken", "Access token validation failure.")
+            if self.forbidden:
+                return self._error(403, "accessDenied", "Either scp or roles claim need to be present in the token.")
             if self.throttled[request.path] > 0:
                 self.throttled[request.path] -= 1
                 return web.json_response(
