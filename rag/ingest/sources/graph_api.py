@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import msal
-import requests
 
 from rag.errors import ItemError
 from rag.ingest.sources.retry_after import retry_after
@@ -95,7 +94,7 @@ class GraphApi:
             result = await asyncio.to_thread(self._acquire)
         except ValueError as exc:  # MSAL: the tenant's OpenID configuration could not be read
             raise ItemError(f"the sign-in endpoint does not know the tenant: {self.refused}") from exc
-        except requests.RequestException as exc:
+        except OSError as exc:  # requests' errors (MSAL's transport) are OSErrors
             raise ItemError(f"the sign-in endpoint could not be reached ({type(exc).__name__})") from exc
         token = result.get("access_token")
         if not isinstance(token, str) or not token:

@@ -260,3 +260,18 @@ async def test_throttling_is_waited_out_and_a_failing_item_conversion_or_permiss
     [third] = await candor.sync(config)
     assert third.ok and (third.updated, third.fetched) == (2, 2), third
     assert "15 percent" in (await ask(candor, kb, "By how much did Q1 revenue grow?", "finance")).text
+
+
+async def test_an_unknown_tenant_or_an_unreachable_sign_in_stops_the_source_with_a_line(
+    candor: Candor, kb: KnowledgeBase, graph: FakeGraph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SP_TENANT_ID", "00000000-0000-0000-0000-00000000dead")
+    [unknown] = await candor.sync(sources_file(tmp_path, source(graph, kb)))
+    assert unknown.listing_error is not None and "does not know the tenant" in unknown.listing_error
+    assert "$SP_TENANT_ID" in unknown.listing_error and "00000000dead" not in unknown.listing_error
+
+    monkeypatch.setenv("SP_TENANT_ID", TENANT)
+    closed = source(graph, kb).replace(graph.authority, "https://127.0.0.1:9")  # nothing listens on port 9
+    [unreachable] = await candor.sync(sources_file(tmp_path, closed))
+    assert unreachable.listing_error is not None and "could not be reached" in unreachable.listing_error
+    assert (unknown.added, unreachable.added, graph.tokens_issued) == (0, 0, 0)
