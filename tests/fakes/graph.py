@@ -21,8 +21,9 @@ calendar with an anyone link, a OneDrive note shared with one more person). Word
 with `minimal_pdf` for `format=pdf`. The sign-in side runs over TLS (MSAL wants `https://`) with a
 throwaway CA (`ca_bundle` for REQUESTS_CA_BUNDLE); Graph checks the bearer token on every call.
 Collections hold at most `page_size` entries with an `@odata.nextLink`. Knobs: `edit` (a new cTag),
-`rename`, `delete`, permissions on a node, `failing` (500), `failing_permissions`, `unconvertible`,
-`throttled` (429, Retry-After: 0), `delta_status` (a broken listing), `site_gone`. Counters:
+`rename`, `delete`, `repeated` (an item twice in the delta feed), permissions on a node, `failing`
+(500), `failing_permissions`, `unconvertible`, `throttled` (429, Retry-After: 0), `delta_status` (a
+broken listing), `site_gone`, `forbidden` (403 to everything). Counters:
 `downloads`, `conversions`, `permission_reads`, `page_fetches`, `requested`, `tokens_issued`.
 """
 
@@ -136,6 +137,8 @@ class FakeGraph:
     """Paths that answer 429 (Retry-After: 0) this many more times."""
     delta_status: int = 200
     site_gone: bool = False
+    repeated: set[str] = field(default_factory=set)
+    """Files the delta feed also gives earlier, as they were one version ago (Graph may repeat an item)."""
     forbidden: bool = False
     """Graph answers 403 to everything (an app without the Sites/Files permissions)."""
     downloads: Counter[str] = field(default_factory=Counter)
@@ -522,6 +525,10 @@ class FakeGraph:
         if self.delta_status != 200:
             return self._error(self.delta_status, "serviceNotAvailable", "Service unavailable")
         items = [self._item(n) for n in self.nodes.values() if n.drive_id == drive.id]
+        for node in self.nodes.values():
+            if node.drive_id == drive.id and node.name in self.repeated:
+                stale = self._item(node)
+                items.insert(0, {**stale, "cTag": f'"c:{{{node.id}}},{node.version - 1}"'})
         delta = {"@odata.deltaLink": f"{self.graph_url}/drives/{drive.id}/root/delta?token={uuid.uuid4().hex}"}
         return self._listed(request, items, delta)
 

@@ -172,9 +172,11 @@ class SharePoint:
         return documents
 
     async def _drive(self, drive_id: str) -> list[SourceDocument]:
-        items = await self.api.values(f"/drives/{quote(drive_id, safe='!')}/root/delta")
+        listed = await self.api.values(f"/drives/{quote(drive_id, safe='!')}/root/delta")
+        # an item may appear more than once in a delta feed: its last occurrence is the one to use
+        items = {str(entry.get("id")): entry for entry in listed}
         files: list[tuple[dict[str, Any], Format, bool]] = []
-        for entry in items:
+        for entry in items.values():
             if "deleted" in entry or "root" in entry or not isinstance(entry.get("file"), dict):
                 continue  # a deleted item (never listed, so deleted here), the root, a folder, a package
             name = str(entry.get("name") or "")
@@ -196,7 +198,7 @@ class SharePoint:
                 raise answer  # a refused token or an unreachable Graph: the listing fails
             item_id, name = str(entry["id"]), str(entry.get("name") or entry["id"])
             status, granted = answer
-            access: tuple[str, ...] = ()
+            access: tuple[str, ...] = (NO_ONE,)  # unknown until read: the item is skipped, never opened
             if status == 200:
                 access = self._access(name, granted)
             else:

@@ -118,6 +118,7 @@ async def test_sites_and_drives_sync_answer_with_the_web_url_and_resync_only_wha
     # between runs: one file edited (a new cTag), one deleted, one renamed, one re-permissioned
     graph.reset_counts()
     graph.edit("Travel budget.md", ["# Travel budget", "", "The 2025 travel budget is 52000 euros."])
+    graph.repeated.add("Travel budget.md")  # also earlier in the feed, as it was: the last occurrence counts
     deleted = graph.delete("Vendor 3.md")
     renamed = graph.rename("Policy 2.md", "Policy two.md")
     restricted = graph.find("Audit notes.txt")
