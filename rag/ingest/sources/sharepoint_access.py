@@ -18,13 +18,15 @@ its own. The rules, each a grant adding readers (SharePoint's permissions are a 
   mapped to `[]`) is readable by no one (`NO_ONE`), never public;
 - an item is public (`()`) only when one of its readers maps to the word `public` (an `anonymous`
   link with `anonymous: public`, say); one such grant is enough, as it is in SharePoint;
-- a grant whose roles do not include reading (an unknown role, "limited access") adds no one.
+- a grant whose roles do not include reading (an unknown role, "limited access") adds no one, nor
+  does one whose `expirationDateTime` has passed (an expired sharing link opens nothing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from rag.model.types import NO_ONE
@@ -59,10 +61,10 @@ def reads(roles: Iterable[object]) -> bool:
     return False
 
 
-def principals(permission: Mapping[str, Any]) -> list[Principal]:
+def principals(permission: Mapping[str, Any], now: datetime | None = None) -> list[Principal]:
     """The readers one permission (Graph's `permission` resource) grants; none when its roles do not
-    include reading."""
-    if not reads(permission.get("roles") or []):
+    include reading or it expired before `now`."""
+    if not reads(permission.get("roles") or []) or _expired(permission.get("expirationDateTime"), now):
         return []
     found: list[Principal] = []
     link = permission.get("link")
@@ -83,6 +85,18 @@ def principals(permission: Mapping[str, Any]) -> list[Principal]:
         if isinstance(identity, Mapping):
             found.extend(_identity(identity))
     return found
+
+
+def _expired(value: object, now: datetime | None) -> bool:
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment <= (now or datetime.now(UTC))
 
 
 def _identity(identity_set: Mapping[str, Any]) -> list[Principal]:
@@ -139,7 +153,7 @@ class PermissionMap:
 
 
 def item_access(
-    permissions: Sequence[Mapping[str, Any]], mapping: PermissionMap
+    permissions: Sequence[Mapping[str, Any]], mapping: PermissionMap, now: datetime | None = None
 ) -> tuple[tuple[str, ...], list[Principal]]:
     """The access groups of an item with these (effective) permissions: `()` public, `(NO_ONE,)` no
     one, else the union of its mapped readers' groups; and the readers that have no mapping."""
@@ -147,7 +161,7 @@ def item_access(
     unmapped: list[Principal] = []
     public = False
     for permission in permissions:
-        for principal in principals(permission):
+        for principal in principals(permission, now):
             readers = mapping.readers(principal)
             if readers is None:
                 if principal not in unmapped:

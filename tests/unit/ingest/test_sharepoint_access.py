@@ -3,6 +3,7 @@ page's text, and the sharepoint settings' checks, without a network or a databas
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -86,6 +87,16 @@ def test_a_grant_without_a_reading_role_adds_no_one() -> None:
     assert access({**site_group("Finance Visitors"), "roles": ["sp.limited access"]}) == (NO_ONE,)
     assert access({**site_group("Finance Visitors"), "roles": ["sp.full control"]}) == ("staff",)
     assert principals({**link("anonymous"), "roles": []}) == []
+
+
+def test_an_expired_sharing_link_opens_nothing() -> None:
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    expired = {**link("anonymous"), "expirationDateTime": "2026-02-28T23:59:59Z"}
+    valid = {**link("anonymous"), "expirationDateTime": "2026-03-02T00:00:00Z"}
+    members = site_group("Finance Members")
+    assert item_access([members, expired], MAP, now)[0] == ("finance",)
+    assert item_access([members, valid], MAP, now)[0] == ()
+    assert item_access([expired], MAP, now)[0] == (NO_ONE,)
 
 
 def test_permissions_are_read_from_graph_s_shapes() -> None:
