@@ -21,6 +21,14 @@ knowledge base, with which credentials and permissions.
         permissions:                 # Confluence groups (name or id) and users (account id) → access groups
           groups: {hr-managers: [hr]}
         credentials: {email: CONFLUENCE_EMAIL, token: CONFLUENCE_TOKEN}
+      - name: intranet
+        kind: sharepoint             # rag/ingest/sources/sharepoint.py (and OneDrive)
+        kb: internal
+        sites: ["contoso.sharepoint.com:/sites/Finance"]
+        permissions:                 # SharePoint/Entra groups, users and sharing links → access groups
+          site_groups: {Finance Members: [finance]}
+          organization: [staff]
+        credentials: {tenant_id: SP_TENANT_ID, client_id: SP_CLIENT_ID, client_secret: SP_CLIENT_SECRET}
 
 A value that looks like a secret written inline (a `token`, `password`, `secret`, `api_key`,
 `authorization` key anywhere outside `credentials`, or a `credentials` value that is not a variable
@@ -40,8 +48,8 @@ import yaml
 from rag.errors import SyncError
 from rag.model.types import clean_text
 
-KINDS = ("website", "confluence")
-"""Kinds that can be synced today (Google Drive, SharePoint and Notion are still to come)."""
+KINDS = ("website", "confluence", "sharepoint")
+"""Kinds that can be synced today (Google Drive and Notion are still to come)."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")

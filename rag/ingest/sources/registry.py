@@ -8,6 +8,8 @@ from rag.errors import SyncError
 from rag.ingest.sources.base import Connector
 from rag.ingest.sources.config import SourceConfig, resolve_credentials
 from rag.ingest.sources.confluence import Confluence, ConfluenceOptions
+from rag.ingest.sources.sharepoint import SharePoint
+from rag.ingest.sources.sharepoint_options import SharePointOptions
 from rag.ingest.sources.website import Website, WebsiteOptions
 
 
@@ -23,4 +25,7 @@ def connector_for(source: SourceConfig, environ: Mapping[str, str]) -> Connector
         return Confluence(
             confluence, name=source.name, credentials=credentials, variables=source.credentials, access=source.access
         )
+    if source.kind == "sharepoint":
+        sharepoint = SharePointOptions.parse(source.options, f"source {source.name!r}", access=source.access)
+        return SharePoint(sharepoint, name=source.name, credentials=credentials, variables=source.credentials)
     raise SyncError(f"source {source.name!r}: kind {source.kind!r} cannot be synced yet")  # pragma: no cover

@@ -35,6 +35,10 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.fakes.bot_connector import FakeConnector
+from tests.fakes.graph import CLIENT_ID as GRAPH_CLIENT_ID
+from tests.fakes.graph import CLIENT_SECRET as GRAPH_CLIENT_SECRET
+from tests.fakes.graph import TENANT as GRAPH_TENANT
+from tests.fakes.graph import FakeGraph
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
@@ -310,3 +314,64 @@ async def test_a_synced_restricted_site_reaches_only_its_group(core: Candor, han
                 assert "8 percent" in json.dumps(own.body, ensure_ascii=False)
     finally:
         site.stop()
+
+
+DIVIDEND = "What dividend did the board approve?"
+
+
+async def test_a_synced_sharepoint_file_reaches_only_its_group(
+    core: Candor, handbook: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs last: a SharePoint site synced into the same knowledge base, its board pack readable in
+    SharePoint by an Entra group mapped to `hr-confidential` (every other file's readers are left
+    unmapped, so they are readable by no one). Not to the command line without the group, not in a
+    Slack channel; the HR person's DM gets it."""
+    graph = FakeGraph().start()
+    try:
+        folder = Path(tempfile.mkdtemp())
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", graph.ca_bundle(folder))
+        monkeypatch.setenv("NO_LEAK_SP_TENANT", GRAPH_TENANT)
+        monkeypatch.setenv("NO_LEAK_SP_CLIENT", GRAPH_CLIENT_ID)
+        monkeypatch.setenv("NO_LEAK_SP_SECRET", GRAPH_CLIENT_SECRET)
+        config = folder / "sources.yaml"
+        config.write_text(
+            f"sources:\n  - name: hr-sharepoint\n    kind: sharepoint\n    kb: {handbook.name}\n"
+            f'    sites: ["{graph.hostname}:/sites/Finance"]\n    libraries: [Documents]\n'
+            f"    graph_url: {graph.graph_url}\n    authority: {graph.authority}\n"
+            "    permissions: {groups: {g-7f3e-lead: [hr-confidential]}}\n"
+            "    credentials: {tenant_id: NO_LEAK_SP_TENANT, client_id: NO_LEAK_SP_CLIENT, "
+            "client_secret: NO_LEAK_SP_SECRET}\n"
+        )
+        (report,) = await core.sync(config)
+        assert report.ok and report.added > 0, report
+        # its files are cited by their webUrl, whose host carries this fake's port: any of their
+        # text shown would come with it; the dividend is in the board pack alone, in every test
+        restricted = [graph.hostname, "4 cents"]
+
+        def shows(payload: object) -> list[str]:
+            text = json.dumps(payload, ensure_ascii=False)
+            return [marker for marker in restricted if marker in text]
+
+        public = await core.answer(Question(DIVIDEND, scope=AccessScope.public(frozenset({handbook.name}))))
+        assert shows(public.as_json()) == []
+        others = AccessScope(frozenset({"staff", "finance"}), frozenset({handbook.name}))
+        assert shows((await core.answer(Question(DIVIDEND, scope=others))).as_json()) == []
+        granted = await core.answer(
+            Question(DIVIDEND, scope=AccessScope(frozenset({"hr-confidential"}), frozenset({handbook.name})))
+        )
+        assert "4 cents" in granted.text  # the control
+
+        async with FakeSlack() as fake:
+            config_ = SlackConfig(bot_token="xoxb-no-leak", signing_secret=SECRET, api_url=fake.api_url)
+            adapter = SlackAdapter(config_, core, EventLedger(core.store.engine, lease_seconds=2.0), drain_seconds=5)
+            async with serve_adapter(core, adapter) as url:
+                channel = app_mention(DIVIDEND, user=SLACK_HR, channel="C0PUBLIC")
+                assert await slack_post(url, json_body(event_callback(channel))) == 200
+                (post,) = await fake.wait_for("chat.postMessage", timeout=60)
+                assert shows(post.params) == []
+                dm = message(DIVIDEND, user=SLACK_HR, channel="D0HR")
+                assert await slack_post(url, json_body(event_callback(dm))) == 200
+                (hr,) = await fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == "D0HR")
+                assert "4 cents" in json.dumps(hr.params, ensure_ascii=False)
+    finally:
+        graph.stop()

@@ -1,0 +1,197 @@
+"""The HTTP side of the SharePoint / OneDrive source: an app-only token for Microsoft Graph (the
+OAuth client-credentials flow), a 429 or 503 waited out, and `@odata.nextLink` paging.
+
+The token comes from MSAL (`msal`, already in the environment through the Bot Framework, MIT,
+maintained by Microsoft): it finds the tenant's token endpoint (`{authority}/{tenant}/v2.0/.well-
+known/openid-configuration`, which names `{authority}/{tenant}/oauth2/v2.0/token`), posts the client
+id and secret, and caches the token until it nearly expires. MSAL is blocking (requests), so each
+call runs in a thread; it insists on an `https://` authority, so the tests' fake serves its token
+endpoint over TLS with a throwaway CA (`tests/fakes/tls.py`). Graph itself is called with aiohttp,
+not `msgraph-sdk`: a few GETs of JSON and bytes do not need its hundreds of generated modules.
+
+Every failure is an `ItemError` with a line a person can act on: the connector turns it into a
+`SourceError` while listing (nothing stored is removed) and a skipped document while fetching one.
+A refused secret (an AADSTS error from the token endpoint, or a 401 or 403 from Graph) names the
+environment variables to check, never their values. A `@odata.nextLink` off Graph's host is not
+followed, so the token is sent to Graph only (a download's redirect to SharePoint's pre-signed URL
+is followed by aiohttp, which drops the Authorization header on leaving the host).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import msal
+
+from rag.errors import ItemError
+from rag.ingest.sources.retry_after import retry_after
+
+log = logging.getLogger("candor.sync.sharepoint")
+
+USER_AGENT = "CandorBot/1.0 (+https://github.com/candor; knowledge base sync)"
+_RETRIES = 2
+"""Waits for one request that answers 429 or 503 (Graph's throttling), each its Retry-After."""
+_MAX_RESULT_PAGES = 2000
+"""Pages of results one listing follows: a nextLink that never ends stops here."""
+_EARLY = 300.0
+"""Seconds before a token's expiry it is renewed, so a long sync never sends an expired one."""
+_AADSTS = re.compile(r"\bAADSTS\d+\b")
+
+
+class GraphApi:
+    def __init__(
+        self,
+        graph_url: str,
+        *,
+        authority: str,
+        tenant: str,
+        client_id: str,
+        client_secret: str,
+        scope: str,
+        refused: str,
+        timeout_seconds: float = 30.0,
+        max_wait_seconds: float = 60.0,
+        max_bytes: int = 50_000_000,
+    ) -> None:
+        self.graph_url = graph_url.rstrip("/")
+        self.refused = refused
+        """What a refused secret says: which variables to check (the connector words it)."""
+        self._authority = f"{authority.rstrip('/')}/{tenant}"
+        self._client_id = client_id
+        self._secret = client_secret
+        self._scope = scope
+        self._timeout = timeout_seconds
+        self._max_wait = max_wait_seconds
+        self._max_bytes = max_bytes
+        self._app: Any = None
+        self._token: tuple[str, float] | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.token_requests = 0
+        """Tokens asked of MSAL (it may answer from its cache)."""
+
+    def url(self, path: str) -> str:
+        """`path` under Graph's base URL (`/sites/...`), or an absolute link (a nextLink) as it is."""
+        if path.startswith(("http://", "https://")):
+            return path
+        return self.graph_url + (path if path.startswith("/") else "/" + path)
+
+    # --- the token -------------------------------------------------------------------------
+
+    async def bearer(self) -> str:
+        """A valid access token for Graph, renewed a few minutes before it expires."""
+        if self._token is not None and time.monotonic() < self._token[1]:
+            return self._token[0]
+        self.token_requests += 1
+        try:
+            result = await asyncio.to_thread(self._acquire)
+        except ValueError as exc:  # MSAL: the tenant's OpenID configuration could not be read
+            raise ItemError(f"the sign-in endpoint does not know the tenant: {self.refused}") from exc
+        except OSError as exc:  # requests' errors (MSAL's transport) are OSErrors
+            raise ItemError(f"the sign-in endpoint could not be reached ({type(exc).__name__})") from exc
+        token = result.get("access_token")
+        if not isinstance(token, str) or not token:
+            error = str(result.get("error") or "no access token")
+            codes = _AADSTS.findall(str(result.get("error_description") or ""))
+            raise ItemError(f"the sign-in endpoint answered {', '.join([error, *codes])}: {self.refused}")
+        lifetime = float(result.get("expires_in") or 3600)
+        self._token = (token, time.monotonic() + max(lifetime - _EARLY, lifetime / 2))
+        return token
+
+    def _acquire(self) -> dict[str, Any]:
+        if self._app is None:
+            self._app = msal.ConfidentialClientApplication(
+                self._client_id,
+                client_credential=self._secret,
+                authority=self._authority,
+                instance_discovery=False,  # a sovereign or test authority is taken as given
+                timeout=self._timeout,
+                token_cache=msal.TokenCache(),
+            )
+        found = self._app.acquire_token_for_client(scopes=[self._scope])
+        return dict(found) if isinstance(found, Mapping) else {}
+
+    # --- Graph -----------------------------------------------------------------------------
+
+    async def get(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, bytes]:
+        """(status, body) of one GET with the bearer token, a 429 or 503 waited out (its Retry-After,
+        bounded, twice). `ItemError` when the credentials are refused, or Graph does not answer."""
+        if urlsplit(url).netloc != urlsplit(self.graph_url).netloc:
+            raise ItemError(f"a link off Microsoft Graph was not followed: {url}")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
+            )
+        path = urlsplit(url).path
+        for attempt in range(_RETRIES + 1):
+            headers = {"Authorization": f"Bearer {await self.bearer()}"}
+            try:
+                async with self._session.get(
+                    url, params=dict(params or {}), headers=headers, max_redirects=5
+                ) as response:
+                    if response.status in (429, 503) and attempt < _RETRIES:
+                        wait = retry_after(response.headers.get("Retry-After"), self._max_wait)
+                        log.info("graph %s: %s, waiting %.1f s", path, response.status, wait)
+                        await asyncio.sleep(wait)
+                        continue
+                    if response.status in (401, 403):
+                        raise ItemError(f"HTTP {response.status} from Graph: {self.refused}")
+                    body = await response.content.read(self._max_bytes + 1) if response.status == 200 else b""
+                    if len(body) > self._max_bytes:
+                        raise ItemError(f"larger than {self._max_bytes} bytes")
+                    return response.status, body
+            except TimeoutError as exc:
+                raise ItemError(f"Graph did not answer within {self._timeout:g} s") from exc
+            except aiohttp.ClientError as exc:
+                raise ItemError(f"Graph could not be reached ({type(exc).__name__}: {exc})"[:300]) from exc
+        raise ItemError(f"Graph kept answering 429 after {_RETRIES} waits")  # pragma: no cover
+
+    async def get_json(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+        """(status, the JSON object) of one GET; `{}` for a status other than 200."""
+        status, body = await self.get(url, params)
+        if status != 200:
+            return status, {}
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise ItemError(f"Graph's answer to {urlsplit(url).path} is not JSON") from exc
+        if not isinstance(data, dict):
+            raise ItemError(f"Graph's answer to {urlsplit(url).path} is not a JSON object")
+        return status, data
+
+    async def values(self, path: str, params: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """Every entry of a Graph collection (`value`), following `@odata.nextLink` to the end;
+        `ItemError` naming the status when one of its pages does not answer 200."""
+        status, found = await self.collection(path, params)
+        if status != 200:
+            raise ItemError(f"Graph answered {status} for {urlsplit(self.url(path)).path}")
+        return found
+
+    async def collection(self, path: str, params: Mapping[str, str] | None = None) -> tuple[int, list[dict[str, Any]]]:
+        """(200, every entry) of a Graph collection, following `@odata.nextLink`; or the status of
+        the first page that did not answer 200 (and what came before it)."""
+        found: list[dict[str, Any]] = []
+        url, query = self.url(path), dict(params or {})
+        for _ in range(_MAX_RESULT_PAGES):
+            status, data = await self.get_json(url, query)
+            if status != 200:
+                return status, found
+            found.extend(v for v in data.get("value", []) if isinstance(v, dict))
+            following = data.get("@odata.nextLink")
+            if not following:
+                return status, found
+            url, query = str(following), {}
+        raise ItemError(f"{path} did not end after {_MAX_RESULT_PAGES} pages of results")
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
