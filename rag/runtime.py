@@ -260,11 +260,12 @@ class Candor:
         on_document: SyncProgress | None = None,
     ) -> list[SyncReport]:
         """`candor sync`: every source of the sources file (`config`, else CANDOR_SOURCES), or the one
-        called `only`, into its knowledge base; one report per source. A source that cannot be
-        listed is reported and the others still run."""
+        called `only`, into its knowledge base; one report per source. A source that cannot start
+        (an unset credential, a bad setting of its kind) or be listed is reported, removes nothing,
+        and the others still run."""
         from rag.ingest.sources.config import load_sources
         from rag.ingest.sources.registry import connector_for
-        from rag.ingest.sources.sync import Syncer
+        from rag.ingest.sources.sync import Syncer, SyncReport
         from rag.store.sync_state import SyncState
 
         path = config or self.settings.sources
@@ -275,13 +276,18 @@ class Candor:
             sources = [s for s in sources if s.name == only]
             if not sources:
                 raise SyncError(f"{path} has no source called {only!r}")
-        # credentials are named, not written, in the sources file: their values come from the
-        # environment here, at the moment a source is synced, and are never logged
-        connectors = [(source, connector_for(source, secrets_by_name())) for source in sources]
         syncer = Syncer(self.store, self.ingestor(), SyncState(self.store.engine))
         reports = []
-        for source, connector in connectors:
+        for source in sources:
             name = source.kb or self.settings.default_kb
+            try:
+                # credentials are named, not written, in the sources file: their values come from
+                # the environment here, at the moment a source is synced, and are never logged
+                connector = connector_for(source, secrets_by_name())
+            except SyncError as exc:
+                log.warning("sync %s: cannot start, nothing removed: %s", source.name, exc)
+                reports.append(SyncReport(source.name, source.kind, name, dry_run=dry_run, listing_error=str(exc)))
+                continue
             kb = await self.knowledge_base(name, create=not dry_run) or KnowledgeBase(-1, name, 0)
             try:
                 reports.append(await syncer.run(source.name, connector, kb, dry_run=dry_run, on_document=on_document))

@@ -86,8 +86,8 @@ async def test_candor_sync_refuses_inline_secrets_and_unset_credentials(candor: 
         "sources:\n  - name: wiki\n    kind: website\n    start_urls: [http://x.test/]\n"
         "    credentials: {authorization: WIKI_AUTH}\n"
     )
-    unset = run_cli(candor, tmp_path, "sync", "--config", str(config))
-    assert unset.returncode == 1 and "$WIKI_AUTH, which is not set" in unset.stderr
+    unset = run_cli(candor, tmp_path, "sync", "--config", str(config))  # that source cannot start: exit 3
+    assert unset.returncode == 3 and "$WIKI_AUTH, which is not set" in unset.stderr, unset.stderr
     missing = run_cli(candor, tmp_path, "sync")
     assert missing.returncode == 1 and "give --config FILE or set CANDOR_SOURCES" in missing.stderr
 

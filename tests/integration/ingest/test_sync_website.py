@@ -111,6 +111,19 @@ async def test_a_failing_sitemap_removes_nothing(
     assert await documents(candor, kb) == before
 
 
+async def test_a_source_that_cannot_start_is_reported_and_the_others_still_sync(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    path = sources_file(tmp_path, site, kb)
+    path.write_text(
+        path.read_text().replace("sources:", "sources:\n  - {name: broken, kind: website, credentials: {a: UNSET_X}}")
+    )
+    broken, synced = await candor.sync(path)
+    assert broken.source == "broken" and broken.listing_error is not None and "$UNSET_X" in broken.listing_error
+    assert not broken.ok and broken.added == 0
+    assert synced.listing_error is None and synced.added == SYNCED
+
+
 async def test_a_dry_run_lists_changes_and_writes_nothing(
     candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
 ) -> None:
