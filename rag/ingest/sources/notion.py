@@ -248,7 +248,8 @@ class Notion:
             )
             trashed = bool(page.get("in_trash") or page.get("archived"))
             in_database = (page.get("parent") or {}).get("type") in ("data_source_id", "database_id")
-            self._pages[doc.id] = _Page(page, str(page.get("last_edited_time") or ""), in_database, trashed, access is None)
+            edited = str(page.get("last_edited_time") or "")
+            self._pages[doc.id] = _Page(page, edited, in_database, trashed, access is None)
             documents.append(doc)
         for node in parents:
             if node not in pages and (access := groups(node)) is not None:
