@@ -69,12 +69,12 @@ def rich_text(items: Sequence[Json] | None) -> str:
     multi-line text are hard line breaks."""
     out = ""
     for text, marks, link in _runs(items or ()):
-        if "code" in marks:
+        if "code" in marks and not out.endswith("`"):
             piece = _code_span(text)
         else:
             piece = escape(text)
-            wrap = "~~" if "strikethrough" in marks else ""
-            wrap += "*" * (("bold" in marks) * 2 + ("italic" in marks))
+            # one delimiter run only: "~~**" would start on punctuation, which Markdown may not read
+            wrap = "*" * (("bold" in marks) * 2 + ("italic" in marks)) or ("~~" if "strikethrough" in marks else "")
             if wrap and _wrappable(text) and not out.endswith(("*", "~", "`")):
                 piece = wrap + piece + wrap[::-1]
         if link and text.strip() and not out.endswith(("]", "!")):
@@ -185,7 +185,7 @@ def _block(block: Json, kind: str, number: int, links: Mapping[str, str] | None)
     if kind == "numbered_list_item":
         return _item(f"{number}. ", text, children, links)
     if kind == "to_do":
-        return _item("- [x] " if data.get("checked") else "- [ ] ", text, children, links)
+        return _item("- ", ("[x] " if data.get("checked") else "[ ] ") + text, children, links)
     if kind in ("quote", "callout"):
         icon = (data.get("icon") or {}).get("emoji") if kind == "callout" else None
         inner = "\n\n".join(p for p in (f"{icon} {text}" if icon else text, render_blocks(children, links)) if p)
