@@ -29,6 +29,13 @@ knowledge base, with which credentials and permissions.
           site_groups: {Finance Members: [finance]}
           organization: [staff]
         credentials: {tenant_id: SP_TENANT_ID, client_id: SP_CLIENT_ID, client_secret: SP_CLIENT_SECRET}
+      - name: notion
+        kind: notion                 # rag/ingest/sources/notion.py
+        kb: internal
+        access: [staff]              # required for notion (Notion's API does not say who reads a page); []: public
+        roots: [59833787-2cf9-4fdf-8782-e53db20768a5]   # optional: only these pages/databases and below
+        page_access: {1c2a6c4b9f4e4d1c8a7e3b5d2f0a9c11: [hr]}   # a subtree's groups (nearest wins)
+        credentials: {token: NOTION_TOKEN}
 
 A value that looks like a secret written inline (a `token`, `password`, `secret`, `api_key`,
 `authorization` key anywhere outside `credentials`, or a `credentials` value that is not a variable
@@ -48,8 +55,10 @@ import yaml
 from rag.errors import SyncError
 from rag.model.types import clean_text
 
-KINDS = ("website", "confluence", "sharepoint")
-"""Kinds that can be synced today (Google Drive and Notion are still to come)."""
+KINDS = ("website", "confluence", "sharepoint", "notion")
+"""Kinds that can be synced today (Google Drive is still to come)."""
+_ACCESS_REQUIRED = frozenset({"notion"})
+"""Kinds whose source says nothing of who may read a document: `access` must be written down."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -114,6 +123,11 @@ def _source(entry: object, where: str) -> SourceConfig:
     kind = str(entry.get("kind") or "")
     if kind not in KINDS:
         raise SyncError(f"{where}: kind {kind!r} is not one Candor syncs yet (known: {', '.join(KINDS)})")
+    if kind in _ACCESS_REQUIRED and entry.get("access") is None:
+        raise SyncError(
+            f"{where}: a {kind} source needs an explicit `access:` ({kind} does not say who may read a page): "
+            "the groups that may read its pages, or [] to make them public"
+        )
     kb = entry.get("kb")
     if kb is not None and (not isinstance(kb, str) or not kb.strip()):
         raise SyncError(f"{where}: `kb` must be a knowledge base name")

@@ -15,6 +15,7 @@ import dataclasses
 import ipaddress
 import json
 import tempfile
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,6 +40,8 @@ from tests.fakes.graph import CLIENT_ID as GRAPH_CLIENT_ID
 from tests.fakes.graph import CLIENT_SECRET as GRAPH_CLIENT_SECRET
 from tests.fakes.graph import TENANT as GRAPH_TENANT
 from tests.fakes.graph import FakeGraph
+from tests.fakes.notion import TOKEN as NOTION_TOKEN
+from tests.fakes.notion import FakeNotion
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_events import (
     app_home_opened,
@@ -375,3 +378,56 @@ async def test_a_synced_sharepoint_file_reaches_only_its_group(
                 assert "4 cents" in json.dumps(hr.params, ensure_ascii=False)
     finally:
         graph.stop()
+
+
+BONUS = "What is the annual bonus capped at?"
+
+
+async def test_a_synced_notion_subtree_reaches_only_its_group(
+    core: Candor, handbook: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs after the synced site: a Notion workspace synced into the same knowledge base with
+    `access: []` and its People subtree restricted by `page_access: [hr-confidential]`. The bonus
+    scheme, two levels below the configured page, is as restricted as the salary bands: not to the
+    command line without the group, not in a Slack channel; the HR person's DM gets it."""
+    notion = FakeNotion(workspace=f"acme-no-leak-{uuid.uuid4().hex[:8]}").start()
+    monkeypatch.setenv("NOTION_NO_LEAK_TOKEN", NOTION_TOKEN)
+    try:
+        config = Path(tempfile.mkdtemp()) / "sources.yaml"
+        config.write_text(
+            f"sources:\n  - name: notion-no-leak\n    kind: notion\n    kb: {handbook.name}\n    access: []\n"
+            f"    base_url: {notion.url}\n    requests_per_second: 500\n"
+            f'    page_access: {{"{notion.find("People").id}": [hr-confidential]}}\n'
+            "    credentials: {token: NOTION_NO_LEAK_TOKEN}\n"
+        )
+        (report,) = await core.sync(config)
+        assert report.added > 0 and report.ok, report
+        # this workspace's pages are cited by URLs with its own slug, and the figure is its alone
+        restricted = [notion.page_url(notion.find(t)) for t in ("People", "Salary bands", "Bonus scheme")]
+        restricted += ["15 percent"]
+
+        def shows(payload: object) -> list[str]:
+            text = json.dumps(payload, ensure_ascii=False)
+            return [marker for marker in restricted if marker in text]
+
+        public = await core.answer(Question(BONUS, scope=AccessScope.public(frozenset({handbook.name}))))
+        assert shows(public.as_json()) == []
+        granted = await core.answer(
+            Question(BONUS, scope=AccessScope(frozenset({"hr-confidential"}), frozenset({handbook.name})))
+        )
+        assert "15 percent" in granted.text, granted.text  # the control
+
+        async with FakeSlack() as fake:
+            config_ = SlackConfig(bot_token="xoxb-no-leak", signing_secret=SECRET, api_url=fake.api_url)
+            adapter = SlackAdapter(config_, core, EventLedger(core.store.engine, lease_seconds=2.0), drain_seconds=5)
+            async with serve_adapter(core, adapter) as url:
+                channel = app_mention(BONUS, user=SLACK_HR, channel="C0PUBLIC")
+                assert await slack_post(url, json_body(event_callback(channel))) == 200
+                (post,) = await fake.wait_for("chat.postMessage", timeout=60)
+                assert shows(post.params) == []
+                dm = message(BONUS, user=SLACK_HR, channel="D0HR")
+                assert await slack_post(url, json_body(event_callback(dm))) == 200
+                (hr,) = await fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == "D0HR")
+                assert "15 percent" in json.dumps(hr.params, ensure_ascii=False)
+    finally:
+        notion.stop()

@@ -24,7 +24,7 @@ def test_a_website_source_is_read_with_its_defaults() -> None:
         ({"name": "x", "kind": "website", "password": "hunter2"}, "looks like a secret written inline"),
         ({"name": "x", "kind": "website", "auth": {"api_key": "k"}}, "looks like a secret written inline"),
         ({"name": "x", "kind": "website", "credentials": {"authorization": "Bearer k"}}, "environment variable"),
-        ({"name": "x", "kind": "notion"}, "not one Candor syncs yet"),
+        ({"name": "x", "kind": "dropbox"}, "not one Candor syncs yet"),
         ({"name": "Bad Name", "kind": "website"}, "`name` must be"),
         ({"name": "x", "kind": "website", "access": "hr"}, "`access` must be a list"),
     ],

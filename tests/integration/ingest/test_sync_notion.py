@@ -1,0 +1,225 @@
+"""`Candor.sync` of a Notion source against a local fake Notion API (tests/fakes/notion.py), through the
+real `notion-client`, into the real Postgres with the real embedder: the first sync and answers
+citing a page (nested pages, a database row, a table, a toggle, a PDF), a re-sync that reads the
+blocks of the edited page only, a trashed and an unshared page deleted, a restricted subtree,
+configured roots, a failed search that removes nothing, a refused token, a 429 and a 5xx."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rag.model.answers import Answer, Question
+from rag.model.types import AccessScope
+from rag.runtime import Candor
+from rag.store.postgres import KnowledgeBase
+from tests.fakes.notion import TOKEN, FakeNotion
+
+PAGES = 35
+"""30 pages (handbook, Engineering's 20, Support's 5, People's 4) and the 5 rows of Incidents."""
+SYNCED = PAGES + 1
+"""... and the PDF on the rollback runbook (the externally hosted PDF and the image are not)."""
+
+
+@pytest.fixture
+def notion(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeNotion]:
+    monkeypatch.setenv("NOTION_TOKEN", TOKEN)
+    fake = FakeNotion().start()
+    yield fake
+    fake.stop()
+
+
+def source(
+    notion: FakeNotion, kb: KnowledgeBase, name: str = "notion", extra: str = "", token: str = "NOTION_TOKEN"
+) -> str:
+    """A source called `name`-<kb> (sync state is kept by name, and the session's tests share a database)."""
+    return f"""
+  - name: {name}-{kb.name}
+    kind: notion
+    kb: {kb.name}
+    access: []
+    base_url: {notion.url}
+    requests_per_second: 500
+    page_access: {{"{notion.find("People").id}": [hr]}}
+    credentials: {{token: {token}}}{extra}
+"""
+
+
+def sources_file(tmp_path: Path, *entries: str) -> Path:
+    path = tmp_path / "sources.yaml"
+    path.write_text("sources:" + "".join(entries))
+    return path
+
+
+def page_doc(notion: FakeNotion, title: str) -> str:
+    return f"notion:page:{notion.find(title).id}"
+
+
+async def documents(candor: Candor, kb: KnowledgeBase) -> dict[str, str]:
+    return {source: doc.content_hash for source, doc in (await candor.store.documents(kb)).items()}
+
+
+async def access_groups(candor: Candor, kb: KnowledgeBase) -> dict[str, list[str]]:
+    rows = await candor.store.fetch_all(
+        "SELECT source, access_groups FROM documents WHERE kb_id = %(kb)s", {"kb": kb.id}
+    )
+    return {str(source): list(groups) for source, groups in rows}
+
+
+async def ask(candor: Candor, kb: KnowledgeBase, text: str, *groups: str) -> Answer:
+    scope = AccessScope(frozenset(groups), frozenset([kb.name]))
+    return await candor.answer(Question(text, scope=scope, platform="cli"))
+
+
+async def test_a_workspace_syncs_answers_with_the_page_url_and_resyncs_only_the_edited_page(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, source(notion, kb))
+    [first] = await candor.sync(config)
+    assert first.listing_error is None and first.complete and first.ok, first
+    assert (first.added, first.updated, first.deleted, first.fetched) == (SYNCED, 0, 0, SYNCED)
+    assert set(notion.block_requests) == set(notion.pages) and sum(notion.downloads.values()) == 1
+    assert notion.file_authorizations == []  # the token goes to the API only
+    stored = await documents(candor, kb)
+    assert len(stored) == SYNCED and page_doc(notion, "Glossary") in stored  # a page inside a toggle
+
+    deploys = await ask(candor, kb, "When are production deploys frozen?")
+    assert deploys.route == "answered" and "Friday after 14:00" in deploys.text, deploys.text
+    assert notion.page_url(notion.find("Deployments")) in {s.url for s in deploys.sources}
+    staging = await ask(candor, kb, "When does the staging cluster restart?")
+    assert "Sunday at 03:00" in staging.text, staging.text  # inside a toggle
+    rollback = await ask(candor, kb, "How long does a rollback to the previous release take?")
+    assert rollback.route == "answered" and "7 minutes" in rollback.text, rollback.text  # the PDF
+    outage = await ask(candor, kb, "How long did the checkout outage last?")
+    assert "42 minutes" in outage.text, outage.text  # a database row's content
+    assert notion.page_url(notion.find("Checkout outage")) in {s.url for s in outage.sources}
+    escalate = await ask(candor, kb, "When should the backup be paged?")
+    assert "12 minutes" in escalate.text, escalate.text  # a list nested in a numbered list
+    week = await ask(candor, kb, "Who is the on-call engineer in week 2?")
+    assert "Engineer: Priya" in week.text, week.text  # a table row, read with its header
+
+    # between runs: one page edited (a new last_edited_time), one trashed, one no longer shared
+    notion.reset_counts()
+    edited = notion.edit("Code review", "Every change needs three approving reviews before it merges.")
+    trashed = notion.trash("Databases note 2")
+    unshared = notion.find("Returns")
+    unshared.shared = False
+    [second] = await candor.sync(config)
+    assert (second.added, second.updated, second.deleted, second.fetched) == (0, 1, 2, 1), second
+    assert second.unchanged == SYNCED - 3
+    assert dict(notion.block_requests) == {edited.id: 2}  # its blocks, 2 pages of them; no other page's
+    assert sum(notion.downloads.values()) == 0
+    after = await documents(candor, kb)
+    assert page_doc(notion, trashed.title) not in after and f"notion:page:{unshared.id}" not in after
+    assert after[page_doc(notion, "Code review")] != stored[page_doc(notion, "Code review")]
+    reviews = await ask(candor, kb, "How many approving reviews does a change need before it merges?")
+    assert "three approving reviews" in reviews.text, reviews.text
+
+    notion.reset_counts()
+    [third] = await candor.sync(config)
+    assert (third.added, third.updated, third.deleted, third.fetched) == (0, 0, 0, 0), third
+    assert sum(notion.block_requests.values()) == 0 and sum(notion.downloads.values()) == 0
+
+
+async def test_a_renamed_page_is_updated_not_duplicated(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, source(notion, kb))
+    await candor.sync(config)
+    page = notion.find("Shipping")
+    page.title, page.edited = "Delivery times", page.edited + 1
+    [again] = await candor.sync(config)
+    assert (again.added, again.updated, again.deleted) == (0, 1, 0), again
+    rows = await candor.store.fetch_all(
+        "SELECT title, url FROM documents WHERE kb_id = %(kb)s AND source = %(s)s",
+        {"kb": kb.id, "s": f"notion:page:{page.id}"},
+    )
+    assert [tuple(row) for row in rows] == [("Delivery times", notion.page_url(page))]
+    assert len(await documents(candor, kb)) == SYNCED
+
+
+async def test_the_restricted_subtree_reaches_only_its_group(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, tmp_path: Path
+) -> None:
+    [report] = await candor.sync(sources_file(tmp_path, source(notion, kb)))
+    assert report.ok, report
+    groups = await access_groups(candor, kb)
+    for title in ("People", "Salary bands", "Bonus scheme", "Leave policy"):
+        assert groups[page_doc(notion, title)] == ["hr"], title
+    assert groups[page_doc(notion, "Deployments")] == [] and groups[page_doc(notion, "Checkout outage")] == []
+
+    salary = "Where does the senior engineer salary band start?"
+    assert "71000" not in (await ask(candor, kb, salary)).text
+    assert "71000" not in (await ask(candor, kb, salary, "staff")).text
+    assert "71000" in (await ask(candor, kb, salary, "hr")).text
+    bonus = "What is the annual bonus capped at?"  # three levels down, below the configured page
+    assert "15 percent" not in (await ask(candor, kb, bonus)).text
+    assert "15 percent" in (await ask(candor, kb, bonus, "hr")).text
+    handbook = await candor.store.fetch_all(
+        "SELECT c.text FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.source = %(s)s",
+        {"s": page_doc(notion, "Acme handbook")},
+    )
+    assert handbook and not any("People" in str(text) for (text,) in handbook)  # the public page names no hr page
+
+
+async def test_roots_limit_the_sync_to_their_subtrees(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, tmp_path: Path
+) -> None:
+    database = f"https://www.notion.so/acme/Incidents-{notion.database_id.replace('-', '')}"  # a URL will do
+    roots = f"\n    roots: [{notion.find('Engineering').id}, {database}]"
+    [report] = await candor.sync(sources_file(tmp_path, source(notion, kb, extra=roots)))
+    assert report.ok, report
+    stored = await documents(candor, kb)
+    assert len(stored) == 20 + 5 + 1  # Engineering and below, the 5 rows, the PDF
+    assert page_doc(notion, "Backups") in stored and page_doc(notion, "Login errors") in stored
+    assert page_doc(notion, "Support") not in stored and page_doc(notion, "Acme handbook") not in stored
+
+    missing = "\n    roots: [0123456789abcdef0123456789abcdef]"
+    [refused] = await candor.sync(sources_file(tmp_path, source(notion, kb, extra=missing)))
+    assert refused.listing_error is not None and "not shared with the integration" in refused.listing_error
+    assert refused.deleted == 0 and await documents(candor, kb) == stored
+
+
+async def test_a_failed_search_removes_nothing_and_a_refused_token_is_named(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = sources_file(tmp_path, source(notion, kb))
+    await candor.sync(config)
+    before = await documents(candor, kb)
+    notion.search_status = 503
+    notion.trash("Backups")
+    [broken] = await candor.sync(config)
+    assert broken.listing_error is not None and "503" in broken.listing_error, broken
+    assert broken.deleted == 0 and await documents(candor, kb) == before
+
+    notion.search_status = 200
+    monkeypatch.setenv("OLD_NOTION_TOKEN", "ntn_revoked_secret_value")
+    stale_config = sources_file(tmp_path, source(notion, kb, "stale", token="OLD_NOTION_TOKEN"))
+    [stale] = await candor.sync(stale_config)
+    assert stale.listing_error is not None and "HTTP 401" in stale.listing_error
+    assert "$OLD_NOTION_TOKEN" in stale.listing_error and "ntn_revoked_secret_value" not in stale.listing_error
+    assert (stale.added, stale.deleted) == (0, 0) and await documents(candor, kb) == before
+
+
+async def test_a_throttled_search_is_waited_for_and_a_failing_page_keeps_its_stored_version(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, source(notion, kb))
+    notion.throttled["POST /v1/search"] = 2
+    [first] = await candor.sync(config)
+    assert notion.requested["POST /v1/search"] == 8 + 2  # 36 results at 5 a page, and the two 429s
+    assert first.ok and first.added == SYNCED
+
+    broken = notion.edit("Escalations", "Tier 2 answers escalated tickets within 2 hours.")
+    notion.failing.add(broken.id)
+    before = await documents(candor, kb)
+    [second] = await candor.sync(config)
+    assert [doc for doc, _ in second.skipped] == [f"notion:page:{broken.id}"], second.skipped
+    assert "500" in second.skipped[0][1] and second.complete and second.deleted == 0
+    assert await documents(candor, kb) == before  # the stored version stays
+
+    notion.failing.clear()
+    [third] = await candor.sync(config)  # the skipped page was not remembered: it is read now
+    assert (third.updated, third.fetched) == (1, 1) and third.ok, third
