@@ -137,6 +137,8 @@ class FakeConfluence:
     """Not 200: every space's pages listing answers this."""
     space_permissions: dict[str, list[tuple[str, str, str, str]]] = field(default_factory=default_space_permissions)
     space_permissions_status: int = 200
+    restriction_failing: set[str] = field(default_factory=set)
+    """Page ids whose read restriction answers 500."""
     """Not 200: every space's pages listing answers this."""
     body_fetches: Counter[str] = field(default_factory=Counter)
     """Page bodies served (200), per page id."""
@@ -387,6 +389,8 @@ class FakeConfluence:
 
     async def _restriction(self, request: web.Request) -> web.Response:
         page = self.pages.get(request.match_info["page_id"])
+        if page is not None and page.id in self.restriction_failing:
+            return web.json_response({"statusCode": 500, "message": "Internal error"}, status=500)
         if page is None:
             return web.json_response({"statusCode": 404, "message": "No content found"}, status=404)
         groups = [{"type": "group", "name": g, "id": f"id-{g}"} for g in page.groups]

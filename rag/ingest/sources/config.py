@@ -172,5 +172,13 @@ def _refuse_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
                 f"{where}: {key!r} looks like a secret written inline; secrets are never kept in the sources "
                 f"file: put it in an environment variable and write `credentials: {{{key}: VARIABLE_NAME}}`"
             )
-        if isinstance(value, dict):
-            _refuse_inline_secrets(value, where)
+        _refuse_nested_secrets(value, where)
+
+
+def _refuse_nested_secrets(value: object, where: str) -> None:
+    """Mappings inside the entry, and inside its lists (a list of sites, each with its settings)."""
+    if isinstance(value, dict):
+        _refuse_inline_secrets(value, where)
+    elif isinstance(value, list):
+        for element in value:
+            _refuse_nested_secrets(element, where)

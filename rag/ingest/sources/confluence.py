@@ -34,6 +34,7 @@ from rag.ingest.sources.confluence_access import (
     space_groups,
 )
 from rag.ingest.sources.confluence_api import ConfluenceApi
+from rag.model.types import NO_ONE
 
 log = logging.getLogger("candor.sync.confluence")
 
@@ -123,7 +124,6 @@ class _Item:
     remote_id: str
     version: int | None
     download: str = ""
-    unreadable: bool = False
 
 
 class Confluence:
@@ -174,8 +174,6 @@ class Confluence:
         item = self._items.get(document.id)
         if item is None:
             raise ItemError("not in this run's listing")
-        if item.unreadable:
-            raise ItemError("its read restrictions (or an ancestor's) could not be read; its stored version stays")
         if previous is not None and item.version is not None and previous.values.get("version") == item.version:
             return NotModified(document)
         if item.kind == "attachment":
@@ -225,14 +223,18 @@ class Confluence:
                 pid, parents, own, self.options.permissions, space_groups, where=f"source {self.name!r}"
             )
             version = page.get("version") or {}
+            if access is None:  # who may read it is unknown for now: no one, until it can be read again
+                log.warning(
+                    "source %s: page %s is readable by no one until its restrictions can be read", self.name, pid
+                )
             doc = SourceDocument(
                 self._id(kind, pid),
                 self.options.base_url + str((page.get("_links") or {}).get("webui") or f"/pages/{pid}"),
                 str(page.get("title") or pid),
                 _moment(version.get("createdAt") or page.get("createdAt")),
-                access if access is not None else (),
+                access if access is not None else (NO_ONE,),
             )
-            self._items[doc.id] = _Item(kind, pid, _number(version.get("number")), unreadable=access is None)
+            self._items[doc.id] = _Item(kind, pid, _number(version.get("number")))
             documents.append(doc)
         if self.options.attachments:
             found = await self._each([self._attachments(self._items[doc.id], doc) for doc in list(documents)])
@@ -282,7 +284,6 @@ class Confluence:
 
     async def _attachments(self, item: _Item, page: SourceDocument) -> list[SourceDocument]:
         """The PDFs attached to a page or blog post, each with its page's access."""
-        unreadable = item.unreadable
         found = await self.api.results(
             f"/api/v2/{item.kind}s/{item.remote_id}/attachments",
             {"mediaType": "application/pdf", "status": "current", "limit": _LIMIT},
@@ -303,7 +304,7 @@ class Confluence:
                 page.access,
             )
             download = str(attachment.get("downloadLink") or (attachment.get("_links") or {}).get("download") or "")
-            self._items[doc.id] = _Item("attachment", aid, _number(version.get("number")), download, unreadable)
+            self._items[doc.id] = _Item("attachment", aid, _number(version.get("number")), download)
             documents.append(doc)
         return documents
 

@@ -9,8 +9,9 @@ level of its ancestry allows (the intersection: a reader must pass each level). 
   Confluence's space permissions let read the space, see `space_groups`, else the source's `access`);
 - a restriction that names a group or user the mapping does not know: `NO_ONE` (logged), never public;
 - restricted levels whose groups have nothing in common: `NO_ONE`;
-- a restriction that could not be read (a 5xx): unknown, and the page is skipped, its stored version
-  kept with the groups it had.
+- a restriction that could not be read (a 5xx): unknown (`None`). The connector then stores the page
+  as readable by no one until it can be read again: keeping the groups it had would keep it open to
+  readers a restriction added meanwhile may have shut out.
 """
 
 from __future__ import annotations

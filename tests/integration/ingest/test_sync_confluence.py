@@ -225,6 +225,25 @@ async def test_space_permissions_from_confluence_give_unrestricted_pages_their_r
     assert of(groups, "Deployments 2") == [] and of(groups, "Leave policy") == []  # the source's `access`: public
 
 
+async def test_a_restriction_that_cannot_be_read_makes_the_page_no_one_s_until_it_can(
+    candor: Candor, kb: KnowledgeBase, wiki: FakeConfluence, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, source(wiki, kb))
+    await candor.sync(config)
+    on_call, bridge, pager = wiki.find("On-call"), wiki.find("Incident bridge"), wiki.find("Pager escalation")
+    wiki.restriction_failing.add(bridge.id)
+    [report] = await candor.sync(config)
+    assert report.listing_error is None, report
+    groups = await access_groups(candor, kb)
+    assert groups[f"{wiki.url}/page/{bridge.id}"] == [NO_ONE]  # not the sre-team it had
+    assert groups[f"{wiki.url}/page/{pager.id}"] == [NO_ONE]  # below it: as unknown
+    assert groups[f"{wiki.url}/page/{on_call.id}"] == []  # above it: untouched
+    assert "4417" not in (await ask(candor, kb, "What is the incident bridge PIN?", "sre-team")).text
+    wiki.restriction_failing.clear()
+    await candor.sync(config)
+    assert (await access_groups(candor, kb))[f"{wiki.url}/page/{bridge.id}"] == ["sre-team"]
+
+
 async def test_a_failed_listing_removes_nothing(
     candor: Candor, kb: KnowledgeBase, wiki: FakeConfluence, tmp_path: Path
 ) -> None:

@@ -23,6 +23,7 @@ def test_a_website_source_is_read_with_its_defaults() -> None:
     [
         ({"name": "x", "kind": "website", "password": "hunter2"}, "looks like a secret written inline"),
         ({"name": "x", "kind": "website", "auth": {"api_key": "k"}}, "looks like a secret written inline"),
+        ({"name": "x", "kind": "website", "sites": [{"url": "u", "token": "t"}]}, "looks like a secret written inline"),
         ({"name": "x", "kind": "website", "credentials": {"authorization": "Bearer k"}}, "environment variable"),
         ({"name": "x", "kind": "dropbox"}, "not one Candor syncs yet"),
         ({"name": "Bad Name", "kind": "website"}, "`name` must be"),
