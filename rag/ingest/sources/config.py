@@ -21,6 +21,16 @@ knowledge base, with which credentials and permissions.
         permissions:                 # Confluence groups (name or id) and users (account id) → access groups
           groups: {hr-managers: [hr]}
         credentials: {email: CONFLUENCE_EMAIL, token: CONFLUENCE_TOKEN}
+      - name: drive
+        kind: gdrive                 # rag/ingest/sources/gdrive.py
+        kb: internal
+        folders: [1AbCdEfGhIjKlMnOpQrStUvWxYz]   # folder ids, every depth
+        drives: [0AbCdEfGhIjKlUk9PVA]            # shared drive ids
+        permissions:                 # Drive readers → access groups; unmapped readers are left out
+          groups: {hr-team@example.com: [hr]}
+          domains: {example.com: [staff]}
+          anyone: []                 # a file anyone can open is public
+        credentials: {service_account: GOOGLE_SERVICE_ACCOUNT_JSON}   # the key's JSON text
 
 A value that looks like a secret written inline (a `token`, `password`, `secret`, `api_key`,
 `authorization` key anywhere outside `credentials`, or a `credentials` value that is not a variable
@@ -40,8 +50,8 @@ import yaml
 from rag.errors import SyncError
 from rag.model.types import clean_text
 
-KINDS = ("website", "confluence")
-"""Kinds that can be synced today (Google Drive, SharePoint and Notion are still to come)."""
+KINDS = ("website", "confluence", "gdrive")
+"""Kinds that can be synced today (SharePoint and Notion are still to come)."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")

@@ -8,6 +8,7 @@ from rag.errors import SyncError
 from rag.ingest.sources.base import Connector
 from rag.ingest.sources.config import SourceConfig, resolve_credentials
 from rag.ingest.sources.confluence import Confluence, ConfluenceOptions
+from rag.ingest.sources.gdrive import GoogleDrive, GoogleDriveOptions
 from rag.ingest.sources.website import Website, WebsiteOptions
 
 
@@ -22,5 +23,10 @@ def connector_for(source: SourceConfig, environ: Mapping[str, str]) -> Connector
         confluence = ConfluenceOptions.parse(source.options, f"source {source.name!r}")
         return Confluence(
             confluence, name=source.name, credentials=credentials, variables=source.credentials, access=source.access
+        )
+    if source.kind == "gdrive":
+        gdrive = GoogleDriveOptions.parse(source.options, f"source {source.name!r}")
+        return GoogleDrive(
+            gdrive, name=source.name, credentials=credentials, variables=source.credentials, access=source.access
         )
     raise SyncError(f"source {source.name!r}: kind {source.kind!r} cannot be synced yet")  # pragma: no cover
