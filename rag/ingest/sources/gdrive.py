@@ -223,6 +223,8 @@ class GoogleDrive:
         documents = []
         for found in files.values():
             mime = str(found.get("mimeType") or "")
+            if mime == FOLDER:
+                continue
             name = str(found.get("name") or found["id"])
             form = _format(mime, name)
             if form is None:
@@ -232,7 +234,7 @@ class GoogleDrive:
         if skipped:
             named = ", ".join(f"{count} {label}" for label, count in sorted(skipped.items()))
             total = sum(skipped.values())
-            log.info("source %s: %d files are not documents Candor reads, not synced: %s", self.name, total, named)
+            log.info("source %r: %d files are not documents Candor reads, not synced: %s", self.name, total, named)
         return documents
 
     async def _drive(self, drive_id: str) -> list[dict[str, Any]]:

@@ -113,8 +113,13 @@ class DriveApi:
             try:
                 await asyncio.to_thread(self._credentials.refresh, transport)
             except RefreshError as exc:
-                error = exc.args[1].get("error") if len(exc.args) > 1 and isinstance(exc.args[1], dict) else None
-                raise ItemError(f"the token endpoint refused the key ({error or 'refused'}): {self.refused}") from exc
+                # google-auth raises it with the endpoint's JSON answer second: an OAuth `error`
+                # (invalid_grant, unauthorized_client) is a refusal; anything else, a failing endpoint
+                answer = exc.args[1] if len(exc.args) > 1 else None
+                error = answer.get("error") if isinstance(answer, dict) else None
+                if not error:
+                    raise ItemError("the token endpoint failed (not an OAuth answer); try again later") from exc
+                raise ItemError(f"the token endpoint refused the key ({error}): {self.refused}") from exc
             except (TransportError, GoogleAuthError) as exc:
                 raise ItemError(f"the token endpoint could not be reached ({type(exc).__name__})") from exc
         return str(self._credentials.token)
