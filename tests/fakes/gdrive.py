@@ -188,7 +188,9 @@ class FakeDrive:
         kind = "F" if mime == FOLDER else "x"
         self._numbers[kind] += 1
         data = content.encode() if isinstance(content, str) else content
-        drive_id = self.drive if parent == self.drive else (self.files[parent].drive_id if parent in self.files else None)
+        drive_id = (
+            self.drive if parent == self.drive else (self.files[parent].drive_id if parent in self.files else None)
+        )
         made = File(self._id(kind, self._numbers[kind]), name, mime, parent, data, list(perms or []), drive_id)
         self.files[made.id] = made
         return made
@@ -217,8 +219,15 @@ class FakeDrive:
         self._add("Team photo.jpg", "image/jpeg", root.id, b"\xff\xd8\xff\xe0", mine + STAFF)
         policies = self._add("Policies", FOLDER, root.id, perms=mine)
         doc("Travel policy", policies.id, "Travel.\nEconomy class is required for flights shorter than 6 hours.", STAFF)
-        doc("Expense policy", policies.id, "Expenses.\nExpense reports must be filed within 30 days of purchase.", STAFF)
-        pdf("Security policy.pdf", policies.id, ["Security policy", "Laptops lock after 5 minutes of inactivity."], STAFF)
+        doc(
+            "Expense policy", policies.id, "Expenses.\nExpense reports must be filed within 30 days of purchase.", STAFF
+        )
+        pdf(
+            "Security policy.pdf",
+            policies.id,
+            ["Security policy", "Laptops lock after 5 minutes of inactivity."],
+            STAFF,
+        )
         doc(
             "Board minutes",
             policies.id,
@@ -278,7 +287,9 @@ class FakeDrive:
             sd,
             minimal_pdf(["Kettle warranty", "The Aurora kettle warranty lasts 3 years from purchase."]),
         )
-        self._add("Refund timing.txt", "text/plain", sd, "Refunds\n\nRefunds reach the original card in 5 working days.")
+        self._add(
+            "Refund timing.txt", "text/plain", sd, "Refunds\n\nRefunds reach the original card in 5 working days."
+        )
         self._add("Macros.md", "text/markdown", sd, "# Macros\n\nThe apology macro offers a 10 percent voucher.\n")
         self._add("Public FAQ", DOC, sd, "Support hours.\nSupport is open from 8:00 to 20:00 CET on weekdays.", ANYONE)
         self._add("Return rates", SHEET, sd)

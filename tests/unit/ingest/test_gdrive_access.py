@@ -158,7 +158,11 @@ def test_a_gdrive_source_needs_a_service_account_key_by_variable() -> None:
             ]
         }
     )
-    for value in ("/etc/keys/sa.json", '{"type": "authorized_user", "secret": "s3cr3t"}', '{"type": "service_account"}'):
+    for value in (
+        "/etc/keys/sa.json",
+        '{"type": "authorized_user", "secret": "s3cr3t"}',
+        '{"type": "service_account"}',
+    ):
         with pytest.raises(SyncError, match="\\$GSA does not hold a service account's JSON key") as raised:
             connector_for(drive, {"GSA": value})
         assert value not in str(raised.value) and "s3cr3t" not in str(raised.value)
