@@ -21,9 +21,10 @@ shape (`error.errors[].reason`). Every API request needs a token the fake issued
 Knobs: `edit` (a new version), `rename`, `trash`, `share` (new permissions; the version stays, the
 harder case for an incremental sync), `failing` (500), `too_large` (export 403 `exportSizeLimitExceeded`),
 `permissions_failing`, `throttled` (429, Retry-After: 0), `rate_limited` (403 `userRateLimitExceeded`),
-`listing_status`, `vanish`, `expire_tokens`, `revoked` (the token endpoint answers `invalid_grant`).
-Lists hold at most `page_size` items and a `nextPageToken`, so pagination is always exercised. Counters
-say what was served. It runs on its own thread (`BackgroundLoop`) so a `candor sync` process can use it.
+`listing_status`, `vanish`, `expire_tokens` (now, or after `expire_tokens_after` requests), `revoked`
+(the token endpoint answers `invalid_grant`). Lists hold at most `page_size` items and a
+`nextPageToken`, so pagination is always exercised. Counters say what was served. It runs on its own
+thread (`BackgroundLoop`) so a `candor sync` process can use it too.
 """
 
 from __future__ import annotations
@@ -144,6 +145,8 @@ class FakeDrive:
     throttled: Counter[str] = field(default_factory=Counter)
     rate_limited: Counter[str] = field(default_factory=Counter)
     listing_status: int = 200
+    expire_tokens_after: int | None = None
+    """After this many more API requests, every token issued so far expires (a run longer than an hour)."""
     downloads: Counter[str] = field(default_factory=Counter)
     """Files served in full (alt=media or export), per file id."""
     permission_reads: Counter[str] = field(default_factory=Counter)
@@ -390,6 +393,11 @@ class FakeDrive:
         if request.path == "/token":
             token_response: web.StreamResponse = await handler(request)
             return token_response
+        if self.expire_tokens_after is not None:
+            self.expire_tokens_after -= 1
+            if self.expire_tokens_after < 0:
+                self.expire_tokens_after = None
+                self.tokens.clear()
         header = request.headers.get("Authorization", "")
         if not header.startswith("Bearer ") or header[7:] not in self.tokens:
             return self._error(401, "authError", "Invalid Credentials")

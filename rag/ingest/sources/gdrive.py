@@ -309,7 +309,7 @@ class GoogleDrive:
         for _ in range(100):
             reply, data = await self.api.get_json(f"/drive/v3/files/{quote(file_id, safe='')}/permissions", query)
             if reply.status != 200:
-                log.warning("source %s: the permissions of file %s: %s", self.name, file_id, reply.describe())
+                log.warning("source %r: the permissions of file %s: %s", self.name, file_id, reply.describe())
                 return None
             found.extend(data.get("permissions") or [])
             if not data.get("nextPageToken"):
