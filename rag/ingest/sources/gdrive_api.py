@@ -185,7 +185,8 @@ class DriveApi:
         for _ in range(_MAX_RESULT_PAGES):
             reply, data = await self.get_json(path, query)
             if reply.status != 200:
-                raise ItemError(f"{reply.describe()} for {path}")
+                refused = f": {self.refused}" if reply.status == 403 else ""
+                raise ItemError(f"{reply.describe()} for {path}{refused}")
             found.extend(item for item in data.get(key) or [] if isinstance(item, dict))
             token = data.get("nextPageToken")
             if not token:
