@@ -124,7 +124,7 @@ class DriveApi:
                 raise ItemError(f"the token endpoint could not be reached ({type(exc).__name__})") from exc
         return str(self._credentials.token)
 
-    def _session_(self) -> aiohttp.ClientSession:
+    def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 headers={"User-Agent": USER_AGENT},
@@ -143,7 +143,7 @@ class DriveApi:
             headers = {"Authorization": f"Bearer {await self._token(renew=renew)}"}
             renew = False
             try:
-                async with self._session_().get(url, params=dict(params or {}), headers=headers) as response:
+                async with self._client().get(url, params=dict(params or {}), headers=headers) as response:
                     status = response.status
                     if status == 200:
                         body = await response.content.read(self._max_bytes + 1)
