@@ -234,7 +234,7 @@ class GoogleDrive:
         if skipped:
             named = ", ".join(f"{count} {label}" for label, count in sorted(skipped.items()))
             total = sum(skipped.values())
-            log.info("source %r: %d files are not documents Candor reads, not synced: %s", self.name, total, named)
+            log.warning("source %r: %d files are not documents Candor reads, not synced: %s", self.name, total, named)
         return documents
 
     async def _drive(self, drive_id: str) -> list[dict[str, Any]]:
