@@ -36,6 +36,16 @@ knowledge base, with which credentials and permissions.
         roots: [59833787-2cf9-4fdf-8782-e53db20768a5]   # optional: only these pages/databases and below
         page_access: {1c2a6c4b9f4e4d1c8a7e3b5d2f0a9c11: [hr]}   # a subtree's groups (nearest wins)
         credentials: {token: NOTION_TOKEN}
+      - name: drive
+        kind: gdrive                 # rag/ingest/sources/gdrive.py
+        kb: internal
+        folders: [1AbCdEfGhIjKlMnOpQrStUvWxYz]   # folder ids, every depth
+        drives: [0AbCdEfGhIjKlUk9PVA]            # shared drive ids
+        permissions:                 # Drive readers → access groups; unmapped readers are left out
+          groups: {hr-team@example.com: [hr]}
+          domains: {example.com: [staff]}
+          anyone: []                 # a file anyone can open is public
+        credentials: {service_account: GOOGLE_SERVICE_ACCOUNT_JSON}   # the key's JSON text
 
 A value that looks like a secret written inline (a `token`, `password`, `secret`, `api_key`,
 `authorization` key anywhere outside `credentials`, or a `credentials` value that is not a variable
@@ -55,8 +65,8 @@ import yaml
 from rag.errors import SyncError
 from rag.model.types import clean_text
 
-KINDS = ("website", "confluence", "sharepoint", "notion")
-"""Kinds that can be synced today (Google Drive is still to come)."""
+KINDS = ("website", "confluence", "sharepoint", "gdrive", "notion")
+"""The kinds of source Candor syncs (each a module of rag/ingest/sources/, picked in registry.py)."""
 _ACCESS_REQUIRED = frozenset({"notion"})
 """Kinds whose source says nothing of who may read a document: `access` must be written down."""
 

@@ -8,6 +8,7 @@ from rag.errors import SyncError
 from rag.ingest.sources.base import Connector
 from rag.ingest.sources.config import SourceConfig, resolve_credentials
 from rag.ingest.sources.confluence import Confluence, ConfluenceOptions
+from rag.ingest.sources.gdrive import GoogleDrive, GoogleDriveOptions
 from rag.ingest.sources.notion import Notion, NotionOptions
 from rag.ingest.sources.sharepoint import SharePoint
 from rag.ingest.sources.sharepoint_options import SharePointOptions
@@ -33,5 +34,10 @@ def connector_for(source: SourceConfig, environ: Mapping[str, str]) -> Connector
         notion = NotionOptions.parse(source.options, f"source {source.name!r}")
         return Notion(
             notion, name=source.name, credentials=credentials, variables=source.credentials, access=source.access
+        )
+    if source.kind == "gdrive":
+        gdrive = GoogleDriveOptions.parse(source.options, f"source {source.name!r}")
+        return GoogleDrive(
+            gdrive, name=source.name, credentials=credentials, variables=source.credentials, access=source.access
         )
     raise SyncError(f"source {source.name!r}: kind {source.kind!r} cannot be synced yet")  # pragma: no cover

@@ -36,6 +36,7 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.fakes.bot_connector import FakeConnector
+from tests.fakes.gdrive import FakeDrive
 from tests.fakes.graph import CLIENT_ID as GRAPH_CLIENT_ID
 from tests.fakes.graph import CLIENT_SECRET as GRAPH_CLIENT_SECRET
 from tests.fakes.graph import TENANT as GRAPH_TENANT
@@ -431,3 +432,68 @@ async def test_a_synced_notion_subtree_reaches_only_its_group(
                 assert "15 percent" in json.dumps(hr.params, ensure_ascii=False)
     finally:
         notion.stop()
+
+
+SALARY_REVIEW = "What is the 2026 salary review budget?"
+BOARD = "How much did the board approve for the acquisition of Northwind Traders?"
+
+
+async def test_a_synced_restricted_drive_file_reaches_only_its_group(
+    core: Candor, handbook: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs last too: a Google Drive synced into the same knowledge base, its `hr-team@` group mapped to
+    `hr-confidential`. The salary review shared with that group is not for the command line without the
+    group nor a Slack channel; the HR person's DM gets it. The board minutes, shared only with people
+    who have no mapping, reach no one, not even the HR person."""
+    drive = FakeDrive().start()
+    monkeypatch.setenv("NO_LEAK_DRIVE_KEY", drive.key_json())
+    try:
+        config = Path(tempfile.mkdtemp()) / "sources.yaml"
+        config.write_text(
+            f"sources:\n  - name: hr-drive\n    kind: gdrive\n    kb: {handbook.name}\n    api_url: {drive.url}\n"
+            f"    folders: [{drive.root}]\n"
+            "    permissions: {groups: {hr-team@example.com: [hr-confidential]}, domains: {example.com: [staff]}}\n"
+            "    credentials: {service_account: NO_LEAK_DRIVE_KEY}\n"
+        )
+        (report,) = await core.sync(config)
+        assert report.added > 0 and report.ok, report
+        # this drive's files are cited by their links, whose ids hold this fake's own seed
+        restricted = [drive.find("Salary review").id, drive.find("Board minutes").id, "4.5 percent", "12 million"]
+
+        def shows(payload: object) -> list[str]:
+            text = json.dumps(payload, ensure_ascii=False)
+            return [marker for marker in restricted if marker in text]
+
+        for question in (SALARY_REVIEW, BOARD):
+            public = await core.answer(Question(question, scope=AccessScope.public(frozenset({handbook.name}))))
+            assert shows(public.as_json()) == []
+            staff = await core.answer(
+                Question(question, scope=AccessScope(frozenset({"staff"}), frozenset({handbook.name})))
+            )
+            assert shows(staff.as_json()) == []
+        granted = await core.answer(
+            Question(SALARY_REVIEW, scope=AccessScope(frozenset({"hr-confidential"}), frozenset({handbook.name})))
+        )
+        assert "4.5 percent" in granted.text  # the control
+
+        async with FakeSlack() as fake:
+            config_ = SlackConfig(bot_token="xoxb-no-leak", signing_secret=SECRET, api_url=fake.api_url)
+            adapter = SlackAdapter(config_, core, EventLedger(core.store.engine, lease_seconds=2.0), drain_seconds=5)
+            async with serve_adapter(core, adapter) as url:
+                channel = app_mention(SALARY_REVIEW, user=SLACK_HR, channel="C0PUBLIC")
+                assert await slack_post(url, json_body(event_callback(channel))) == 200
+                (post,) = await fake.wait_for("chat.postMessage", timeout=60)
+                assert shows(post.params) == []
+                dm = message(SALARY_REVIEW, user=SLACK_HR, channel="D0HR")
+                assert await slack_post(url, json_body(event_callback(dm))) == 200
+                (hr,) = await fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == "D0HR")
+                assert "4.5 percent" in json.dumps(hr.params, ensure_ascii=False)
+                board = message(BOARD, user=SLACK_HR, channel="D0HR")
+                assert await slack_post(url, json_body(event_callback(board))) == 200
+                replies = await fake.wait_for(
+                    "chat.postMessage", where=lambda c: c.params["channel"] == "D0HR", count=2, timeout=60
+                )
+                shown = json.dumps([r.params for r in replies], ensure_ascii=False)
+                assert "12 million" not in shown and drive.find("Board minutes").id not in shown
+    finally:
+        drive.stop()
