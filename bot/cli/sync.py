@@ -97,6 +97,9 @@ def _print(report: SyncReport) -> None:
         markup=False,
         highlight=False,
     )
+    if report.not_synced:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(report.not_synced.items()))
+        out.print(f"{head}: not synced, as Candor does not read them: {kinds}", markup=False, highlight=False)
     if report.moved_from is not None:
         verb = "would be" if report.dry_run else "were"
         out.print(

@@ -81,6 +81,12 @@ class Connector(Protocol):
     max_documents: int
     """The most documents one sync visits; a run that reaches it deletes only what the source said is gone."""
 
+    @property
+    def not_synced(self) -> Mapping[str, int]:
+        """What the last listing found and leaves out because Candor does not read it, counted by kind
+        ("Google Sheets", ".pptx files"): shown in the sync's summary, so nobody wonders where a file went."""
+        ...
+
     async def listing(self) -> Sequence[SourceDocument]: ...
 
     async def fetch(self, document: SourceDocument, previous: ItemState | None) -> Outcome: ...

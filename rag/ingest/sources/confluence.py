@@ -150,6 +150,8 @@ class Confluence:
         self.name = name
         self.access = tuple(access)
         self.max_documents = options.max_documents
+        self.not_synced: Mapping[str, int] = {}
+        """Nothing is left out by kind: what this source lists, Candor reads."""
         named = " and ".join(f"${variables[key]}" for key in ("email", "token"))
         self.api = ConfluenceApi(
             options.base_url,

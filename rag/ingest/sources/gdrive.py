@@ -170,6 +170,7 @@ class GoogleDrive:
         self.name = name
         self.access = tuple(access)
         self.max_documents = options.max_documents
+        self.not_synced: Counter[str] = Counter()
         self._items: dict[str, _Item] = {}
         self._unmapped = UnmappedLog(f"source {name!r}")
 
@@ -219,7 +220,8 @@ class GoogleDrive:
         for folder_id in self.options.folders:
             for found in await self._folder(folder_id):
                 files.setdefault(str(found["id"]), found)
-        skipped: Counter[str] = Counter()
+        skipped = self.not_synced
+        skipped.clear()
         documents = []
         for found in files.values():
             mime = str(found.get("mimeType") or "")
@@ -234,7 +236,7 @@ class GoogleDrive:
         if skipped:
             named = ", ".join(f"{count} {label}" for label, count in sorted(skipped.items()))
             total = sum(skipped.values())
-            log.warning("source %r: %d files are not documents Candor reads, not synced: %s", self.name, total, named)
+            log.info("source %r: %d files are not documents Candor reads, not synced: %s", self.name, total, named)
         return documents
 
     async def _drive(self, drive_id: str) -> list[dict[str, Any]]:

@@ -147,6 +147,8 @@ class Notion:
         self.name = name
         self.access = tuple(sorted(set(access)))
         self.max_documents = options.max_documents
+        self.not_synced: Mapping[str, int] = {}
+        """Nothing is left out by kind: what this source lists, Candor reads."""
         self.api = NotionApi(
             credentials["token"],
             refused=f"Notion refused the integration secret in ${variables['token']} (wrong, revoked or expired?)",

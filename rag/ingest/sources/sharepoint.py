@@ -105,22 +105,22 @@ class SharePoint:
         )
         self._items: dict[str, _Item] = {}
         self._logged: set[str] = set()
-        self.other_kinds: Counter[str] = Counter()
+        self.not_synced: Counter[str] = Counter()
         """Files of kinds Candor does not read, by extension, in the last listing."""
 
     # --- the Connector Protocol ------------------------------------------------------------
 
     async def listing(self) -> Sequence[SourceDocument]:
         self._items.clear()
-        self.other_kinds.clear()
+        self.not_synced.clear()
         try:
             documents = await self._listing()
         except ItemError as exc:
             raise SourceError(f"source {self.name!r}: {exc}") from exc
-        if self.other_kinds:
-            kinds = ", ".join(f".{ext} {n}" for ext, n in sorted(self.other_kinds.items()))
+        if self.not_synced:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.not_synced.items()))
             log.info("source %s: %d files of kinds Candor does not read were left out (%s)",
-                     self.name, self.other_kinds.total(), kinds)  # fmt: skip
+                     self.name, self.not_synced.total(), kinds)  # fmt: skip
         return documents
 
     async def fetch(self, document: SourceDocument, previous: ItemState | None) -> Outcome:
@@ -182,7 +182,7 @@ class SharePoint:
             name = str(entry.get("name") or "")
             extension = name.rsplit(".", 1)[1].lower() if "." in name else ""
             if extension not in FORMATS:
-                self.other_kinds[extension or "(none)"] += 1
+                self.not_synced[f".{extension} files" if extension else "files without an extension"] += 1
                 continue
             files.append((entry, *FORMATS[extension]))
         limit = asyncio.Semaphore(_PARALLEL)

@@ -56,6 +56,8 @@ class SyncReport:
     complete: bool = False
     """The whole source was visited: deletions of unseen documents were applied."""
     note: str | None = None
+    not_synced: Mapping[str, int] = field(default_factory=dict)
+    """Files the source holds that Candor does not read, counted by kind (see `Connector.not_synced`)."""
     """Why the run stopped before the end (its budget)."""
     moved_from: str | None = None
     """The knowledge base the source filled before, when this run completed its move."""
@@ -107,6 +109,7 @@ class Syncer:
                 await self.state.finish(source_id, cursor=None, error=str(exc))
             return report
 
+        report.not_synced = dict(connector.not_synced)
         queue: deque[SourceDocument] = deque(listing)
         queued = {doc.id for doc in listing}
         visited: set[str] = set()

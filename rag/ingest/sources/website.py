@@ -117,6 +117,8 @@ class Website:
         self.options = options
         self.access = tuple(access)
         self.max_documents = options.max_pages
+        self.not_synced: Mapping[str, int] = {}
+        """Nothing is left out by kind: what this source lists, Candor reads."""
         self.user_agent = user_agent
         headers = {"User-Agent": user_agent}
         if credentials and "authorization" in credentials:

@@ -96,6 +96,7 @@ async def test_a_drive_syncs_answers_with_the_file_s_link_and_resyncs_only_what_
         f"source 'drive-{kb.name}': 6 files are not documents Candor reads, not synced: "
         "3 Google Sheets, 1 Google Slides, 2 images"
     ]
+    assert first.not_synced == {"Google Sheets": 3, "Google Slides": 1, "images": 2}  # for the summary
     stored = await documents(candor, kb)
     assert (
         len(stored) == SYNCED and gid(drive, "Pension plan.pdf") in stored and gid(drive, "Budget 2026") not in stored

@@ -100,6 +100,7 @@ async def test_sites_and_drives_sync_answer_with_the_web_url_and_resync_only_wha
     assert sum(graph.downloads.values()) == FILES and sum(graph.conversions.values()) == WORD
     assert sum(graph.page_fetches.values()) == PAGES and set(graph.permission_reads.values()) == {1}
     assert "Forecast.xlsx" not in graph.downloads and "Old budget.md" not in graph.permission_reads
+    assert first.not_synced == {".png files": 1, ".xlsx files": 1}, first.not_synced  # for the summary
     assert graph.tokens_issued == 1  # one token for the whole run
     before = await documents(candor, kb)
     assert len(before) == SYNCED and doc_id(graph, "Board pack.docx") in before
