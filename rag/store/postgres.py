@@ -35,7 +35,7 @@ from rag.store.rows import (
     StoredDocument,
     Vector,
 )
-from rag.store.schema import documents, knowledge_bases
+from rag.store.schema import chunks, documents, knowledge_bases
 
 __all__ = [
     "Candidate",
@@ -190,6 +190,7 @@ class PostgresStore:
             documents.c.options_hash,
             documents.c.declared_date,
             documents.c.date_flag,
+            documents.c.access_groups,
         )
         async with self._transaction() as conn:
             rows = (await conn.execute(query.where(documents.c.kb_id == kb.id))).all()
@@ -200,6 +201,7 @@ class PostgresStore:
                 row.content_hash,
                 row.options_hash,
                 row.declared_date if row.date_flag == "future" else None,
+                tuple(row.access_groups),
             )
             for row in rows
         }
@@ -300,6 +302,14 @@ class PostgresStore:
                         await copy.write_row(
                             (chunk_id, sentence.position, sentence.text, sentence.text_hash, sentence.embedding)
                         )
+
+    async def set_access(self, document_id: int, groups: Sequence[str]) -> None:
+        """Who may read a stored document, its chunks with it, in one transaction (a synced document
+        whose source narrowed its readers while its content could not be fetched)."""
+        values = sorted(set(groups))
+        async with self._transaction() as conn:
+            await conn.execute(update(documents).where(documents.c.id == document_id).values(access_groups=values))
+            await conn.execute(update(chunks).where(chunks.c.document_id == document_id).values(access_groups=values))
 
     async def delete_documents(self, document_ids: Sequence[int]) -> int:
         if not document_ids:

@@ -24,6 +24,7 @@ class StoredDocument:
     options_hash: str
     pending_date: date | None = None
     """A declared future effective date, not yet trusted: re-process once it has passed."""
+    access_groups: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

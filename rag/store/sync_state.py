@@ -40,6 +40,7 @@ class SyncedSource:
 class StoredItem:
     document_id: int | None
     state: Mapping[str, Any]
+    seen_at: datetime | None = None
 
 
 class SyncState:
@@ -105,9 +106,10 @@ class SyncState:
     async def items(self, source_id: int) -> dict[str, StoredItem]:
         async with self._transaction() as conn:
             rows = await conn.execute(
-                text("SELECT item_id, document_id, state FROM sync_items WHERE source_id = :s"), {"s": source_id}
+                text("SELECT item_id, document_id, state, seen_at FROM sync_items WHERE source_id = :s"),
+                {"s": source_id},
             )
-            return {str(r.item_id): StoredItem(r.document_id, dict(r.state)) for r in rows}
+            return {str(r.item_id): StoredItem(r.document_id, dict(r.state), r.seen_at) for r in rows}
 
     async def save_item(
         self, source_id: int, item_id: str, *, document_id: int | None, state: Mapping[str, Any]

@@ -28,7 +28,7 @@ from typing import Any
 
 from rag.errors import IngestError, ItemError, SourceError
 from rag.ingest.pipeline import Ingestor
-from rag.ingest.sources.base import Connector, Fetched, Gone, ItemState, NotModified, SourceDocument
+from rag.ingest.sources.base import NO_ONE, Connector, Fetched, Gone, ItemState, NotModified, SourceDocument
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.store.sync_state import StoredItem, SyncedSource, SyncState
 
@@ -56,9 +56,12 @@ class SyncReport:
     complete: bool = False
     """The whole source was visited: deletions of unseen documents were applied."""
     note: str | None = None
+    """Why the run stopped before the end (its budget)."""
     not_synced: Mapping[str, int] = field(default_factory=dict)
     """Files the source holds that Candor does not read, counted by kind (see `Connector.not_synced`)."""
-    """Why the run stopped before the end (its budget)."""
+    narrowed: int = 0
+    """Documents that could not be fetched and whose stored copy was restricted in place to what the
+    source's listing now allows (see `narrowed_access`)."""
     moved_from: str | None = None
     """The knowledge base the source filled before, when this run completed its move."""
     moved_away: int = 0
@@ -110,6 +113,8 @@ class Syncer:
             return report
 
         report.not_synced = dict(connector.not_synced)
+        if len(listing) > connector.max_documents:
+            listing = _least_recently_seen_first(listing, items)
         queue: deque[SourceDocument] = deque(listing)
         queued = {doc.id for doc in listing}
         visited: set[str] = set()
@@ -130,12 +135,13 @@ class Syncer:
             if on_document is not None:
                 on_document(report, doc, len(visited), min(len(queued), connector.max_documents))
             item = items.get(doc.id)
-            previous = _previous(item, doc)
+            previous = _previous(item, doc, stored)
             try:
                 outcome = await connector.fetch(doc, previous)
             except ItemError as exc:
                 report.skipped.append((doc.id, str(exc)))
                 log.warning("sync %s: skipped %s: %s", name, doc.id, exc)
+                await self._restrict_stale(doc, stored.get(doc.id), report)
                 follow(_leads(item, doc))
                 continue
             if isinstance(outcome, Gone):
@@ -177,6 +183,12 @@ class Syncer:
         that base's, by their source ids), and its items this run did not meet are forgotten."""
         old = await self.store.knowledge_base(moving.kb_name)
         previous = {} if old is None else await self.store.documents(old)
+        waiting = sorted(document for document, _ in report.skipped if document in previous)
+        if waiting:  # its only copy is the old one: the move is tried again next run, nothing removed
+            log.warning(
+                "sync %s: the move waits for %d documents that could not be fetched", report.source, len(waiting)
+            )
+            return
         leaving = [doc.id for source, doc in previous.items() if source in item_ids]
         report.moved_from, report.moved_away = moving.kb_name, len(leaving)
         log.info("sync %s: moved from knowledge base %s (%d documents)", report.source, moving.kb_name, len(leaving))
@@ -185,6 +197,24 @@ class Syncer:
         await self.store.delete_documents(leaving)
         await self.state.forget_items(source_id, sorted(item_ids - visited))
         await self.state.moved(source_id, kb.id)
+
+    async def _restrict_stale(self, doc: SourceDocument, stored: Any, report: SyncReport) -> None:
+        """A document that could not be fetched keeps its stored copy; but when the listing says who
+        may read it changed, that copy must not stay readable by anyone the source now shuts out."""
+        if stored is None or report.dry_run:
+            return
+        now = tuple(stored.access_groups)
+        narrowed = narrowed_access(now, doc.access)
+        if sorted(narrowed) == sorted(now):
+            return
+        await self.store.set_access(stored.id, narrowed)
+        report.narrowed += 1
+        log.warning(
+            "sync %s: %s could not be fetched; its stored copy is now readable by %s only, as the source allows",
+            report.source,
+            doc.id,
+            ", ".join(narrowed),
+        )
 
     async def _ingest(
         self, fetched: Fetched, kb: KnowledgeBase, previous: Any, report: SyncReport, source_id: int | None
@@ -243,14 +273,43 @@ class Syncer:
             await self.state.forget_items(source_id, list(item_ids))
 
 
-def _previous(item: StoredItem | None, doc: SourceDocument) -> ItemState | None:
+def _previous(item: StoredItem | None, doc: SourceDocument, stored: Mapping[str, Any]) -> ItemState | None:
     """What to ask the source with: nothing when the document's access changed (it is fetched and
-    stored again, so the new groups apply)."""
-    if item is None:
+    stored again, so the new groups apply), or when its stored copy is gone (removed by hand, or left
+    behind by a move), so "not modified" never leaves a document missing."""
+    if item is None or doc.id not in stored:
         return None
     if sorted(item.state.get("access", [])) != sorted(doc.access):
         return None
     return ItemState(item.state, item.document_id)
+
+
+def narrowed_access(stored: Sequence[str], listed: Sequence[str]) -> tuple[str, ...]:
+    """The groups a stored copy may keep when the source now lists other groups but the document
+    could not be fetched: only readers both allow (the old content was never shown to the new groups;
+    the new groups are all the source allows now). Public now and before: unchanged; newly public:
+    the stored groups stay until the content is fetched; nothing in common: no one."""
+    if not stored:
+        return tuple(sorted(set(listed)))
+    if not listed:
+        return tuple(sorted(set(stored)))
+    both = set(stored) & set(listed) - {NO_ONE}
+    return tuple(sorted(both)) if both else (NO_ONE,)
+
+
+def _least_recently_seen_first(
+    listing: Sequence[SourceDocument], items: Mapping[str, StoredItem]
+) -> list[SourceDocument]:
+    """A listing larger than the run's budget, in the order that visits every document over a few
+    runs: new ones first, then those seen longest ago (a change past the budget is not missed for
+    ever)."""
+    oldest = datetime.min.replace(tzinfo=UTC)
+
+    def key(doc: SourceDocument) -> tuple[bool, datetime]:
+        item = items.get(doc.id)
+        return (item is not None, oldest if item is None or item.seen_at is None else item.seen_at)
+
+    return sorted(listing, key=key)
 
 
 def _lead(doc: SourceDocument) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rag.model.answers import Question
-from rag.model.types import AccessScope
+from rag.model.types import NO_ONE, AccessScope
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from tests.fakes.website import FakeWebsite
@@ -163,13 +163,75 @@ async def test_a_source_moved_to_another_knowledge_base_leaves_the_old_one_once_
     assert len(await documents(candor, kb)) == SYNCED and await documents(candor, other) == {}
 
     site.sitemap_status = 200
+    site.failing.add("/help/returns/article-2")  # its only copy is the old one: the move waits
+    [waiting] = await candor.sync(moved)
+    assert waiting.complete and waiting.moved_from is None, waiting
+    assert len(await documents(candor, kb)) == SYNCED and len(await documents(candor, other)) == SYNCED - 1
+
+    site.failing.discard("/help/returns/article-2")
     [move] = await candor.sync(moved)
-    assert move.complete and (move.added, move.moved_from, move.moved_away) == (SYNCED, kb.name, SYNCED), move
-    assert move.fetched == SYNCED  # fetched afresh: the old base's validators were not used
+    assert move.complete and (move.added, move.moved_from, move.moved_away) == (1, kb.name, SYNCED), move
     assert await documents(candor, kb) == {} and len(await documents(candor, other)) == SYNCED
 
     [again] = await candor.sync(moved)
     assert (again.added, again.unchanged, again.moved_from, again.fetched) == (0, SYNCED, None, 0)
+
+
+async def test_a_document_removed_from_the_store_is_fetched_again_though_the_site_says_not_modified(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, site, kb)
+    await candor.sync(config)
+    lost = f"{site.url}/help/sizes/article-2"
+    await candor.store.delete_documents([(await candor.store.documents(kb))[lost].id])
+    [again] = await candor.sync(config)
+    assert (again.added, again.unchanged) == (1, SYNCED - 1), again
+    assert site.full["/help/sizes/article-2"] == 2 and lost in await documents(candor, kb)
+
+
+async def test_a_page_that_cannot_be_fetched_keeps_its_copy_but_only_for_readers_the_site_still_allows(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    await candor.sync(sources_file(tmp_path, site, kb, access="[support-team, partners]"))
+    site.failing.add("/help/shipping/article-1")
+    [narrowed] = await candor.sync(sources_file(tmp_path, site, kb, access="[support-team]"))
+    assert narrowed.narrowed == 1 and (f"{site.url}/help/shipping/article-1", "the site answered 500") in (
+        narrowed.skipped
+    )
+    rows = dict(
+        await candor.store.fetch_all(
+            "SELECT d.source, array_agg(DISTINCT c.access_groups) FROM documents d"
+            " JOIN chunks c ON c.document_id = d.id WHERE d.kb_id = %(kb)s GROUP BY d.source",
+            {"kb": kb.id},
+        )
+    )
+    assert rows[f"{site.url}/help/shipping/article-1"] == [["support-team"]]  # the chunks too, not partners
+    partners = AccessScope(frozenset(["partners"]), frozenset([kb.name]))
+    shipping = "How long does standard shipping to Portugal take?"
+    assert "3 business days" not in (await candor.answer(Question(shipping, scope=partners, platform="cli"))).text
+
+    [closed] = await candor.sync(sources_file(tmp_path, site, kb, access="[legal]"))  # nothing in common
+    assert closed.narrowed == 1
+    stored = await candor.store.documents(kb)
+    assert stored[f"{site.url}/help/shipping/article-1"].access_groups == (NO_ONE,)
+    site.failing.discard("/help/shipping/article-1")
+    [fetched] = await candor.sync(sources_file(tmp_path, site, kb, access="[legal]"))
+    assert fetched.narrowed == 0 and (await candor.store.documents(kb))[
+        f"{site.url}/help/shipping/article-1"
+    ].access_groups == ("legal",)
+
+
+async def test_a_site_larger_than_its_budget_is_visited_a_budget_at_a_time_new_and_oldest_first(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, site, kb)
+    config.write_text(config.read_text() + "    max_pages: 12\n")
+    counts = []
+    for _ in range(3):
+        [report] = await candor.sync(config)
+        assert not report.complete and report.note is not None
+        counts.append(len(await documents(candor, kb)))
+    assert counts[0] < counts[1] < counts[2] and counts[2] >= 30, counts  # not the same 12 pages each run
 
 
 async def test_a_restricted_site_is_read_only_with_its_group(

@@ -6,6 +6,7 @@ import pytest
 
 from rag.errors import SyncError
 from rag.ingest.sources.config import parse_sources, resolve_credentials
+from rag.ingest.sources.sync import narrowed_access
 from rag.ingest.sources.website import WebsiteOptions, clean_page, normalise
 from rag.model.types import NO_ONE, AccessScope
 
@@ -78,3 +79,13 @@ def test_urls_are_normalised_to_one_id() -> None:
 
 def test_no_scope_ever_holds_the_no_one_group() -> None:
     assert AccessScope(frozenset({NO_ONE, "hr"})).groups == frozenset({"hr"})
+
+
+def test_a_stale_copy_keeps_only_readers_both_the_old_and_the_new_groups_allow() -> None:
+    assert narrowed_access((), ("hr",)) == ("hr",)  # public before: anything now listed is narrower
+    assert narrowed_access(("hr", "staff"), ("hr",)) == ("hr",)
+    assert narrowed_access(("hr",), ("hr", "staff")) == ("hr",)  # newly wider: not before the content is fetched
+    assert narrowed_access(("hr",), ()) == ("hr",)  # newly public: likewise
+    assert narrowed_access(("hr",), ("legal",)) == (NO_ONE,)
+    assert narrowed_access(("hr",), (NO_ONE,)) == (NO_ONE,)
+    assert narrowed_access((NO_ONE,), ("hr",)) == (NO_ONE,)
