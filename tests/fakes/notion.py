@@ -16,7 +16,9 @@ errors are `{"object": "error", "status", "code", "message"}`. The workspace (`b
 with pages three levels deep, a database of incidents with properties and content, tables, nested
 lists, toggles, a callout, a PDF, a page inside a toggle, and a People subtree a sources file
 restricts with `page_access`. A test edits a page (a new `last_edited_time`), trashes one, unshares
-one, makes one's blocks fail (500), throttles a path (429, Retry-After: 0) or breaks the search.
+one, attaches blocks (a PDF) to one, makes one's blocks fail (500) or a block's own lookup fail (503:
+the parent block of a page inside a toggle, so that page's place cannot be read), throttles a path
+(429, Retry-After: 0) or breaks the search.
 It runs on its own thread (`BackgroundLoop`) so a `candor sync` process can use it too, and counts
 what it served.
 """
@@ -110,6 +112,8 @@ class FakeNotion:
     pages: dict[str, Page] = field(default_factory=dict)
     failing: set[str] = field(default_factory=set)
     """Page ids whose blocks answer 500."""
+    failing_blocks: set[str] = field(default_factory=set)
+    """Block ids whose own lookup (`GET /v1/blocks/{id}`) answers 503."""
     throttled: Counter[str] = field(default_factory=Counter)
     """"METHOD /path" answering 429 (Retry-After: 0) this many more times."""
     search_status: int = 200
@@ -309,6 +313,18 @@ class FakeNotion:
         page.in_trash = True
         return page
 
+    def attach(self, title: str, *blocks: Block) -> Page:
+        """More blocks at the end of the page (a PDF, say), and a new `last_edited_time`."""
+        page = self.find(title)
+        self.clock += 1
+        for block in blocks:
+            block.edited = self.clock
+            page.blocks.append(block)
+        for block in _walk(list(blocks)):
+            self._owner[block.id] = page.id
+        page.edited = self.clock
+        return page
+
     def reset_counts(self) -> None:
         self.block_requests.clear()
         self.downloads.clear()
@@ -479,6 +495,8 @@ class FakeNotion:
 
     async def _block(self, request: web.Request) -> web.Response:
         block_id = request.match_info["id"]
+        if block_id in self.failing_blocks:
+            return self._error(503, "service_unavailable", "Notion is unavailable, try again later.")
         page = self.pages.get(block_id)
         if page is not None and page.shared:
             kind, parent_id = page.parent

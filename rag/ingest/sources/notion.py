@@ -17,8 +17,12 @@ A page is stored under its id (`notion:page:<id>`, so a renamed or moved page is
 duplicated), cited by its `url`, dated by `last_edited_time`. Notion rounds that time to the minute,
 so an edit made within the same minute as a sync is read by the next edit's sync, not this one.
 Who may read it is worked out in `notion_access` (Notion's API does not say; the sources file
-does). A page in the trash, or no longer shared with the integration, is deleted; a listing that
-fails (a refused token, a search that answers 5xx) raises `SourceError` and removes nothing.
+does). A page whose place cannot be read (a parent block's lookup answers 5xx) is synced readable
+by no one, and so are its PDFs, until its place can be read again: never with the source's `access`
+(which may be public) nor kept with groups its new place may narrow; with `roots` it is kept the
+same way, since it may lie below one, so a failed lookup deletes nothing. A page in the trash, or no
+longer shared with the integration, is deleted; a listing that fails (a refused token, a search that
+answers 5xx) raises `SourceError` and removes nothing.
 """
 
 from __future__ import annotations
@@ -31,9 +35,10 @@ from typing import Any
 
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Gone, ItemState, NotModified, Outcome, SourceDocument
-from rag.ingest.sources.notion_access import TOP, notion_id, page_groups, under_roots, unseen_ids
+from rag.ingest.sources.notion_access import TOP, notion_id, page_groups, under_roots, unread_ancestor, unseen_ids
 from rag.ingest.sources.notion_api import NotionApi
 from rag.ingest.sources.notion_blocks import CHILDREN, page_url, property_lines, render_page, title_of
+from rag.model.types import NO_ONE
 
 log = logging.getLogger("candor.sync.notion")
 
@@ -113,7 +118,6 @@ class _Page:
     edited: str
     row: bool
     trashed: bool
-    unreadable: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +183,6 @@ class Notion:
             raise ItemError("not in this run's listing")
         if item.trashed:
             return Gone(document, "the page is in Notion's trash")
-        if item.unreadable:
-            raise ItemError("its place in the workspace could not be read; its stored version stays")
         page_id = str(item.page["id"])
         if previous is not None and previous.values.get("last_edited_time") == item.edited:
             self._unchanged.add(page_id)
@@ -227,7 +229,7 @@ class Notion:
                 ", ".join(unseen),
             )
 
-        def groups(node: str) -> tuple[str, ...] | None:
+        def groups(node: str) -> tuple[str, ...]:
             return page_groups(
                 node, parents, self.options.page_access, self.access, unseen=unseen, unreadable=unreadable, where=where
             )
@@ -235,27 +237,37 @@ class Notion:
         documents: list[SourceDocument] = []
         self._links = {}
         for pid, page in pages.items():
-            if self.options.roots and not under_roots(pid, parents, self.options.roots):
+            inside = under_roots(pid, parents, self.options.roots, unreadable) if self.options.roots else True
+            if inside is False:
                 continue
-            access = groups(pid)
+            # When it cannot be told whether the page lies below a root, even its own `page_access`
+            # would admit readers to a page that may lie outside the roots: no one reads it until then.
+            access = groups(pid) if inside else (NO_ONE,)
+            if access == (NO_ONE,) and (blocked := unread_ancestor(pid, parents, unreadable)) is not None:
+                log.warning(
+                    "%s: page %s is synced readable by no one (and so are its PDFs) until its place in the "
+                    "workspace can be read: the lookup of its parent block %s failed",
+                    where,
+                    pid,
+                    blocked,
+                )
             url = str(page.get("url") or page_url(pid))
-            if access is not None:
-                self._links[pid] = (url, access)
+            self._links[pid] = (url, access)
             doc = SourceDocument(
                 _PAGE + pid,
                 url,
                 title_of(page.get("properties") or {}) or "Untitled",
                 _moment(page.get("last_edited_time")),
-                access if access is not None else (),
+                access,
             )
             trashed = bool(page.get("in_trash") or page.get("archived"))
             in_database = (page.get("parent") or {}).get("type") in ("data_source_id", "database_id")
             edited = str(page.get("last_edited_time") or "")
-            self._pages[doc.id] = _Page(page, edited, in_database, trashed, access is None)
+            self._pages[doc.id] = _Page(page, edited, in_database, trashed)
             documents.append(doc)
         for node in parents:
-            if node not in pages and (access := groups(node)) is not None:
-                self._links[node] = (page_url(node), access)  # databases and data sources
+            if node not in pages:
+                self._links[node] = (page_url(node), groups(node))  # databases and data sources
         return documents
 
     async def _resolve_blocks(self, parents: dict[str, str]) -> set[str]:

@@ -14,8 +14,12 @@ access comes from the sources file, and it must be written down (a workspace is 
   `page_access` names an id the integration cannot see (a configuration line says so), such a page
   might lie below it, so it is readable by **no one** (`NO_ONE`, logged), never given the broader
   `access`; otherwise it gets the nearest configured ancestor it can see, else `access`;
-- a page whose place could not be read (a 5xx while resolving a parent block) is unknown: skipped,
-  its stored version kept with the groups it had.
+- a page whose place could not be read (a 5xx while resolving a parent block) before a configured
+  ancestor is reached is readable by **no one** until it can be read again: the groups it had may be
+  wider than those of the place it has now, and the source's `access` may be public. With `roots`,
+  such a page may or may not lie below a root (`under_roots` says None): it is kept, readable by no
+  one, so that a failing lookup deletes nothing; if it lies elsewhere, the next complete run that
+  can read its place removes it.
 """
 
 from __future__ import annotations
@@ -66,16 +70,17 @@ def page_groups(
     unseen: Collection[str] = (),
     unreadable: Collection[str] = (),
     where: str = "notion",
-) -> tuple[str, ...] | None:
-    """The access groups of page (or database) `node`: `()` public, `(NO_ONE,)` no one, None when its
-    place in the workspace could not be read. `unseen` holds the `page_access` ids the integration
-    cannot see; `unreadable` the ids whose parent could not be read."""
+) -> tuple[str, ...]:
+    """The access groups of page (or database) `node`: `()` public, `(NO_ONE,)` no one. `unseen` holds
+    the `page_access` ids the integration cannot see; `unreadable` the ids whose parent could not be
+    read: a page whose walk up stops at one of those before any configured ancestor might lie below
+    any `page_access` id, so it is readable by no one (the caller says so in the log, once per page)."""
     chain, complete = ancestry(node, parents)
     for current in chain:
         if current in page_access:
             return page_access[current]
         if current in unreadable:
-            return None
+            return (NO_ONE,)
     if not complete and unseen:
         log.warning(
             "%s: page %s readable by no one: its ancestry passes through %s, which the integration cannot "
@@ -89,10 +94,22 @@ def page_groups(
     return tuple(sorted(set(access)))
 
 
-def under_roots(node: str, parents: Mapping[str, str], roots: Collection[str]) -> bool:
-    """Whether `node` is one of `roots` or lies below one."""
+def under_roots(
+    node: str, parents: Mapping[str, str], roots: Collection[str], unreadable: Collection[str] = ()
+) -> bool | None:
+    """Whether `node` is one of `roots` or lies below one; None when that cannot be told, because the
+    walk up stops at an id whose parent could not be read before it meets a root (the caller keeps
+    such a page rather than let a failed lookup look like a page that left the roots)."""
     chain, _ = ancestry(node, parents)
-    return any(current in roots for current in chain)
+    if any(current in roots for current in chain):
+        return True
+    return None if chain[-1] in unreadable else False
+
+
+def unread_ancestor(node: str, parents: Mapping[str, str], unreadable: Collection[str]) -> str | None:
+    """The id at which `node`'s walk up stops because its parent could not be read, if it does."""
+    chain, _ = ancestry(node, parents)
+    return chain[-1] if chain[-1] in unreadable else None
 
 
 def unseen_ids(configured: Collection[str], known: Collection[str]) -> list[str]:

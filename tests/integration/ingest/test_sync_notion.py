@@ -2,7 +2,9 @@
 real `notion-client`, into the real Postgres with the real embedder: the first sync and answers
 citing a page (nested pages, a database row, a table, a toggle, a PDF), a re-sync that reads the
 blocks of the edited page only, a trashed and an unshared page deleted, a restricted subtree,
-configured roots, a failed search that removes nothing, a refused token, a 429 and a 5xx."""
+configured roots, a failed search that removes nothing, a refused token, a 429 and a 5xx, and a page
+whose place in the workspace cannot be read (its parent block's lookup answers 503): it and its PDF
+are readable by no one, never public, and not deleted, until the lookup answers again."""
 
 from __future__ import annotations
 
@@ -12,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from rag.model.answers import Answer, Question
-from rag.model.types import AccessScope
+from rag.model.types import NO_ONE, AccessScope
 from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
-from tests.fakes.notion import TOKEN, FakeNotion
+from tests.fakes.confluence import minimal_pdf
+from tests.fakes.notion import TOKEN, FakeNotion, pdf_block
 
 PAGES = 35
 """30 pages (handbook, Engineering's 20, Support's 5, People's 4) and the 5 rows of Incidents."""
@@ -32,9 +35,15 @@ def notion(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeNotion]:
 
 
 def source(
-    notion: FakeNotion, kb: KnowledgeBase, name: str = "notion", extra: str = "", token: str = "NOTION_TOKEN"
+    notion: FakeNotion,
+    kb: KnowledgeBase,
+    name: str = "notion",
+    extra: str = "",
+    token: str = "NOTION_TOKEN",
+    restricted: str = "People",
 ) -> str:
-    """A source called `name`-<kb> (sync state is kept by name, and the session's tests share a database)."""
+    """A source called `name`-<kb> (sync state is kept by name, and the session's tests share a database)
+    whose page `restricted` and everything below it is for `hr` only."""
     return f"""
   - name: {name}-{kb.name}
     kind: notion
@@ -42,7 +51,7 @@ def source(
     access: []
     base_url: {notion.url}
     requests_per_second: 500
-    page_access: {{"{notion.find("People").id}": [hr]}}
+    page_access: {{"{notion.find(restricted).id}": [hr]}}
     credentials: {{token: {token}}}{extra}
 """
 
@@ -223,3 +232,71 @@ async def test_a_throttled_search_is_waited_for_and_a_failing_page_keeps_its_sto
     notion.failing.clear()
     [third] = await candor.sync(config)  # the skipped page was not remembered: it is read now
     assert (third.updated, third.fetched) == (1, 1) and third.ok, third
+
+
+GLOSSARY_PDF = "glossary-terms.pdf"
+GLOSSARY_FACT = "A priority ticket is answered within 35 minutes."
+
+
+def file_doc(notion: FakeNotion, title: str, name: str) -> str:
+    """The source id of the PDF `name` uploaded to page `title`."""
+    block = next(b for b in notion.find(title).blocks if b.data.get("name") == name)
+    return f"notion:file:{block.id}"
+
+
+async def place_unreadable_then_readable(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, config: Path, expected: int
+) -> None:
+    """Glossary sits in a toggle block of Support, which `page_access` gives to hr only, and has a PDF.
+    The first run stores both for hr; in the second, the toggle's lookup answers 503, so Glossary's
+    place (and so its groups, and whether it lies below a root) cannot be read: it and its PDF must
+    be readable by no one, never public (the source's `access` is `[]`), and neither is deleted; the
+    third run, the lookup answering again, gives them hr back."""
+    notion.attach("Glossary", pdf_block(GLOSSARY_PDF, minimal_pdf(["Glossary terms", GLOSSARY_FACT])))
+    glossary, pdf = page_doc(notion, "Glossary"), file_doc(notion, "Glossary", GLOSSARY_PDF)
+    [first] = await candor.sync(config)
+    assert first.ok and first.added == expected, first
+    groups = await access_groups(candor, kb)
+    assert groups[glossary] == ["hr"] and groups[pdf] == ["hr"], groups
+    question = "How fast is a priority ticket answered?"
+    assert "35 minutes" in (await ask(candor, kb, question, "hr")).text
+
+    toggle = notion.find("Glossary").parent[1]
+    assert toggle is not None and toggle not in notion.pages  # a block, not a page
+    notion.failing_blocks.add(toggle)
+    [second] = await candor.sync(config)
+    assert second.listing_error is None and second.complete and second.deleted == 0, second
+    groups = await access_groups(candor, kb)
+    assert glossary in groups and pdf in groups  # nothing deleted
+    assert groups[pdf] == [NO_ONE], groups[pdf]  # never public (`access: []`), nor still hr
+    assert groups[glossary] == [NO_ONE], groups[glossary]
+    assert "35 minutes" not in (await ask(candor, kb, question)).text
+    assert "35 minutes" not in (await ask(candor, kb, question, "hr")).text
+    assert len(await documents(candor, kb)) == expected
+
+    notion.failing_blocks.clear()
+    [third] = await candor.sync(config)
+    assert third.ok and third.deleted == 0, third
+    groups = await access_groups(candor, kb)
+    assert groups[glossary] == ["hr"] and groups[pdf] == ["hr"], groups
+    assert "35 minutes" in (await ask(candor, kb, question, "hr")).text
+    assert "35 minutes" not in (await ask(candor, kb, question)).text
+
+
+async def test_a_page_whose_place_cannot_be_read_is_readable_by_no_one_and_so_is_its_pdf(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = sources_file(tmp_path, source(notion, kb, restricted="Support"))
+    with caplog.at_level("WARNING", logger="candor.sync.notion"):
+        await place_unreadable_then_readable(candor, kb, notion, config, SYNCED + 1)
+    glossary = notion.find("Glossary").id
+    assert any(glossary in r.getMessage() and "no one" in r.getMessage() for r in caplog.records), caplog.text
+
+
+async def test_with_roots_a_page_whose_place_cannot_be_read_is_kept_not_deleted(
+    candor: Candor, kb: KnowledgeBase, notion: FakeNotion, tmp_path: Path
+) -> None:
+    roots = f"\n    roots: [{notion.find('Support').id}]"
+    config = sources_file(tmp_path, source(notion, kb, extra=roots, restricted="Support"))
+    # Support, Glossary, Shipping, Returns, Escalations and Glossary's PDF
+    await place_unreadable_then_readable(candor, kb, notion, config, 6)

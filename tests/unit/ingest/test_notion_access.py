@@ -9,7 +9,14 @@ import pytest
 from rag.errors import SyncError
 from rag.ingest.sources.config import parse_sources
 from rag.ingest.sources.notion import NotionOptions
-from rag.ingest.sources.notion_access import TOP, notion_id, page_groups, under_roots, unseen_ids
+from rag.ingest.sources.notion_access import (
+    TOP,
+    notion_id,
+    page_groups,
+    under_roots,
+    unread_ancestor,
+    unseen_ids,
+)
 from rag.ingest.sources.registry import connector_for
 from rag.model.types import NO_ONE
 
@@ -56,10 +63,28 @@ def test_a_page_that_cannot_be_placed_is_readable_by_no_one_when_a_configured_id
     assert groups("orphan", {"hidden-parent": ("hr",)}) == ("hr",)  # its unseen parent is named by id
 
 
-def test_a_page_whose_place_could_not_be_read_is_unknown() -> None:
-    assert groups("glossary", {}, unreadable={"toggle"}) is None
-    assert groups("glossary", {"eng": ("sre",)}, unreadable={"toggle"}) is None
-    assert groups("glossary", {"toggle": ("sre",)}, unreadable={"toggle"}) == ("sre",)
+# the toggle's own lookup failed: it is not in `parents`, so the walk up from glossary stops there
+UNPLACED = {k: v for k, v in PARENTS.items() if k != "toggle"}
+
+
+def test_a_page_whose_place_could_not_be_read_is_readable_by_no_one() -> None:
+    def placed(node: str, page_access: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+        return page_groups(node, UNPLACED, page_access, ("staff",), unreadable={"toggle"})
+
+    assert placed("glossary", {}) == (NO_ONE,)  # not the source's access, whatever it is
+    assert page_groups("glossary", UNPLACED, {}, (), unreadable={"toggle"}) == (NO_ONE,)  # never public
+    assert placed("glossary", {"eng": ("sre",)}) == (NO_ONE,)  # it may have moved away from eng
+    assert placed("glossary", {"glossary": ("sre",)}) == ("sre",)  # its own rule is nearest
+    assert placed("bonus", {"people": ("hr",)}) == ("hr",)  # elsewhere, nothing changes
+    assert unread_ancestor("glossary", UNPLACED, {"toggle"}) == "toggle"
+    assert unread_ancestor("bonus", UNPLACED, {"toggle"}) is None
+
+
+def test_with_roots_a_page_whose_place_could_not_be_read_is_undecided_not_outside() -> None:
+    assert under_roots("glossary", UNPLACED, {"eng"}, {"toggle"}) is None
+    assert under_roots("glossary", UNPLACED, {"glossary"}, {"toggle"}) is True  # a root itself
+    assert under_roots("bonus", UNPLACED, {"eng"}, {"toggle"}) is False  # placed, and elsewhere
+    assert under_roots("orphan", UNPLACED, {"eng"}, {"toggle"}) is False  # not shared is not unread
 
 
 def test_roots_keep_their_subtrees_and_unseen_ids_are_named() -> None:
