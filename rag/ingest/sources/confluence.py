@@ -109,8 +109,13 @@ class ConfluenceOptions:
             )
         except (TypeError, ValueError) as exc:
             raise SyncError(f"{where}: a confluence setting is not a number: {exc}") from exc
-        if made.max_documents < 1 or made.timeout_seconds <= 0 or made.max_wait_seconds < 0:
-            raise SyncError(f"{where}: max_documents and timeout_seconds must be positive")
+        # Each check names its own setting, so the line points at the one to fix; `not x > 0` also refuses NaN.
+        if made.max_documents < 1:
+            raise SyncError(f"{where}: `max_documents` must be at least 1 (got {made.max_documents})")
+        if not made.timeout_seconds > 0:
+            raise SyncError(f"{where}: `timeout_seconds` must be positive (got {made.timeout_seconds:g})")
+        if not made.max_wait_seconds >= 0:
+            raise SyncError(f"{where}: `max_wait_seconds` cannot be negative (got {made.max_wait_seconds:g})")
         if not 1 <= made.concurrency <= 16:
             raise SyncError(f"{where}: `concurrency` is 1 to 16 requests at once (got {made.concurrency})")
         return made

@@ -112,6 +112,25 @@ def test_bad_confluence_settings_are_refused(options: dict[str, object], message
         ConfluenceOptions.parse(options, "wiki")
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("max_documents", 0),
+        ("timeout_seconds", 0),
+        ("timeout_seconds", float("nan")),
+        ("max_wait_seconds", -1),
+        ("max_wait_seconds", float("nan")),
+    ],
+)
+def test_an_out_of_range_number_names_its_own_setting(setting: str, value: float) -> None:
+    options = {"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], setting: value}
+    with pytest.raises(SyncError) as refused:
+        ConfluenceOptions.parse(options, "wiki")
+    others = {"max_documents", "timeout_seconds", "max_wait_seconds"} - {setting}
+    assert f"`{setting}`" in str(refused.value)
+    assert not [other for other in others if other in str(refused.value)], str(refused.value)
+
+
 def test_a_confluence_source_needs_an_email_and_a_token_by_variable() -> None:
     [wiki] = parse_sources(
         {
