@@ -8,15 +8,18 @@ API documentation (v2 for spaces, pages and attachments; v1 for read restriction
     GET /wiki/api/v2/blogposts/{id}?body-format=storage      one blog post (and .../attachments)
     GET /wiki/api/v2/pages/{id}/attachments?mediaType=...    its attachments
     GET /wiki/rest/api/content/{id}/restriction/byOperation/read   {"restrictions": {"user", "group"}}
+    GET /wiki/api/v2/folders/{id}                            one folder: parentId, parentType (no body)
     GET /wiki/api/v2/spaces/{id}/permissions                 [{"principal": {type, id}, "operation"}...]
     GET /wiki/rest/api/group/by-id?id=...                    {"type": "group", "name", "id"}
     GET /wiki/download/attachments/{page id}/{file}          the file's bytes
 
 Two spaces of a few dozen nested pages: ENG (public) and HR (staff only, by configuration). Some pages
 carry read restrictions (a mapped group, a mapped user, an unmapped group), one restriction is
-inherited by a child page, and one page has a PDF attachment. Basic auth is checked on every request
-(401 otherwise). A test edits a page (a new version), trashes one, makes one fail (500), throttles a
-path (429, Retry-After: 0) or breaks the pages listing. Responses hold at most `page_size` results
+inherited by a child page, HR has a folder restricted to a mapped group holding a page and an
+unrestricted folder with a page of its own, and one page has a PDF attachment. Basic auth is checked
+on every request (401 otherwise).
+A test edits a page (a new version), trashes one, makes one fail (500), throttles a path (429,
+Retry-After: 0), breaks the pages listing or a folder. Responses hold at most `page_size` results
 with a `_links.next` cursor, so pagination is always exercised. It runs on its own thread
 (`BackgroundLoop`) so a `candor sync` process can use it too, and counts what it served.
 """
@@ -77,7 +80,8 @@ class Page:
     users: list[str] = field(default_factory=list)
     """Account ids the page's own read restriction allows."""
     kind: str = "page"
-    """Or "blogpost" (no parent, its own paths)."""
+    """Or "blogpost" (no parent, its own paths), or "folder" (no body: it holds pages, and its read
+    restriction applies to them)."""
 
 
 @dataclass
@@ -138,8 +142,9 @@ class FakeConfluence:
     space_permissions: dict[str, list[tuple[str, str, str, str]]] = field(default_factory=default_space_permissions)
     space_permissions_status: int = 200
     restriction_failing: set[str] = field(default_factory=set)
-    """Page ids whose read restriction answers 500."""
-    """Not 200: every space's pages listing answers this."""
+    """Page (or folder) ids whose read restriction answers 500."""
+    folder_failing: set[str] = field(default_factory=set)
+    """Folder ids that `GET /wiki/api/v2/folders/{id}` answers 500 for."""
     body_fetches: Counter[str] = field(default_factory=Counter)
     """Page bodies served (200), per page id."""
     downloads: Counter[str] = field(default_factory=Counter)
@@ -168,7 +173,9 @@ class FakeConfluence:
         """ENG: a home page, four sections of four pages each, a restricted incident page with a child
         that inherits its restriction, a page restricted to an unmapped group, and a PDF. HR: a home page
         and six pages, one restricted to a mapped group and a mapped user. ENG also has two blog posts,
-        one restricted to sre."""
+        one restricted to sre. HR's "Managers" folder, restricted to hr-managers, holds the unrestricted
+        page "Performance reviews" and the unrestricted folder "Calibration", which holds "Calibration
+        guide": Confluence lets only hr-managers read all three pages' contents."""
         eng, hr = SPACES["ENG"][0], SPACES["HR"][0]
         ids = iter(range(10_001, 10_100))
         home = self._add(next(ids), eng, "Engineering handbook", "<p>How the engineering team works.</p>")
@@ -213,6 +220,15 @@ class FakeConfluence:
         )
         self._add(next(ids), hr, "Onboarding", "<p>New starters get a laptop on their first day.</p>", hr_home.id)
         self._add(next(ids), hr, "Remote work", "<p>Remote work is allowed three days a week.</p>", hr_home.id)
+        managers = self._add(next(ids), hr, "Managers", "", hr_home.id, groups=["hr-managers"])
+        managers.kind = "folder"
+        self._add(
+            next(ids), hr, "Performance reviews", "<p>Performance reviews take place every 9 months.</p>", managers.id
+        )
+        calibration = self._add(next(ids), hr, "Calibration", "", managers.id)
+        calibration.kind = "folder"
+        guide = "<p>Calibration sessions cap top ratings at 15 percent.</p>"
+        self._add(next(ids), hr, "Calibration guide", guide, calibration.id)
         self._add(
             next(ids), eng, "Release notes 4.2", "<p>Release 4.2 moved the build cache to the eu-west bucket.</p>"
         ).kind = "blogpost"
@@ -321,7 +337,7 @@ class FakeConfluence:
             "title": page.title,
             "spaceId": page.space_id,
             "parentId": page.parent_id,
-            "parentType": "page" if page.parent_id else None,
+            "parentType": self.pages[page.parent_id].kind if page.parent_id else None,
             "authorId": "557058:author",
             "createdAt": "2025-01-10T09:00:00.000Z",
             "version": {
@@ -361,6 +377,31 @@ class FakeConfluence:
             body["body"] = {body_format: {"representation": body_format, "value": page.body}}
         self.body_fetches[page.id] += 1
         return web.json_response(body)
+
+    async def _folder(self, request: web.Request) -> web.Response:
+        """A folder, as v2's `GET /folders/{id}` gives it (FolderSingle)."""
+        folder = self.pages.get(request.match_info["folder_id"])
+        if folder is None or folder.kind != "folder" or folder.status != "current":
+            return web.json_response({"errors": [{"status": 404, "title": "Not Found"}]}, status=404)
+        if folder.id in self.folder_failing:
+            return web.json_response({"errors": [{"status": 500}]}, status=500)
+        return web.json_response(
+            {
+                "id": folder.id,
+                "type": "folder",
+                "status": folder.status,
+                "title": folder.title,
+                "parentId": folder.parent_id,
+                "parentType": self.pages[folder.parent_id].kind if folder.parent_id else None,
+                "position": 0,
+                "authorId": "557058:author",
+                "ownerId": "557058:author",
+                "createdAt": "2025-01-10T09:00:00.000Z",
+                "spaceId": folder.space_id,
+                "version": {"createdAt": "2025-01-10T09:00:00.000Z", "number": folder.version, "minorEdit": False},
+                "_links": {"base": self.url},
+            }
+        )
 
     async def _page_attachments(self, request: web.Request) -> web.Response:
         page_id = request.match_info["page_id"]
@@ -402,7 +443,7 @@ class FakeConfluence:
                     "user": {"results": users, "start": 0, "limit": 200, "size": len(users)},
                     "group": {"results": groups, "start": 0, "limit": 200, "size": len(groups)},
                 },
-                "content": {"id": page.id, "type": "page", "status": page.status, "title": page.title},
+                "content": {"id": page.id, "type": page.kind, "status": page.status, "title": page.title},
                 "_links": {"base": self.url, "context": "/wiki"},
             }
         )
@@ -439,6 +480,7 @@ class FakeConfluence:
         app.router.add_get("/wiki/api/v2/spaces/{space_id}/pages", self._space_pages)
         app.router.add_get("/wiki/api/v2/pages/{page_id}", self._page)
         app.router.add_get("/wiki/api/v2/pages/{page_id}/attachments", self._page_attachments)
+        app.router.add_get("/wiki/api/v2/folders/{folder_id}", self._folder)
         app.router.add_get("/wiki/api/v2/spaces/{space_id}/blogposts", self._space_pages)
         app.router.add_get("/wiki/api/v2/blogposts/{page_id}", self._page)
         app.router.add_get("/wiki/api/v2/blogposts/{page_id}/attachments", self._page_attachments)

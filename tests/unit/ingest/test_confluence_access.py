@@ -63,6 +63,19 @@ def test_anything_unmapped_restricts_to_no_one_and_an_unreadable_restriction_is_
     assert access("home", {"ops": UNREADABLE}) == ()
 
 
+def test_a_folder_s_restriction_applies_to_the_pages_in_it_at_every_depth() -> None:
+    # home > folder "managers" (restricted) > page "reviews" and folder "calibration" > page "guide"
+    tree = {"home": None, "managers": "home", "reviews": "managers", "calibration": "managers", "guide": "calibration"}
+    own: dict[str, Restriction | str] = {"managers": Restriction((("hr-managers", "id-hr"),))}
+    assert page_access("reviews", tree, own, MAP, ("staff",)) == ("hr",)  # not the space's staff
+    assert page_access("guide", tree, own, MAP, ("staff",)) == ("hr",)
+    assert page_access("home", tree, own, MAP, ("staff",)) == ("staff",)  # above the folder
+    own["calibration"] = Restriction((("sre", "g2"),))
+    assert page_access("guide", tree, own, MAP, ("staff",)) == (NO_ONE,)  # hr, then sre-team: no one
+    assert page_access("guide", tree, {"calibration": UNREADABLE}, MAP, ("staff",)) is None
+    assert page_access("reviews", tree, {"calibration": UNREADABLE}, MAP, ("staff",)) == ("staff",)
+
+
 def test_restrictions_are_read_from_the_api_s_shape() -> None:
     data = {
         "operation": "read",
