@@ -11,13 +11,15 @@ API documentation (v2 for spaces, pages and attachments; v1 for read restriction
     GET /wiki/api/v2/folders/{id}                            one folder: parentId, parentType (no body)
     GET /wiki/api/v2/spaces/{id}/permissions                 [{"principal": {type, id}, "operation"}...]
     GET /wiki/rest/api/group/by-id?id=...                    {"type": "group", "name", "id"}
-    GET /wiki/download/attachments/{page id}/{file}          the file's bytes
+    GET /wiki/download/attachments/{page id}/{file}          the file's bytes (or a 302 to the media host)
 
 Two spaces of a few dozen nested pages: ENG (public) and HR (staff only, by configuration). Some pages
 carry read restrictions (a mapped group, a mapped user, an unmapped group), one restriction is
 inherited by a child page, HR has a folder restricted to a mapped group holding a page and an
 unrestricted folder with a page of its own, and one page has a PDF attachment. Basic auth is checked
-on every request (401 otherwise).
+on every request (401 otherwise). With `redirect_downloads`, a download answers a 302 to a second
+server on another host (127.0.0.2, as Confluence sends files to its media host), which serves the
+bytes without asking for credentials and records the Authorization header each request brought.
 A test edits a page (a new version), trashes one, makes one fail (500), throttles a path (429,
 Retry-After: 0), breaks the pages listing or a folder. Responses hold at most `page_size` results
 with a `_links.next` cursor, so pagination is always exercised. It runs on its own thread
@@ -145,6 +147,10 @@ class FakeConfluence:
     """Page (or folder) ids whose read restriction answers 500."""
     folder_failing: set[str] = field(default_factory=set)
     """Folder ids that `GET /wiki/api/v2/folders/{id}` answers 500 for."""
+    redirect_downloads: bool = False
+    """Downloads answer a 302 to the media host (`media_url`) rather than the bytes."""
+    media_authorization: list[str | None] = field(default_factory=list)
+    """The Authorization header (None: none) of each request the media host received."""
     body_fetches: Counter[str] = field(default_factory=Counter)
     """Page bodies served (200), per page id."""
     downloads: Counter[str] = field(default_factory=Counter)
@@ -154,13 +160,21 @@ class FakeConfluence:
     """Requests answered 401."""
     host: str = "127.0.0.1"
     port: int = 0
+    media_host: str = "127.0.0.2"
+    """Another host on the loopback network: a redirect there leaves the site."""
+    media_port: int = 0
     _runner: web.AppRunner | None = None
+    _media_runner: web.AppRunner | None = None
     _loop: BackgroundLoop = field(default_factory=lambda: BackgroundLoop("fake-confluence"))
 
     @property
     def url(self) -> str:
         """The site's base URL, as a sources file gives it (`https://example.atlassian.net/wiki`)."""
         return f"http://{self.host}:{self.port}/wiki"
+
+    @property
+    def media_url(self) -> str:
+        return f"http://{self.media_host}:{self.media_port}"
 
     def page_url(self, page_id: str) -> str:
         """Where a reader opens the page: `_links.webui` on the base URL."""
@@ -470,9 +484,20 @@ class FakeConfluence:
         page_id, name = request.match_info["page_id"], request.match_info["name"]
         for attachment in self.attachments.values():
             if attachment.page_id == page_id and attachment.title == name:
+                if self.redirect_downloads:  # as Confluence does: to its media host, with a short-lived token
+                    raise web.HTTPFound(f"{self.media_url}/file/{attachment.id}?token=signed-{attachment.id}")
                 self.downloads[attachment.id] += 1
                 return web.Response(body=attachment.data, content_type=attachment.media_type)
         return web.Response(status=404, text="not found")
+
+    async def _media(self, request: web.Request) -> web.Response:
+        """The media host: the file for a signed link, whatever the Authorization header (recorded)."""
+        self.media_authorization.append(request.headers.get("Authorization"))
+        attachment = self.attachments.get(request.match_info["attachment_id"])
+        if attachment is None or request.query.get("token") != f"signed-{attachment.id}":
+            return web.Response(status=404, text="not found")
+        self.downloads[attachment.id] += 1
+        return web.Response(body=attachment.data, content_type=attachment.media_type)
 
     async def _start(self) -> None:
         app = web.Application(middlewares=[self._gate])
@@ -493,10 +518,17 @@ class FakeConfluence:
         site = web.TCPSite(self._runner, self.host, 0)
         await site.start()
         self.port = self._runner.addresses[0][1]
+        media = web.Application()
+        media.router.add_get("/file/{attachment_id}", self._media)
+        self._media_runner = web.AppRunner(media, access_log=None)
+        await self._media_runner.setup()
+        await web.TCPSite(self._media_runner, self.media_host, 0).start()
+        self.media_port = self._media_runner.addresses[0][1]
 
     async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        for runner in (self._runner, self._media_runner):
+            if runner is not None:
+                await runner.cleanup()
 
     def start(self) -> FakeConfluence:
         self.build()

@@ -2,7 +2,7 @@
 into the real Postgres with the real embedder: the first sync and answers citing a page, restricted
 pages (mapped, inherited, unmapped, in a restricted folder), a re-sync that downloads only the edited
 page, a trashed page deleted, a failed listing that removes nothing, refused credentials, a 429 and a
-5xx."""
+5xx, and a download redirected to another host, which gets no credentials."""
 
 from __future__ import annotations
 
@@ -282,6 +282,18 @@ async def test_a_folder_that_cannot_be_read_makes_the_pages_in_it_no_one_s_until
     await candor.sync(config)
     groups = await access_groups(candor, kb)
     assert of(groups, guide.id) == ["sre-team"] and of(groups, reviews.id) == ["sre-team"]
+
+
+async def test_a_download_redirected_to_another_host_is_sent_no_credentials(
+    candor: Candor, kb: KnowledgeBase, wiki: FakeConfluence, tmp_path: Path
+) -> None:
+    wiki.redirect_downloads = True  # the site answers the PDF's download with a 302 to 127.0.0.2
+    [report] = await candor.sync(sources_file(tmp_path, source(wiki, kb)))
+    assert report.ok and report.added == SYNCED, report
+    assert wiki.media_authorization == [None]  # one request, with no Authorization header
+    assert f"{wiki.url}/attachment/att900" in await documents(candor, kb)
+    rollback = await ask(candor, kb, "How long does a rollback to the previous release take?")
+    assert "7 minutes" in rollback.text, rollback.text
 
 
 async def test_a_failed_listing_removes_nothing(
