@@ -8,15 +8,20 @@ API documentation (v2 for spaces, pages and attachments; v1 for read restriction
     GET /wiki/api/v2/blogposts/{id}?body-format=storage      one blog post (and .../attachments)
     GET /wiki/api/v2/pages/{id}/attachments?mediaType=...    its attachments
     GET /wiki/rest/api/content/{id}/restriction/byOperation/read   {"restrictions": {"user", "group"}}
+    GET /wiki/api/v2/folders/{id}                            one folder: parentId, parentType (no body)
     GET /wiki/api/v2/spaces/{id}/permissions                 [{"principal": {type, id}, "operation"}...]
     GET /wiki/rest/api/group/by-id?id=...                    {"type": "group", "name", "id"}
-    GET /wiki/download/attachments/{page id}/{file}          the file's bytes
+    GET /wiki/download/attachments/{page id}/{file}          the file's bytes (or a 302 to the media host)
 
 Two spaces of a few dozen nested pages: ENG (public) and HR (staff only, by configuration). Some pages
 carry read restrictions (a mapped group, a mapped user, an unmapped group), one restriction is
-inherited by a child page, and one page has a PDF attachment. Basic auth is checked on every request
-(401 otherwise). A test edits a page (a new version), trashes one, makes one fail (500), throttles a
-path (429, Retry-After: 0) or breaks the pages listing. Responses hold at most `page_size` results
+inherited by a child page, HR has a folder restricted to a mapped group holding a page and an
+unrestricted folder with a page of its own, and one page has a PDF attachment. Basic auth is checked
+on every request (401 otherwise). With `redirect_downloads`, a download answers a 302 to a second
+server on another host (127.0.0.2, as Confluence sends files to its media host), which serves the
+bytes without asking for credentials and records the Authorization header each request brought.
+A test edits a page (a new version), trashes one, makes one fail (500), throttles a path (429,
+Retry-After: 0), breaks the pages listing or a folder. Responses hold at most `page_size` results
 with a `_links.next` cursor, so pagination is always exercised. It runs on its own thread
 (`BackgroundLoop`) so a `candor sync` process can use it too, and counts what it served.
 """
@@ -77,7 +82,8 @@ class Page:
     users: list[str] = field(default_factory=list)
     """Account ids the page's own read restriction allows."""
     kind: str = "page"
-    """Or "blogpost" (no parent, its own paths)."""
+    """Or "blogpost" (no parent, its own paths), or "folder" (no body: it holds pages, and its read
+    restriction applies to them)."""
 
 
 @dataclass
@@ -138,8 +144,13 @@ class FakeConfluence:
     space_permissions: dict[str, list[tuple[str, str, str, str]]] = field(default_factory=default_space_permissions)
     space_permissions_status: int = 200
     restriction_failing: set[str] = field(default_factory=set)
-    """Page ids whose read restriction answers 500."""
-    """Not 200: every space's pages listing answers this."""
+    """Page (or folder) ids whose read restriction answers 500."""
+    folder_failing: set[str] = field(default_factory=set)
+    """Folder ids that `GET /wiki/api/v2/folders/{id}` answers 500 for."""
+    redirect_downloads: bool = False
+    """Downloads answer a 302 to the media host (`media_url`) rather than the bytes."""
+    media_authorization: list[str | None] = field(default_factory=list)
+    """The Authorization header (None: none) of each request the media host received."""
     body_fetches: Counter[str] = field(default_factory=Counter)
     """Page bodies served (200), per page id."""
     downloads: Counter[str] = field(default_factory=Counter)
@@ -149,13 +160,21 @@ class FakeConfluence:
     """Requests answered 401."""
     host: str = "127.0.0.1"
     port: int = 0
+    media_host: str = "127.0.0.2"
+    """Another host on the loopback network: a redirect there leaves the site."""
+    media_port: int = 0
     _runner: web.AppRunner | None = None
+    _media_runner: web.AppRunner | None = None
     _loop: BackgroundLoop = field(default_factory=lambda: BackgroundLoop("fake-confluence"))
 
     @property
     def url(self) -> str:
         """The site's base URL, as a sources file gives it (`https://example.atlassian.net/wiki`)."""
         return f"http://{self.host}:{self.port}/wiki"
+
+    @property
+    def media_url(self) -> str:
+        return f"http://{self.media_host}:{self.media_port}"
 
     def page_url(self, page_id: str) -> str:
         """Where a reader opens the page: `_links.webui` on the base URL."""
@@ -168,7 +187,9 @@ class FakeConfluence:
         """ENG: a home page, four sections of four pages each, a restricted incident page with a child
         that inherits its restriction, a page restricted to an unmapped group, and a PDF. HR: a home page
         and six pages, one restricted to a mapped group and a mapped user. ENG also has two blog posts,
-        one restricted to sre."""
+        one restricted to sre. HR's "Managers" folder, restricted to hr-managers, holds the unrestricted
+        page "Performance reviews" and the unrestricted folder "Calibration", which holds "Calibration
+        guide": Confluence lets only hr-managers read all three pages' contents."""
         eng, hr = SPACES["ENG"][0], SPACES["HR"][0]
         ids = iter(range(10_001, 10_100))
         home = self._add(next(ids), eng, "Engineering handbook", "<p>How the engineering team works.</p>")
@@ -213,6 +234,15 @@ class FakeConfluence:
         )
         self._add(next(ids), hr, "Onboarding", "<p>New starters get a laptop on their first day.</p>", hr_home.id)
         self._add(next(ids), hr, "Remote work", "<p>Remote work is allowed three days a week.</p>", hr_home.id)
+        managers = self._add(next(ids), hr, "Managers", "", hr_home.id, groups=["hr-managers"])
+        managers.kind = "folder"
+        self._add(
+            next(ids), hr, "Performance reviews", "<p>Performance reviews take place every 9 months.</p>", managers.id
+        )
+        calibration = self._add(next(ids), hr, "Calibration", "", managers.id)
+        calibration.kind = "folder"
+        guide = "<p>Calibration sessions cap top ratings at 15 percent.</p>"
+        self._add(next(ids), hr, "Calibration guide", guide, calibration.id)
         self._add(
             next(ids), eng, "Release notes 4.2", "<p>Release 4.2 moved the build cache to the eu-west bucket.</p>"
         ).kind = "blogpost"
@@ -321,7 +351,7 @@ class FakeConfluence:
             "title": page.title,
             "spaceId": page.space_id,
             "parentId": page.parent_id,
-            "parentType": "page" if page.parent_id else None,
+            "parentType": self.pages[page.parent_id].kind if page.parent_id else None,
             "authorId": "557058:author",
             "createdAt": "2025-01-10T09:00:00.000Z",
             "version": {
@@ -361,6 +391,31 @@ class FakeConfluence:
             body["body"] = {body_format: {"representation": body_format, "value": page.body}}
         self.body_fetches[page.id] += 1
         return web.json_response(body)
+
+    async def _folder(self, request: web.Request) -> web.Response:
+        """A folder, as v2's `GET /folders/{id}` gives it (FolderSingle)."""
+        folder = self.pages.get(request.match_info["folder_id"])
+        if folder is None or folder.kind != "folder" or folder.status != "current":
+            return web.json_response({"errors": [{"status": 404, "title": "Not Found"}]}, status=404)
+        if folder.id in self.folder_failing:
+            return web.json_response({"errors": [{"status": 500}]}, status=500)
+        return web.json_response(
+            {
+                "id": folder.id,
+                "type": "folder",
+                "status": folder.status,
+                "title": folder.title,
+                "parentId": folder.parent_id,
+                "parentType": self.pages[folder.parent_id].kind if folder.parent_id else None,
+                "position": 0,
+                "authorId": "557058:author",
+                "ownerId": "557058:author",
+                "createdAt": "2025-01-10T09:00:00.000Z",
+                "spaceId": folder.space_id,
+                "version": {"createdAt": "2025-01-10T09:00:00.000Z", "number": folder.version, "minorEdit": False},
+                "_links": {"base": self.url},
+            }
+        )
 
     async def _page_attachments(self, request: web.Request) -> web.Response:
         page_id = request.match_info["page_id"]
@@ -402,7 +457,7 @@ class FakeConfluence:
                     "user": {"results": users, "start": 0, "limit": 200, "size": len(users)},
                     "group": {"results": groups, "start": 0, "limit": 200, "size": len(groups)},
                 },
-                "content": {"id": page.id, "type": "page", "status": page.status, "title": page.title},
+                "content": {"id": page.id, "type": page.kind, "status": page.status, "title": page.title},
                 "_links": {"base": self.url, "context": "/wiki"},
             }
         )
@@ -429,9 +484,20 @@ class FakeConfluence:
         page_id, name = request.match_info["page_id"], request.match_info["name"]
         for attachment in self.attachments.values():
             if attachment.page_id == page_id and attachment.title == name:
+                if self.redirect_downloads:  # as Confluence does: to its media host, with a short-lived token
+                    raise web.HTTPFound(f"{self.media_url}/file/{attachment.id}?token=signed-{attachment.id}")
                 self.downloads[attachment.id] += 1
                 return web.Response(body=attachment.data, content_type=attachment.media_type)
         return web.Response(status=404, text="not found")
+
+    async def _media(self, request: web.Request) -> web.Response:
+        """The media host: the file for a signed link, whatever the Authorization header (recorded)."""
+        self.media_authorization.append(request.headers.get("Authorization"))
+        attachment = self.attachments.get(request.match_info["attachment_id"])
+        if attachment is None or request.query.get("token") != f"signed-{attachment.id}":
+            return web.Response(status=404, text="not found")
+        self.downloads[attachment.id] += 1
+        return web.Response(body=attachment.data, content_type=attachment.media_type)
 
     async def _start(self) -> None:
         app = web.Application(middlewares=[self._gate])
@@ -439,6 +505,7 @@ class FakeConfluence:
         app.router.add_get("/wiki/api/v2/spaces/{space_id}/pages", self._space_pages)
         app.router.add_get("/wiki/api/v2/pages/{page_id}", self._page)
         app.router.add_get("/wiki/api/v2/pages/{page_id}/attachments", self._page_attachments)
+        app.router.add_get("/wiki/api/v2/folders/{folder_id}", self._folder)
         app.router.add_get("/wiki/api/v2/spaces/{space_id}/blogposts", self._space_pages)
         app.router.add_get("/wiki/api/v2/blogposts/{page_id}", self._page)
         app.router.add_get("/wiki/api/v2/blogposts/{page_id}/attachments", self._page_attachments)
@@ -451,10 +518,17 @@ class FakeConfluence:
         site = web.TCPSite(self._runner, self.host, 0)
         await site.start()
         self.port = self._runner.addresses[0][1]
+        media = web.Application()
+        media.router.add_get("/file/{attachment_id}", self._media)
+        self._media_runner = web.AppRunner(media, access_log=None)
+        await self._media_runner.setup()
+        await web.TCPSite(self._media_runner, self.media_host, 0).start()
+        self.media_port = self._media_runner.addresses[0][1]
 
     async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        for runner in (self._runner, self._media_runner):
+            if runner is not None:
+                await runner.cleanup()
 
     def start(self) -> FakeConfluence:
         self.build()

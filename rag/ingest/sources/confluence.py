@@ -4,7 +4,9 @@ and an API token, both named by environment variable in the sources file).
 
 The listing reads who may read each space (`GET /api/v2/spaces/{id}/permissions`, unless
 `space_access` says), each space's pages (nested ones included: `GET /api/v2/spaces/{id}/pages`), each
-page's read restriction (`GET /rest/api/content/{id}/restriction/byOperation/read`) and its PDF
+page's read restriction (`GET /rest/api/content/{id}/restriction/byOperation/read`), that of each
+folder (whiteboard, database, embed) the pages sit in, with its parent (`GET /api/v2/folders/{id}`),
+as Confluence applies a folder's restriction to the pages in it, and each page's PDF
 attachments (`GET /api/v2/pages/{id}/attachments?mediaType=application/pdf`), each a document of its
 own with its page's access. Who may read what is worked out in `confluence_access`. Fetching a page
 asks for its body in `storage` (or `export_view`) format, read by the HTML loader; an attachment is
@@ -43,6 +45,16 @@ T = TypeVar("T")
 BodyFormat = Literal["storage", "export_view"]
 _LIMIT = "250"
 """Results per request: the most the v2 list endpoints give."""
+_CONTAINER_PATHS = {
+    "page": "pages",
+    "folder": "folders",
+    "whiteboard": "whiteboards",
+    "database": "databases",
+    "embed": "embeds",
+}
+"""A v2 `parentType` → where v2 reads one of them (`GET /api/v2/folders/{id}`), for its own parent."""
+_MAX_CONTAINER_DEPTH = 100
+"""Levels of folders (and the like) read above a page: a parent chain that never ends stops here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +121,13 @@ class ConfluenceOptions:
             )
         except (TypeError, ValueError) as exc:
             raise SyncError(f"{where}: a confluence setting is not a number: {exc}") from exc
-        if made.max_documents < 1 or made.timeout_seconds <= 0 or made.max_wait_seconds < 0:
-            raise SyncError(f"{where}: max_documents and timeout_seconds must be positive")
+        # Each check names its own setting, so the line points at the one to fix; `not x > 0` also refuses NaN.
+        if made.max_documents < 1:
+            raise SyncError(f"{where}: `max_documents` must be at least 1 (got {made.max_documents})")
+        if not made.timeout_seconds > 0:
+            raise SyncError(f"{where}: `timeout_seconds` must be positive (got {made.timeout_seconds:g})")
+        if not made.max_wait_seconds >= 0:
+            raise SyncError(f"{where}: `max_wait_seconds` cannot be negative (got {made.max_wait_seconds:g})")
         if not 1 <= made.concurrency <= 16:
             raise SyncError(f"{where}: `concurrency` is 1 to 16 requests at once (got {made.concurrency})")
         return made
@@ -211,12 +228,17 @@ class Confluence:
             listed += [("blogpost", post) for post in posts]
         current = [(kind, page) for kind, page in listed if page.get("status", "current") == "current"]
         ids = {str(page["id"]) for _, page in current}
-        parents = {  # blog posts have no parent: only their own restriction applies
-            str(page["id"]): str(page["parentId"]) if kind == "page" and str(page.get("parentId")) in ids else None
-            for kind, page in current
-        }
+        parents: dict[str, str | None] = {}
+        containers: dict[str, str] = {}
+        """Parents that are not listed pages (a folder, a whiteboard...), by id: their content type."""
+        for kind, page in current:
+            parent = page.get("parentId") if kind == "page" else None  # a blog post has no parent
+            parents[str(page["id"])] = str(parent) if parent else None
+            if parent and str(parent) not in ids:
+                containers.setdefault(str(parent), str(page.get("parentType") or "page"))
         read = await self._each([self._restriction(pid) for pid in sorted(ids)])
         own: dict[str, Restriction | str] = dict(zip(sorted(ids), read, strict=True))
+        await self._containers(containers, parents, own)
         space_groups = await self._space_groups(key, space_id)
         documents: list[SourceDocument] = []
         for kind, page in current:
@@ -274,13 +296,65 @@ class Confluence:
             self._group_names[group_id] = str(data.get("name") or "") if status == 200 else ""
         return self._group_names[group_id]
 
-    async def _restriction(self, page_id: str) -> Restriction | str:
+    async def _containers(
+        self, pending: Mapping[str, str], parents: dict[str, str | None], own: dict[str, Restriction | str]
+    ) -> None:
+        """Adds to `parents` and `own` what lies between the listed pages and the space's root that is
+        not a listed page: a folder, whiteboard, database or embed holding pages (or an unlisted page).
+
+        Confluence applies such a container's read restriction to the pages in it, as it does a parent
+        page's, but the listing names pages only: a page in a restricted folder would otherwise get
+        the space's groups. So each container's own restriction is read (v1 reads it for any content
+        id) and its parent (v2's `GET /{type}s/{id}`, `parentId` and `parentType`), up to a listed
+        page or the space's root. A container that cannot be read, or of a type Candor does not know,
+        is `UNREADABLE`: the pages below it are readable by no one until it can be read.
+        `pending` maps each container's id to its content type."""
+        for _ in range(_MAX_CONTAINER_DEPTH):
+            if not pending:
+                return
+            batch = sorted(pending.items())
+            found = await self._each([self._container(cid, kind) for cid, kind in batch])
+            above: dict[str, str] = {}
+            for (cid, _kind), (restriction, parent) in zip(batch, found, strict=True):
+                own[cid] = restriction
+                parents[cid] = parent[0] if parent else None
+                if parent:
+                    above.setdefault(*parent)
+            pending = {cid: kind for cid, kind in above.items() if cid not in own}
+        for cid in pending:  # deeper than any real tree: a loop, or Confluence misreporting parents
+            log.warning("source %s: content %s is nested too deep to read its restrictions", self.name, cid)
+            own[cid], parents[cid] = UNREADABLE, None
+
+    async def _container(self, content_id: str, kind: str) -> tuple[Restriction | str, tuple[str, str] | None]:
+        """A container's own read restriction (or `UNREADABLE`) and its parent's (id, content type),
+        None at the space's root."""
+        path = _CONTAINER_PATHS.get(kind)
+        if path is None:
+            log.warning(
+                "source %s: pages in %s %s are readable by no one: who may read a %s is not read by Candor",
+                self.name,
+                kind,
+                content_id,
+                kind,
+            )
+            return UNREADABLE, None
+        status, data = await self.api.get_json(self.api.url(f"/api/v2/{path}/{quote(content_id, safe='')}"))
+        if status != 200:
+            log.warning(
+                "source %s: the %s %s holding pages: Confluence answered %s", self.name, kind, content_id, status
+            )
+            return UNREADABLE, None
+        restriction = await self._restriction(content_id)
+        parent = data.get("parentId")
+        return restriction, ((str(parent), str(data.get("parentType") or "page")) if parent else None)
+
+    async def _restriction(self, content_id: str) -> Restriction | str:
         status, data = await self.api.get_json(
-            self.api.url(f"/rest/api/content/{page_id}/restriction/byOperation/read"),
+            self.api.url(f"/rest/api/content/{quote(content_id, safe='')}/restriction/byOperation/read"),
             {"expand": "restrictions.group,restrictions.user"},
         )
         if status != 200:
-            log.warning("source %s: the restrictions of page %s: Confluence answered %s", self.name, page_id, status)
+            log.warning("source %s: the restrictions of %s: Confluence answered %s", self.name, content_id, status)
             return UNREADABLE
         return Restriction.parse(data)
 

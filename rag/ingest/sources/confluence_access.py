@@ -2,8 +2,10 @@
 
 A page's read restrictions name Confluence groups and users; the source's `permissions` map each to
 Candor access groups. Confluence applies the read restrictions of every ancestor too (a page under
-a restricted page is as restricted as its parent), so a page's groups are those every restricted
-level of its ancestry allows (the intersection: a reader must pass each level). Then:
+a restricted page, or in a restricted folder, is as restricted as its parent), so a page's groups
+are those every restricted level of its ancestry allows (the intersection: a reader must pass each
+level). The ancestry holds pages and the folders, whiteboards, databases and embeds between them.
+Then:
 
 - no restricted level: the space's groups (`space_access` for that space if configured, else who
   Confluence's space permissions let read the space, see `space_groups`, else the source's `access`);
@@ -54,7 +56,7 @@ class Restriction:
 
 
 UNREADABLE = "unreadable"
-"""A page whose restriction could not be read: its effective access is unknown."""
+"""A page (or folder) whose restriction could not be read: its effective access is unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +95,11 @@ def page_access(
     where: str = "confluence",
 ) -> tuple[str, ...] | None:
     """The access groups of `page_id` (`()`: public, `(NO_ONE,)`: no one), or None when a
-    restriction on it or an ancestor could not be read. `parents` maps a page to its parent page
-    (pages of the same listing only); `own` holds each page's own restriction or `UNREADABLE`."""
+    restriction on it or an ancestor could not be read. `parents` maps a page to its parent: a page
+    of the same listing, or a container (a folder, whiteboard, database or embed, which Confluence
+    restricts as it does a page), itself mapped to its parent; `own` holds each one's own
+    restriction or `UNREADABLE`. An ancestor `parents` holds but `own` does not restricts nothing,
+    so the connector puts every ancestor it names in `own`."""
     levels: list[tuple[str, ...]] = []
     current: str | None = page_id
     seen: set[str] = set()

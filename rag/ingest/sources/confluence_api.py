@@ -4,8 +4,13 @@ waited out, and the REST API v2's cursor pagination (`_links.next`).
 Every failure is an `ItemError` with a line a person can act on: the connector turns it into a
 `SourceError` when it happens while listing (then nothing stored is removed) and a skipped document
 when it happens while fetching one. A 401 or 403 says which environment variables hold the
-credentials (never their values). Nothing here follows a link off the configured site, so the
-credentials are sent to Confluence only.
+credentials (never their values).
+
+The credentials are sent to Confluence only. Nothing here asks for a URL off the configured site, and
+a redirect that leaves it (a download Confluence answers with a 302 to its media host) is followed
+without them: they go with each request, never on the session, as aiohttp drops a request's own
+`auth` when a redirect leaves its host but applies a session's default `auth` again on every hop,
+wherever it leads.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class ConfluenceApi:
         self.refused = refused
         """What a 401 or 403 says: which variables to check (the connector words it)."""
         self._auth = aiohttp.BasicAuth(email, token)
+        """Sent per request (see the module's docstring), so a redirect off the site carries none."""
         self._timeout = timeout_seconds
         self._max_wait = max_wait_seconds
         self._max_bytes = max_bytes
@@ -70,13 +76,14 @@ class ConfluenceApi:
             raise ItemError(f"a link off the Confluence site was not followed: {url}")
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                auth=self._auth,
                 headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
             )
         for attempt in range(_RETRIES_429 + 1):
             try:
-                async with self._session.get(url, params=dict(params or {}), max_redirects=5) as response:
+                async with self._session.get(
+                    url, params=dict(params or {}), auth=self._auth, max_redirects=5
+                ) as response:
                     if response.status == 429 and attempt < _RETRIES_429:
                         wait = retry_after(response.headers.get("Retry-After"), self._max_wait)
                         log.info("confluence %s: 429, waiting %.1f s", urlsplit(url).path, wait)

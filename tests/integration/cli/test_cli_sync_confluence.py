@@ -43,12 +43,12 @@ async def test_candor_sync_a_confluence_source(
     env = {"CONFLUENCE_EMAIL": EMAIL, "CONFLUENCE_TOKEN": TOKEN}
     done = run_cli(candor, tmp_path, "sync", "--config", str(config), **env)
     assert done.returncode == 0, done.stderr
-    summary = f"wiki-{kb.name} (confluence → {kb.name}): 34 added, 0 updated, 0 unchanged, 0 deleted, 0 skipped"
+    summary = f"wiki-{kb.name} (confluence → {kb.name}): 36 added, 0 updated, 0 unchanged, 0 deleted, 0 skipped"
     assert summary in done.stdout
 
     wiki.reset_counts()
     again = run_cli(candor, tmp_path, "sync", CANDOR_SOURCES=str(config), **env)
-    assert "0 added, 0 updated, 34 unchanged, 0 deleted, 0 skipped; 0 fetched in full" in again.stdout
+    assert "0 added, 0 updated, 36 unchanged, 0 deleted, 0 skipped; 0 fetched in full" in again.stdout
     assert sum(wiki.body_fetches.values()) == 0 and sum(wiki.downloads.values()) == 0
 
     asked = run_cli(candor, tmp_path, "ask", "--kb", kb.name, "--json", "When are production deploys frozen?")
@@ -71,4 +71,4 @@ async def test_candor_sync_a_confluence_source(
     assert "could not be listed, nothing removed" in refused.stderr
     assert "$CONFLUENCE_EMAIL and $CONFLUENCE_TOKEN" in refused.stderr and "HTTP 401" in refused.stderr
     assert "ATATT-revoked" not in refused.stderr + refused.stdout
-    assert len(await candor.store.documents(kb)) == 34
+    assert len(await candor.store.documents(kb)) == 36

@@ -1,7 +1,8 @@
 """`Candor.sync` of a Confluence source against a local fake Confluence Cloud (tests/fakes/confluence.py),
 into the real Postgres with the real embedder: the first sync and answers citing a page, restricted
-pages (mapped, inherited, unmapped), a re-sync that downloads only the edited page, a trashed page
-deleted, a failed listing that removes nothing, refused credentials, a 429 and a 5xx."""
+pages (mapped, inherited, unmapped, in a restricted folder), a re-sync that downloads only the edited
+page, a trashed page deleted, a failed listing that removes nothing, refused credentials, a 429 and a
+5xx, and a download redirected to another host, which gets no credentials."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from rag.runtime import Candor
 from rag.store.postgres import KnowledgeBase
 from tests.fakes.confluence import EMAIL, TOKEN, FakeConfluence
 
-PAGES = 33
+PAGES = 35
 """ENG: home, 4 sections, 16 pages below them, the incident bridge, its child, the vault page and 2 blog
-posts; HR: 7."""
+posts; HR: 7, and a page in each of its two folders (a folder is not a document)."""
 SYNCED = PAGES + 1
 """... and the PDF attached to Deployments (the PNG beside it is not listed)."""
 
@@ -133,6 +134,8 @@ async def test_restricted_pages_reach_only_readers_with_their_groups(
     assert of("Salary bands") == ["hr"]  # a mapped group and a mapped user
     assert of("Leave policy") == ["staff"]  # HR is not public: space_access
     assert of("Deployments 2") == [] and groups[f"{wiki.url}/attachment/att900"] == []
+    assert of("Performance reviews") == ["hr"]  # in the Managers folder, restricted to hr-managers
+    assert of("Calibration guide") == ["hr"]  # a folder deeper, still under Managers' restriction
 
     pin = "What is the incident bridge PIN?"
     public = await ask(candor, kb, pin)
@@ -156,6 +159,11 @@ async def test_restricted_pages_reach_only_readers_with_their_groups(
     salary = "Where does the senior engineer salary band start?"
     assert "71000" not in (await ask(candor, kb, salary, "staff")).text
     assert "71000" in (await ask(candor, kb, salary, "hr")).text
+    reviews = "How often do performance reviews take place?"
+    assert "9 months" not in (await ask(candor, kb, reviews, "staff")).text  # HR's readers, not its managers
+    assert "9 months" in (await ask(candor, kb, reviews, "hr")).text
+    cap = "At what percentage do calibration sessions cap top ratings?"
+    assert "15 percent" not in (await ask(candor, kb, cap, "staff")).text
 
 
 async def test_a_restriction_added_between_runs_is_applied(
@@ -242,6 +250,50 @@ async def test_a_restriction_that_cannot_be_read_makes_the_page_no_one_s_until_i
     wiki.restriction_failing.clear()
     await candor.sync(config)
     assert (await access_groups(candor, kb))[f"{wiki.url}/page/{bridge.id}"] == ["sre-team"]
+
+
+async def test_a_folder_that_cannot_be_read_makes_the_pages_in_it_no_one_s_until_it_can(
+    candor: Candor, kb: KnowledgeBase, wiki: FakeConfluence, tmp_path: Path
+) -> None:
+    config = sources_file(tmp_path, source(wiki, kb))
+    await candor.sync(config)
+    reviews, guide = wiki.find("Performance reviews"), wiki.find("Calibration guide")
+    managers, calibration = wiki.find("Managers"), wiki.find("Calibration")
+
+    def of(groups: dict[str, list[str]], page: str) -> list[str]:
+        return groups[f"{wiki.url}/page/{page}"]
+
+    wiki.folder_failing.add(managers.id)  # where the folder sits, and so who it lets read, is unknown
+    [report] = await candor.sync(config)
+    assert report.listing_error is None and report.deleted == 0, report
+    groups = await access_groups(candor, kb)
+    assert of(groups, reviews.id) == [NO_ONE] and of(groups, guide.id) == [NO_ONE]
+    assert of(groups, wiki.find("Leave policy").id) == ["staff"]  # beside the folder: untouched
+    assert "9 months" not in (await ask(candor, kb, "How often do performance reviews take place?", "hr")).text
+
+    wiki.folder_failing.clear()
+    wiki.restriction_failing.add(calibration.id)  # the inner folder's restriction: a 5xx
+    await candor.sync(config)
+    groups = await access_groups(candor, kb)
+    assert of(groups, guide.id) == [NO_ONE] and of(groups, reviews.id) == ["hr"]
+
+    wiki.restriction_failing.clear()
+    managers.groups = ["sre"]  # and a restriction changed on the folder, not the pages, is applied
+    await candor.sync(config)
+    groups = await access_groups(candor, kb)
+    assert of(groups, guide.id) == ["sre-team"] and of(groups, reviews.id) == ["sre-team"]
+
+
+async def test_a_download_redirected_to_another_host_is_sent_no_credentials(
+    candor: Candor, kb: KnowledgeBase, wiki: FakeConfluence, tmp_path: Path
+) -> None:
+    wiki.redirect_downloads = True  # the site answers the PDF's download with a 302 to 127.0.0.2
+    [report] = await candor.sync(sources_file(tmp_path, source(wiki, kb)))
+    assert report.ok and report.added == SYNCED, report
+    assert wiki.media_authorization == [None]  # one request, with no Authorization header
+    assert f"{wiki.url}/attachment/att900" in await documents(candor, kb)
+    rollback = await ask(candor, kb, "How long does a rollback to the previous release take?")
+    assert "7 minutes" in rollback.text, rollback.text
 
 
 async def test_a_failed_listing_removes_nothing(

@@ -63,6 +63,19 @@ def test_anything_unmapped_restricts_to_no_one_and_an_unreadable_restriction_is_
     assert access("home", {"ops": UNREADABLE}) == ()
 
 
+def test_a_folder_s_restriction_applies_to_the_pages_in_it_at_every_depth() -> None:
+    # home > folder "managers" (restricted) > page "reviews" and folder "calibration" > page "guide"
+    tree = {"home": None, "managers": "home", "reviews": "managers", "calibration": "managers", "guide": "calibration"}
+    own: dict[str, Restriction | str] = {"managers": Restriction((("hr-managers", "id-hr"),))}
+    assert page_access("reviews", tree, own, MAP, ("staff",)) == ("hr",)  # not the space's staff
+    assert page_access("guide", tree, own, MAP, ("staff",)) == ("hr",)
+    assert page_access("home", tree, own, MAP, ("staff",)) == ("staff",)  # above the folder
+    own["calibration"] = Restriction((("sre", "g2"),))
+    assert page_access("guide", tree, own, MAP, ("staff",)) == (NO_ONE,)  # hr, then sre-team: no one
+    assert page_access("guide", tree, {"calibration": UNREADABLE}, MAP, ("staff",)) is None
+    assert page_access("reviews", tree, {"calibration": UNREADABLE}, MAP, ("staff",)) == ("staff",)
+
+
 def test_restrictions_are_read_from_the_api_s_shape() -> None:
     data = {
         "operation": "read",
@@ -110,6 +123,25 @@ def test_confluence_settings_are_checked() -> None:
 def test_bad_confluence_settings_are_refused(options: dict[str, object], message: str) -> None:
     with pytest.raises(SyncError, match=message):
         ConfluenceOptions.parse(options, "wiki")
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("max_documents", 0),
+        ("timeout_seconds", 0),
+        ("timeout_seconds", float("nan")),
+        ("max_wait_seconds", -1),
+        ("max_wait_seconds", float("nan")),
+    ],
+)
+def test_an_out_of_range_number_names_its_own_setting(setting: str, value: float) -> None:
+    options = {"base_url": "https://x.atlassian.net/wiki", "spaces": ["ENG"], setting: value}
+    with pytest.raises(SyncError) as refused:
+        ConfluenceOptions.parse(options, "wiki")
+    others = {"max_documents", "timeout_seconds", "max_wait_seconds"} - {setting}
+    assert f"`{setting}`" in str(refused.value)
+    assert not [other for other in others if other in str(refused.value)], str(refused.value)
 
 
 def test_a_confluence_source_needs_an_email_and_a_token_by_variable() -> None:
