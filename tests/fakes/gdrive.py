@@ -16,11 +16,13 @@ The workspace it serves, and the edits a test makes to it between runs (`edit`, 
 (`error.errors[].reason`). Every API request needs a token the fake issued (401 otherwise).
 
 Knobs of the server: `failing` (500), `too_large` (export 403 `exportSizeLimitExceeded`),
-`permissions_failing`, `throttled` (429, Retry-After: 0), `rate_limited` (403 `userRateLimitExceeded`),
-`listing_status`, `expire_tokens` (now, or after `expire_tokens_after` requests), `revoked`
-(the token endpoint answers `invalid_grant`). Lists hold at most `page_size` items and a
-`nextPageToken`, so pagination is always exercised. Counters say what was served. It runs on its own
-thread (`BackgroundLoop`) so a `candor sync` process can use it too.
+`permissions_failing` (permissions.list answers 500, and listings leave the file's `permissions` out, as
+Drive does for a file the caller cannot share), `incomplete_search` (files a search misses: a files.list
+answer that leaves one out says `incompleteSearch: true`), `throttled` (429, Retry-After: 0),
+`rate_limited` (403 `userRateLimitExceeded`), `listing_status`, `expire_tokens` (now, or after
+`expire_tokens_after` requests), `revoked` (the token endpoint answers `invalid_grant`). Lists hold at
+most `page_size` items and a `nextPageToken`, so pagination is always exercised. Counters say what
+was served. It runs on its own thread (`BackgroundLoop`) so a `candor sync` process can use it too.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ class FakeDrive(Workspace):
     failing: set[str] = field(default_factory=set)
     too_large: set[str] = field(default_factory=set)
     permissions_failing: set[str] = field(default_factory=set)
+    incomplete_search: set[str] = field(default_factory=set)
+    """Ids of files Drive's search misses (an index not yet caught up, a corpus it gave up on)."""
     throttled: Counter[str] = field(default_factory=Counter)
     rate_limited: Counter[str] = field(default_factory=Counter)
     listing_status: int = 200
@@ -197,14 +201,17 @@ class FakeDrive(Workspace):
             data |= {"md5Checksum": hashlib.md5(found.content).hexdigest(), "size": str(len(found.content))}
         if found.drive_id:
             data["driveId"] = found.drive_id
-        elif "permissions" in fields:  # Drive does not populate it for items in shared drives
+        elif "permissions" in fields and found.id not in self.permissions_failing:
+            # Drive populates it neither for items in shared drives nor for files the caller cannot share
             data["permissions"] = self._permissions(found)
         if fields and not fields.startswith(("files(", "nextPageToken")):
             wanted = {name.split("(")[0].strip() for name in fields.split(",")}
             data = {k: v for k, v in data.items() if k in wanted}
         return data
 
-    def _page(self, request: web.Request, items: list[Any], key: str, kind: str) -> web.Response:
+    def _page(
+        self, request: web.Request, items: list[Any], key: str, kind: str, incomplete: bool = False
+    ) -> web.Response:
         try:
             start = int(base64.urlsafe_b64decode(request.query.get("pageToken", "") or "MA==").decode())
         except (binascii.Error, ValueError):
@@ -212,7 +219,7 @@ class FakeDrive(Workspace):
         size = min(int(request.query.get("pageSize", "100")), self.page_size)
         body: dict[str, Any] = {"kind": kind, key: items[start : start + size]}
         if key == "files":
-            body["incompleteSearch"] = False
+            body["incompleteSearch"] = incomplete
         if start + size < len(items):
             body["nextPageToken"] = base64.urlsafe_b64encode(str(start + size).encode()).decode()
         return web.json_response(body)
@@ -242,8 +249,11 @@ class FakeDrive(Workspace):
             and (all_drives or not f.drive_id)
             and (corpora != "drive" or f.drive_id == request.query.get("driveId"))
         ]
+        missed = [f for f in found if f.id in self.incomplete_search]
+        found = [f for f in found if f not in missed]
         fields = request.query.get("fields", "")
-        return self._page(request, [self._json(f, fields) for f in found], "files", "drive#fileList")
+        files = [self._json(f, fields) for f in found]
+        return self._page(request, files, "files", "drive#fileList", incomplete=bool(missed))
 
     async def _get_file(self, request: web.Request) -> web.StreamResponse:
         file_id = request.match_info["file_id"]

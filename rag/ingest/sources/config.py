@@ -44,7 +44,7 @@ knowledge base, with which credentials and permissions.
         permissions:                 # Drive readers → access groups; unmapped readers are left out
           groups: {hr-team@example.com: [hr]}
           domains: {example.com: [staff]}
-          anyone: []                 # a file anyone can open is public
+          anyone: public             # a file anyone with the link can open is public (unset: adds no one)
         credentials: {service_account: GOOGLE_SERVICE_ACCOUNT_JSON}   # the key's JSON text
 
 A value that looks like a secret written inline (a `token`, `password`, `secret`, `api_key`,

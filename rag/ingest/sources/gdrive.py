@@ -17,9 +17,12 @@ renamed or moved file is updated, not duplicated), cited by its `webViewLink`, t
 dated by its `modifiedTime`. A file whose `version` (or, without one, `modifiedTime` and
 `md5Checksum`) is the one stored last time is not downloaded at all.
 
-Errors: a folder or shared drive that vanished (404), a refused key or a listing that fails raises
-`SourceError` and removes nothing; a file that fails (a 5xx, an export Google refuses, permissions
-that cannot be read) is one skipped line and its stored version stays.
+Errors: a folder or shared drive that vanished (404), a refused key, a listing that fails or one Drive
+says is incomplete (`incompleteSearch`) raises `SourceError` and removes nothing; a file that fails (a
+5xx, an export Google refuses) is one skipped line and its stored version stays. A file whose
+permissions cannot be read is not skipped: its stored version might keep groups wider than Drive's
+new ones, so it is listed as readable by no one (logged), as a Confluence page whose restrictions
+cannot be read is, until its permissions can be read again.
 """
 
 from __future__ import annotations
@@ -125,7 +128,6 @@ class _Item:
     export: bool
     revision: Mapping[str, str]
     """`version`, or `modifiedTime` and `md5Checksum`: equal to last time's, the file is unchanged."""
-    unreadable: bool = False
 
 
 class GoogleDrive:
@@ -142,6 +144,14 @@ class GoogleDrive:
         variables: Mapping[str, str],
         access: Sequence[str] = (),
     ) -> None:
+        """`access` is the sources file's top-level `access`, refused when given: every file's readers
+        come from Drive, and a list there would read as if it decided who may read (it once decided
+        what a file anyone with the link can open got)."""
+        if access:
+            raise SyncError(
+                f"source {name!r}: a gdrive source takes its readers from Drive's permissions: map them under "
+                "`permissions:` instead of giving `access` (`anyone: public` for files anyone with the link can open)"
+            )
         if "service_account" not in credentials:
             raise SyncError(
                 f"source {name!r}: a gdrive source needs `credentials: {{service_account: VARIABLE}}`, the "
@@ -168,7 +178,6 @@ class GoogleDrive:
             ) from exc
         self.options = options
         self.name = name
-        self.access = tuple(access)
         self.max_documents = options.max_documents
         self.not_synced: Counter[str] = Counter()
         self._items: dict[str, _Item] = {}
@@ -186,8 +195,6 @@ class GoogleDrive:
         item = self._items.get(document.id)
         if item is None:
             raise ItemError("not in this run's listing")
-        if item.unreadable:
-            raise ItemError("its permissions could not be read; its stored version stays")
         if previous is not None and _unchanged(previous.values.get("revision"), item.revision):
             return NotModified(document)
         if item.export:
@@ -286,11 +293,17 @@ class GoogleDrive:
         title = str(found.get("name") or file_id)
         listed = found.get("permissions")
         permissions = listed if isinstance(listed, list) else await self._permissions(file_id)
-        if permissions is None:
+        if permissions is None:  # who may read it is unknown for now: no one, until it can be read again
             access = FileAccess((NO_ONE,))
+            log.warning(
+                "source %r: %r (file %s) is readable by no one until its permissions can be read",
+                self.name,
+                title,
+                file_id,
+            )
         else:
             parsed = [p for p in (Permission.parse(d) for d in permissions if isinstance(d, dict)) if p is not None]
-            access = file_access(parsed, self.options.permissions, self.access)
+            access = file_access(parsed, self.options.permissions)
             self._unmapped.note(title, access)
         revision = {k: str(found[k]) for k in ("version", "modifiedTime", "md5Checksum") if found.get(k) is not None}
         doc = SourceDocument(
@@ -300,12 +313,13 @@ class GoogleDrive:
             _moment(found.get("modifiedTime")),
             access.groups,
         )
-        self._items[doc.id] = _Item(file_id, form, export, revision, unreadable=permissions is None)
+        self._items[doc.id] = _Item(file_id, form, export, revision)
         return doc
 
     async def _permissions(self, file_id: str) -> list[Any] | None:
-        """`permissions.list` of one file (a shared drive's items carry none in listings); None when
-        Drive would not give them (the file is then skipped, its stored version kept)."""
+        """`permissions.list` of one file (a shared drive's items carry none in listings, nor do files the
+        service account cannot share); None when Drive would not give them all: the file is then readable
+        by no one, since a stored copy keeping its old groups might be wider than Drive's new ones."""
         found: list[Any] = []
         query = {"supportsAllDrives": "true", "pageSize": "100", "fields": _PERMISSION_FIELDS}
         for _ in range(100):

@@ -8,35 +8,42 @@ email address; `domain`, by domain; `anyone`, everyone with the link) and a `rol
       users: {ana@example.com: [hr]}           # by email address (case does not matter)
       groups: {hr-team@example.com: [hr]}       # a Google group, by its email address
       domains: {example.com: [staff]}           # everyone in a Workspace domain
-      anyone: []                                # a file anyone can open: public ([]) or these groups
+      anyone: public                            # a file anyone with the link can open: public (or groups)
 
-The rules, in order:
+The rules, in order, the same as a SharePoint source's (`sharepoint_access`), so a habit carried
+from one to the other never opens a file wider than meant:
 
 - a file's groups are the union of the groups its mapped readers map to: anyone who may open it in
   Drive and holds one of those groups may read it in Candor;
-- a reader with no mapping (its owner, a colleague it was shared with, the service account itself)
-  is left out, logged once per principal: that person can still open the file in Drive, just not
-  through Candor. Leaving a reader out only ever narrows who may read, never widens it;
-- a permission for `anyone` gives the `anyone:` mapping's groups, `[]` meaning public; when
-  `anyone` is not configured it gives the source's `access` (which is public when that is empty);
-  only this makes a file public: `users`, `groups` and `domains` must map to at least one group;
+- a reader with no mapping (its owner, a colleague it was shared with, the service account itself,
+  and a link anyone can open when `anyone` is not set) is left out, logged once per principal: that
+  person can still open the file in Drive, just not through Candor. Leaving a reader out only ever
+  narrows who may read, never widens it;
+- a file is public only when one of its readers maps to the word `public` (`anyone: public`, say),
+  written alone as SharePoint's mapping spells it; nothing else, not `[]` nor an unset mapping,
+  makes a file public;
 - a file none of whose readers maps is readable by no one (`NO_ONE`, logged), never public;
 - a permission Drive marks `deleted` (its account is gone) reads nothing and is ignored.
+
+The source's own `access` is refused (`gdrive.py`): Drive's permissions decide who reads each file.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rag.errors import SyncError
+from rag.ingest.sources.sharepoint_access import PUBLIC, Readers
 from rag.model.types import NO_ONE
 
 log = logging.getLogger("candor.sync.gdrive")
 
 PRINCIPAL_TYPES = ("user", "group", "domain", "anyone")
+ANYONE_WITH_THE_LINK = "anyone with the link"
+"""How a log line names a permission for `anyone`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +69,19 @@ class Permission:
         return cls(kind, principal.strip().lower(), str(data.get("role") or "reader"))
 
     def describe(self) -> str:
+        if self.type == "anyone":
+            return ANYONE_WITH_THE_LINK
         return f"{self.type} {self.principal}".strip()
 
 
 @dataclass(frozen=True, slots=True)
 class PermissionMap:
-    users: Mapping[str, tuple[str, ...]]
-    groups: Mapping[str, tuple[str, ...]]
-    domains: Mapping[str, tuple[str, ...]]
-    anyone: tuple[str, ...] | None = None
-    """`anyone:`'s groups (`()`: public), or None when not configured (the source's `access` applies)."""
+    users: Mapping[str, Readers]
+    groups: Mapping[str, Readers]
+    domains: Mapping[str, Readers]
+    anyone: Readers | None = None
+    """What a link anyone can open maps to (`public`, or groups); None when not configured: such a
+    link adds no one, as an unset `anonymous` link does in a SharePoint source."""
 
     @classmethod
     def parse(cls, value: object, where: str) -> PermissionMap:
@@ -81,19 +91,17 @@ class PermissionMap:
         if not isinstance(value, dict) or set(value) - known:
             raise SyncError(f"{where}: `permissions` has `users`, `groups`, `domains` and `anyone` (got {value!r})")
         anyone = value.get("anyone")
-        if anyone is not None:
-            anyone = _groups(anyone, f"{where}: permissions.anyone", empty=True)
         return cls(
             _principals(value.get("users"), f"{where}: permissions.users"),
             _principals(value.get("groups"), f"{where}: permissions.groups"),
             _principals(value.get("domains"), f"{where}: permissions.domains"),
-            anyone,
+            None if anyone is None else _readers(anyone, f"{where}: permissions.anyone"),
         )
 
-    def groups_of(self, permission: Permission, source_access: Sequence[str]) -> tuple[str, ...] | None:
-        """The groups one reader maps to (`()`: public, for `anyone` only), or None: no mapping."""
+    def groups_of(self, permission: Permission) -> Readers | None:
+        """What one reader maps to (`public`, or its groups), or None: no mapping, the reader is left out."""
         if permission.type == "anyone":
-            return self.anyone if self.anyone is not None else tuple(sorted(set(source_access)))
+            return self.anyone
         table = {"user": self.users, "group": self.groups, "domain": self.domains}.get(permission.type)
         return None if table is None else table.get(permission.principal)
 
@@ -103,21 +111,19 @@ class FileAccess:
     groups: tuple[str, ...]
     """`()` public, `(NO_ONE,)` no one, else the access groups that may read."""
     unmapped: tuple[str, ...] = ()
-    """The readers left out (no mapping), described as `type principal`."""
+    """The readers left out (no mapping), described as `type principal` (or `anyone with the link`)."""
 
 
-def file_access(
-    permissions: Iterable[Permission], mapping: PermissionMap, source_access: Sequence[str] = ()
-) -> FileAccess:
+def file_access(permissions: Iterable[Permission], mapping: PermissionMap) -> FileAccess:
     """Who may read a file with these permissions (the rules in the module's docstring)."""
     groups: set[str] = set()
     public = False
     unmapped: list[str] = []
     for permission in permissions:
-        found = mapping.groups_of(permission, source_access)
+        found = mapping.groups_of(permission)
         if found is None:
             unmapped.append(permission.describe())
-        elif not found:
+        elif found == PUBLIC:
             public = True
         else:
             groups.update(found)
@@ -143,9 +149,10 @@ class UnmappedLog:
                 self._seen.add(principal)
                 log.info(
                     "%s: %s has no access group mapped: left out (it can still open its files in Drive, "
-                    "not through Candor)",
+                    "not through Candor%s)",
                     self.where,
                     principal,
+                    "; `anyone: public` makes such files public" if principal == ANYONE_WITH_THE_LINK else "",
                 )
         if access.groups == (NO_ONE,):
             log.warning(
@@ -156,19 +163,29 @@ class UnmappedLog:
             )
 
 
-def _principals(value: object, where: str) -> dict[str, tuple[str, ...]]:
-    """Email addresses or domains (lower-cased) → access groups, at least one each."""
+def _principals(value: object, where: str) -> dict[str, Readers]:
+    """Email addresses or domains (lower-cased) → `public` or access groups (at least one)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise SyncError(f"{where} must map email addresses or domains to access groups")
-    return {str(key).strip().lower(): _groups(groups, f"{where}.{key}", empty=False) for key, groups in value.items()}
+    return {str(key).strip().lower(): _readers(groups, f"{where}.{key}") for key, groups in value.items()}
 
 
-def _groups(value: object, where: str, *, empty: bool) -> tuple[str, ...]:
+def _readers(value: object, where: str) -> Readers:
+    """`public` (written alone, as a SharePoint source's mapping spells it), one access group, or a list
+    of them. `[]` is refused rather than read: it once meant public for `anyone`, and a mapping that
+    silently changed meaning would surprise whoever wrote it."""
+    if value == PUBLIC:
+        return PUBLIC
     listed = [value] if isinstance(value, str) else value
     if not isinstance(listed, list) or not all(isinstance(g, str) and g.strip() for g in listed):
-        raise SyncError(f"{where} must be an access group or a list of them")
-    if not listed and not empty:
-        raise SyncError(f"{where} maps to no access group: only `anyone: []` makes a file public")
+        raise SyncError(f"{where} must be an access group, a list of them, or `public`")
+    if PUBLIC in (g.strip() for g in listed):
+        raise SyncError(f"{where}: write `public` alone (not in a list) to make these readers' files public")
+    if not listed:
+        raise SyncError(
+            f"{where} maps to no access group: write `public` to make these readers' files public, or leave "
+            "the reader out (an unmapped reader adds no one)"
+        )
     return tuple(sorted({g.strip() for g in listed}))

@@ -179,7 +179,9 @@ class DriveApi:
 
     async def results(self, path: str, params: Mapping[str, str], key: str) -> list[dict[str, Any]]:
         """Every item under `key` (`files`, `permissions`) of a list endpoint, following
-        `nextPageToken` to the end; `ItemError` when a page does not answer 200."""
+        `nextPageToken` to the end; `ItemError` when a page does not answer 200, or when Drive says
+        its search was incomplete (`incompleteSearch`, `files.list` across drives): the files it
+        left out would look deleted to the sync, so a partial answer is no answer."""
         found: list[dict[str, Any]] = []
         query = dict(params)
         for _ in range(_MAX_RESULT_PAGES):
@@ -187,6 +189,11 @@ class DriveApi:
             if reply.status != 200:
                 refused = f": {self.refused}" if reply.status == 403 else ""
                 raise ItemError(f"{reply.describe()} for {path}{refused}")
+            if data.get("incompleteSearch"):
+                raise ItemError(
+                    f"Drive says its search of {path} was incomplete (incompleteSearch): files it missed would "
+                    "look deleted, so this run removes nothing; try again later"
+                )
             found.extend(item for item in data.get(key) or [] if isinstance(item, dict))
             token = data.get("nextPageToken")
             if not token:

@@ -39,7 +39,7 @@ async def test_candor_sync_a_google_drive_source(
     permissions:
       groups: {{hr-team@example.com: [hr], support-team@example.com: [support]}}
       domains: {{example.com: [staff]}}
-      anyone: []
+      anyone: public
     credentials: {{service_account: GOOGLE_SERVICE_ACCOUNT_JSON}}
 """
     )

@@ -1,9 +1,10 @@
 """`Candor.sync` of a Google Drive source against a local fake Drive (tests/fakes/gdrive.py), into the real
 Postgres with the real embedder: the first sync and answers citing a file's link, restricted files
-(a mapped group, user and domain; anyone with the link; only unmapped people), a re-sync that
-downloads only what changed, a sharing change applied without a new version, a trashed file deleted,
-a listing that fails or a folder that vanished removing nothing, a refused key, 429s, a 5xx, an
-export Google refuses and permissions that cannot be read."""
+(a mapped group, user and domain; anyone with the link, `anyone: public` and not mapped; only unmapped
+people), a re-sync that downloads only what changed, a sharing change applied without a new version, a
+trashed file deleted, a listing that fails, one Drive says is incomplete, or a folder that vanished
+removing nothing, a refused key, 429s, a 5xx, an export Google refuses, and permissions that cannot be
+read making a file no one's until they can be read again."""
 
 from __future__ import annotations
 
@@ -34,9 +35,15 @@ def drive(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDrive]:
 
 
 def source(
-    drive: FakeDrive, kb: KnowledgeBase, name: str = "drive", variable: str = "GOOGLE_SERVICE_ACCOUNT_JSON"
+    drive: FakeDrive,
+    kb: KnowledgeBase,
+    name: str = "drive",
+    variable: str = "GOOGLE_SERVICE_ACCOUNT_JSON",
+    anyone: str | None = "public",
 ) -> str:
-    """A source called `name`-<kb> (sync state is kept by name, and the session's tests share a database)."""
+    """A source called `name`-<kb> (sync state is kept by name, and the session's tests share a database);
+    `anyone`: what a link anyone can open maps to (None: not mapped)."""
+    link = "" if anyone is None else f"\n      anyone: {anyone}"
     return f"""
   - name: {name}-{kb.name}
     kind: gdrive
@@ -49,8 +56,7 @@ def source(
     permissions:
       users: {{ana@example.com: [hr]}}
       groups: {{hr-team@example.com: [hr], support-team@example.com: [support]}}
-      domains: {{example.com: [staff]}}
-      anyone: []
+      domains: {{example.com: [staff]}}{link}
     credentials: {{service_account: {variable}}}
 """
 
@@ -152,7 +158,7 @@ async def test_restricted_files_reach_only_readers_with_their_groups(
     assert of("Promotion process") == ["hr"]  # a mapped user
     assert of("Leave policy") == ["staff"]  # a mapped domain
     assert of("Board minutes") == [NO_ONE]  # only people with no mapping
-    assert of("Office guide") == [] and of("Public FAQ") == []  # anyone with the link, `anyone: []`
+    assert of("Office guide") == [] and of("Public FAQ") == []  # anyone with the link, `anyone: public`
     assert of("Returns policy") == ["support"] and of("Escalation matrix") == ["support"]  # the drive's members
 
     salary = "What is the 2026 salary review budget?"
@@ -171,6 +177,21 @@ async def test_restricted_files_reach_only_readers_with_their_groups(
     leave = "How many days of paid annual leave do employees receive?"
     assert "27 days" not in (await ask(candor, kb, leave)).text
     assert "27 days" in (await ask(candor, kb, leave, "staff")).text
+
+
+async def test_a_link_anyone_can_open_adds_no_one_when_anyone_is_not_mapped(
+    candor: Candor, kb: KnowledgeBase, drive: FakeDrive, tmp_path: Path
+) -> None:
+    """As in a SharePoint source with `anonymous` unset: the link is left out like any unmapped reader,
+    so a file only it opens is no one's, and one the drive's members also open keeps their groups."""
+    [report] = await candor.sync(sources_file(tmp_path, source(drive, kb, anyone=None)))
+    assert report.ok, report
+    groups = await access_groups(candor, kb)
+    assert groups[gid(drive, "Office guide")] == [NO_ONE]  # its owner, the service account, the link
+    assert groups[gid(drive, "Public FAQ")] == ["support"]  # the shared drive's members, not the link
+    wifi = await ask(candor, kb, "What is the guest wifi network called?")
+    assert "acme-lobby" not in wifi.text, wifi.text
+    assert "acme-lobby" not in (await ask(candor, kb, "What is the guest wifi network called?", "staff")).text
 
 
 async def test_a_sharing_change_is_applied_though_the_version_stays(
@@ -219,6 +240,25 @@ async def test_a_failed_listing_or_a_vanished_folder_or_drive_removes_nothing(
     assert await documents(candor, kb) == before
 
 
+async def test_a_search_drive_says_is_incomplete_removes_nothing(
+    candor: Candor, kb: KnowledgeBase, drive: FakeDrive, tmp_path: Path
+) -> None:
+    """Drive may answer a files.list with `incompleteSearch: true` and some files left out: taken as the
+    listing, those files would be deleted as gone."""
+    config = sources_file(tmp_path, source(drive, kb))
+    await candor.sync(config)
+    before = await documents(candor, kb)
+    drive.incomplete_search = {drive.find("Leave policy").id, drive.find("Returns policy").id}
+    [partial] = await candor.sync(config)
+    assert partial.listing_error is not None and partial.deleted == 0, partial
+    assert "incomplete (incompleteSearch)" in partial.listing_error and "removes nothing" in partial.listing_error
+    assert await documents(candor, kb) == before
+
+    drive.incomplete_search.clear()
+    [whole] = await candor.sync(config)
+    assert whole.ok and whole.complete and (whole.deleted, whole.unchanged) == (0, SYNCED), whole
+
+
 async def test_a_refused_key_names_its_variable_and_other_sources_still_sync(
     candor: Candor, kb: KnowledgeBase, drive: FakeDrive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -245,14 +285,9 @@ async def test_throttling_is_waited_out_and_a_failing_file_is_skipped(
 ) -> None:
     drive.throttled["/drive/v3/files"] = 2
     drive.rate_limited[f"/drive/v3/drives/{drive.drive}"] = 1
-    broken, large, unshared = (
-        drive.find("Engineering note 3"),
-        drive.find("Engineering note 5"),
-        drive.find("Macros.md"),
-    )
+    broken, large = drive.find("Engineering note 3"), drive.find("Engineering note 5")
     drive.failing.add(broken.id)
     drive.too_large.add(large.id)
-    drive.permissions_failing.add(unshared.id)
     config = sources_file(tmp_path, source(drive, kb))
     [report] = await candor.sync(config)
     assert drive.throttled["/drive/v3/files"] == 0 and drive.rate_limited[f"/drive/v3/drives/{drive.drive}"] == 0
@@ -263,15 +298,48 @@ async def test_throttling_is_waited_out_and_a_failing_file_is_skipped(
                 f"gdrive:{large.id}",
                 "Google would not export it as HTML: larger than the 10 MB export limit (exportSizeLimitExceeded)",
             ),
-            (f"gdrive:{unshared.id}", "its permissions could not be read; its stored version stays"),
         ]
     )
-    assert report.added == SYNCED - 3 and report.complete
+    assert report.added == SYNCED - 2 and report.complete
 
     drive.failing.clear()
     drive.too_large.clear()
-    drive.permissions_failing.clear()
     drive.expire_tokens_after = 5  # the access token expires during the run: a new one is asked for, once
     [again] = await candor.sync(config)
-    assert (again.added, again.fetched) == (3, 3) and again.ok
+    assert (again.added, again.fetched) == (2, 2) and again.ok
     assert drive.grants == 3  # the first run's, this run's, and its renewal
+
+
+async def test_a_file_whose_permissions_cannot_be_read_is_no_one_s_until_they_can(
+    candor: Candor, kb: KnowledgeBase, drive: FakeDrive, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kept with its old groups, a stored copy could stay open to readers Drive has since removed: it is
+    stored again as no one's (as a Confluence page whose restrictions cannot be read), and gets its
+    groups back once Drive gives its permissions again. Both paths: a folder's file (the listing leaves
+    out the permissions of a file the service account cannot share) and a shared drive's."""
+    config = sources_file(tmp_path, source(drive, kb))
+    [first] = await candor.sync(config)
+    assert first.ok, first
+    leave, macros = drive.find("Leave policy"), drive.find("Macros.md")
+    before = await access_groups(candor, kb)
+    assert (before[f"gdrive:{leave.id}"], before[f"gdrive:{macros.id}"]) == (["staff"], ["support"])
+    question = "How many days of paid annual leave do employees receive?"
+    assert "27 days" in (await ask(candor, kb, question, "staff")).text
+
+    drive.permissions_failing |= {leave.id, macros.id}
+    with caplog.at_level(logging.WARNING, logger="candor.sync.gdrive"):
+        [unreadable] = await candor.sync(config)
+    assert unreadable.ok and unreadable.skipped == [] and unreadable.deleted == 0, unreadable
+    assert sorted(doc for _, doc in unreadable.changes) == sorted([f"gdrive:{leave.id}", f"gdrive:{macros.id}"])
+    during = await access_groups(candor, kb)
+    assert (during[f"gdrive:{leave.id}"], during[f"gdrive:{macros.id}"]) == ([NO_ONE], [NO_ONE])
+    assert "27 days" not in (await ask(candor, kb, question, "staff")).text
+    warned = [r.getMessage() for r in caplog.records if "until its permissions can be read" in r.getMessage()]
+    line = f"source 'drive-{kb.name}': 'Leave policy' (file {leave.id}) is readable by no one until its permissions"
+    assert len(warned) == 2 and f"{line} can be read" in warned, warned
+
+    drive.permissions_failing.clear()
+    [readable] = await candor.sync(config)
+    assert readable.ok and readable.updated == 2, readable
+    assert await access_groups(candor, kb) == before
+    assert "27 days" in (await ask(candor, kb, question, "staff")).text

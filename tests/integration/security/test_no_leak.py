@@ -436,6 +436,7 @@ async def test_a_synced_notion_subtree_reaches_only_its_group(
 
 SALARY_REVIEW = "What is the 2026 salary review budget?"
 BOARD = "How much did the board approve for the acquisition of Northwind Traders?"
+GUEST_WIFI = "What is the guest wifi network called?"
 
 
 async def test_a_synced_restricted_drive_file_reaches_only_its_group(
@@ -444,7 +445,9 @@ async def test_a_synced_restricted_drive_file_reaches_only_its_group(
     """Runs last too: a Google Drive synced into the same knowledge base, its `hr-team@` group mapped to
     `hr-confidential`. The salary review shared with that group is not for the command line without the
     group nor a Slack channel; the HR person's DM gets it. The board minutes, shared only with people
-    who have no mapping, reach no one, not even the HR person."""
+    who have no mapping, reach no one, not even the HR person. No `anyone:` is mapped, so the office
+    guide, which anyone with its link can open, is not public either: an unset mapping adds no one
+    (as an unset `anonymous` does in a SharePoint source), never public."""
     drive = FakeDrive().start()
     monkeypatch.setenv("NO_LEAK_DRIVE_KEY", drive.key_json())
     try:
@@ -458,13 +461,20 @@ async def test_a_synced_restricted_drive_file_reaches_only_its_group(
         (report,) = await core.sync(config)
         assert report.added > 0 and report.ok, report
         # this drive's files are cited by their links, whose ids hold this fake's own seed
-        restricted = [drive.find("Salary review").id, drive.find("Board minutes").id, "4.5 percent", "12 million"]
+        restricted = [
+            drive.find("Salary review").id,
+            drive.find("Board minutes").id,
+            drive.find("Office guide").id,
+            "4.5 percent",
+            "12 million",
+            "acme-lobby",
+        ]
 
         def shows(payload: object) -> list[str]:
             text = json.dumps(payload, ensure_ascii=False)
             return [marker for marker in restricted if marker in text]
 
-        for question in (SALARY_REVIEW, BOARD):
+        for question in (SALARY_REVIEW, BOARD, GUEST_WIFI):
             public = await core.answer(Question(question, scope=AccessScope.public(frozenset({handbook.name}))))
             assert shows(public.as_json()) == []
             staff = await core.answer(

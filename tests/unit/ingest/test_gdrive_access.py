@@ -1,5 +1,6 @@
 """Who may read a Google Drive file (its permissions mapped to access groups, unmapped readers left out,
-`anyone`, no one) and the gdrive settings' checks, without a network or a database."""
+`anyone` adding no one unless mapped, public only through `public`, no one) and the gdrive settings'
+checks, a top-level `access` refused among them, without a network or a database."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from rag.ingest.sources.config import parse_sources
 from rag.ingest.sources.gdrive import GoogleDriveOptions
 from rag.ingest.sources.gdrive_access import FileAccess, Permission, PermissionMap, UnmappedLog, file_access
 from rag.ingest.sources.registry import connector_for
+from rag.ingest.sources.sharepoint_access import Readers, item_access
+from rag.ingest.sources.sharepoint_options import SharePointOptions
 from rag.model.types import NO_ONE
 
 MAP = PermissionMap(
@@ -27,8 +30,8 @@ HR, SRE = Permission("group", "hr-team@example.com"), Permission("group", "sre@e
 STAFF, ANYONE = Permission("domain", "example.com"), Permission("anyone")
 
 
-def groups(*permissions: Permission, mapping: PermissionMap = MAP, access: tuple[str, ...] = ()) -> tuple[str, ...]:
-    return file_access(permissions, mapping, access).groups
+def groups(*permissions: Permission, mapping: PermissionMap = MAP) -> tuple[str, ...]:
+    return file_access(permissions, mapping).groups
 
 
 def test_a_file_s_groups_are_the_union_of_its_mapped_readers_groups() -> None:
@@ -48,16 +51,35 @@ def test_a_file_no_mapped_reader_can_read_is_no_one_s_never_public() -> None:
     assert groups(OWNER, Permission("user", "cfo@example.com")) == (NO_ONE,)
     assert groups() == (NO_ONE,)  # not shared with anyone Candor knows
     assert groups(Permission("mystery", "x")) == (NO_ONE,)
-    assert groups(OWNER, access=("staff",)) == (NO_ONE,)  # the source's access does not open a private file
 
 
-def test_anyone_with_the_link_is_the_anyone_mapping_else_the_source_s_access() -> None:
-    assert groups(ANYONE, HR) == ()  # not configured, and the source is public: public
-    assert groups(ANYONE, HR, access=("staff",)) == ("hr", "staff")
-    public = PermissionMap(MAP.users, MAP.groups, MAP.domains, anyone=())
-    assert groups(ANYONE, OWNER, mapping=public, access=("staff",)) == ()
+def test_anyone_with_the_link_adds_no_one_unless_mapped_and_is_public_only_when_mapped_to_public() -> None:
+    assert groups(ANYONE) == (NO_ONE,)  # not configured: the link is left out like any unmapped reader
+    assert groups(ANYONE, HR) == ("hr",)
+    assert file_access([ANYONE, OWNER], MAP).unmapped == ("anyone with the link", "user owner@example.com")
+    public = PermissionMap(MAP.users, MAP.groups, MAP.domains, anyone="public")
+    assert groups(ANYONE, OWNER, mapping=public) == () and groups(ANYONE, HR, mapping=public) == ()
+    assert groups(HR, mapping=public) == ("hr",)  # `anyone: public` opens only files anyone can open
     staff_only = PermissionMap(MAP.users, MAP.groups, MAP.domains, anyone=("staff",))
     assert groups(ANYONE, HR, mapping=staff_only) == ("hr", "staff")
+    domain_public = PermissionMap(MAP.users, MAP.groups, {"example.com": "public"})
+    assert groups(STAFF, mapping=domain_public) == ()  # any reader mapped to `public`, as in SharePoint
+    assert groups(ANYONE, mapping=domain_public) == (NO_ONE,)
+
+
+def test_drive_and_sharepoint_read_the_same_mapping_the_same_way() -> None:
+    """A habit carried from a SharePoint source (`anonymous` unset; `public` written alone) means in
+    a Drive source what it means there."""
+    anonymous_link = {"roles": ["read"], "link": {"scope": "anonymous"}}
+    site = {"sites": ["contoso.sharepoint.com:/sites/F"]}
+    for written in (None, "public", ["staff"], "staff"):
+        drive = PermissionMap.parse({} if written is None else {"anyone": written}, "drive")
+        sharepoint = SharePointOptions.parse({**site, "permissions": {"anonymous": written}}, "sp").permissions
+        assert groups(ANYONE, mapping=drive) == item_access([anonymous_link], sharepoint)[0], written
+    with pytest.raises(SyncError, match="write `public` alone"):
+        SharePointOptions.parse({**site, "permissions": {"anonymous": ["public"]}}, "sp")
+    with pytest.raises(SyncError, match="write `public` alone"):
+        PermissionMap.parse({"anyone": ["public"]}, "drive")
 
 
 def test_permissions_are_read_from_the_api_s_shape() -> None:
@@ -75,11 +97,15 @@ def test_each_unmapped_reader_is_logged_once(caplog: pytest.LogCaptureFixture) -
     notes = UnmappedLog("source 'drive'")
     with caplog.at_level(logging.INFO, logger="candor.sync.gdrive"):
         for title in ("a", "b", "c"):
-            notes.note(title, file_access([OWNER, STAFF], MAP))
+            notes.note(title, file_access([OWNER, STAFF, ANYONE], MAP))
         notes.note("minutes", file_access([OWNER, Permission("user", "cfo@example.com")], MAP))
     lines = [r.getMessage() for r in caplog.records]
     assert sum("owner@example.com has no access group" in line for line in lines) == 1
     assert sum("cfo@example.com has no access group" in line for line in lines) == 1
+    assert [line for line in lines if line.startswith("source 'drive': anyone with the link")] == [
+        "source 'drive': anyone with the link has no access group mapped: left out (it can still open its files "
+        "in Drive, not through Candor; `anyone: public` makes such files public)"
+    ]
     assert [line for line in lines if "readable by no one" in line] == [
         "source 'drive': 'minutes' is readable by no one in Candor: none of its readers "
         "(user owner@example.com, user cfo@example.com) has an access group mapped"
@@ -89,32 +115,41 @@ def test_each_unmapped_reader_is_logged_once(caplog: pytest.LogCaptureFixture) -
 PRINCIPALS = st.sampled_from(
     [ANA, OWNER, HR, SRE, STAFF, ANYONE, Permission("user", "bob@example.com"), Permission("domain", "other.org")]
 )
-MAPS = st.sampled_from([None, (), ("staff",), ("hr", "guests")])
-ACCESS = st.sampled_from([(), ("staff",), ("everyone",)])
+MAPS = st.sampled_from([None, "public", ("staff",), ("hr", "guests")])
 
 
-@given(st.lists(PRINCIPALS, max_size=6), MAPS, ACCESS)
-def test_groups_come_only_from_mapped_readers_and_public_only_from_anyone(
-    readers: list[Permission], anyone: tuple[str, ...] | None, access: tuple[str, ...]
+@given(st.lists(PRINCIPALS, max_size=6), MAPS)
+def test_groups_come_only_from_mapped_readers_and_public_only_from_public(
+    readers: list[Permission], anyone: Readers | None
 ) -> None:
     mapping = PermissionMap(MAP.users, MAP.groups, MAP.domains, anyone)
-    result = file_access(readers, mapping, access).groups
-    mapped = [mapping.groups_of(reader, access) for reader in readers]
-    allowed = {group for found in mapped if found for group in found}
+    result = file_access(readers, mapping).groups
+    mapped = [mapping.groups_of(reader) for reader in readers]
+    allowed = {group for found in mapped if found is not None and found != "public" for group in found}
     if result == ():
-        assert ANYONE in readers and () in mapped  # public only through a permission for anyone mapped public
+        assert "public" in mapped  # public only through a reader mapped to `public`
+        assert anyone == "public" and ANYONE in readers  # here, only `anyone` can be
     elif result == (NO_ONE,):
         assert all(found is None for found in mapped)
     else:
-        assert set(result) <= allowed and set(result) == allowed
+        assert set(result) == allowed
+    if anyone is None:  # an unset `anyone` adds no one: the link is left out, never public
+        assert result != ()
+        assert (ANYONE in readers) == ("anyone with the link" in file_access(readers, mapping).unmapped)
 
 
-def test_a_mapping_to_no_group_is_refused_but_for_anyone() -> None:
-    assert PermissionMap.parse({"anyone": [], "domains": {"Example.COM": "staff"}}, "drive") == PermissionMap(
-        {}, {}, {"example.com": ("staff",)}, ()
+def test_public_is_written_alone_and_a_mapping_to_no_group_is_refused() -> None:
+    assert PermissionMap.parse({"anyone": "public", "domains": {"Example.COM": "staff"}}, "drive") == PermissionMap(
+        {}, {}, {"example.com": ("staff",)}, "public"
     )
-    with pytest.raises(SyncError, match="only `anyone: \\[\\]` makes a file public"):
-        PermissionMap.parse({"users": {"ana@example.com": []}}, "drive")
+    assert PermissionMap.parse({"users": {"Ana@example.com": "public"}}, "drive").users == {"ana@example.com": "public"}
+    assert PermissionMap.parse({}, "drive").anyone is None
+    for empty in ({"anyone": []}, {"users": {"ana@example.com": []}}):
+        with pytest.raises(SyncError, match="maps to no access group: write `public`"):
+            PermissionMap.parse(empty, "drive")  # `anyone: []` once meant public: refused, not reread
+    for listed in (["public"], ["staff", "public"]):
+        with pytest.raises(SyncError, match=r"permissions\.anyone: write `public` alone"):
+            PermissionMap.parse({"anyone": listed}, "drive")
     with pytest.raises(SyncError, match="`permissions` has"):
         PermissionMap.parse({"roles": {}}, "drive")
     with pytest.raises(SyncError, match="access group"):
@@ -127,6 +162,25 @@ def test_gdrive_settings_are_checked() -> None:
     )
     assert options.folders == ("1AbC",) and options.drives == ("0AxY",) and options.subject == "admin@example.com"
     assert options.api_url == "https://www.googleapis.com" and options.permissions.anyone is None
+
+
+def test_a_gdrive_source_s_access_is_refused_as_a_sharepoint_source_s_is() -> None:
+    """Drive's permissions decide who reads each file; an `access` list would read as if it did (it
+    once decided what a file anyone with the link can open got)."""
+    entry = {"name": "drive", "kind": "gdrive", "folders": ["1AbC"], "credentials": {"service_account": "GSA"}}
+    key = '{"type": "service_account", "client_email": "x@y", "private_key": "k", "token_uri": "https://t"}'
+    [drive] = parse_sources({"sources": [{**entry, "access": ["staff"]}]})
+    with pytest.raises(SyncError) as raised:
+        connector_for(drive, {"GSA": key})
+    assert str(raised.value) == (
+        "source 'drive': a gdrive source takes its readers from Drive's permissions: map them under "
+        "`permissions:` instead of giving `access` (`anyone: public` for files anyone with the link can open)"
+    )
+    with pytest.raises(SyncError, match="source 'sp': a sharepoint source takes its readers from SharePoint's"):
+        SharePointOptions.parse({"sites": ["c.sharepoint.com:/sites/F"]}, "source 'sp'", access=("staff",))
+    [unset] = parse_sources({"sources": [entry]})
+    [empty] = parse_sources({"sources": [{**entry, "access": []}]})
+    assert unset.access == empty.access == ()  # nothing given: nothing to refuse
 
 
 @pytest.mark.parametrize(
