@@ -21,6 +21,7 @@ from rag.text.facts import values
 from rag.text.names import codes, mentions, names
 
 CHECKED_KINDS = frozenset({"quantity", "date", "place"})
+_NOT_AMOUNTS = frozenset({"date", "address", "version"})
 """Person is not checked: "who approves leave?" is answered by "your manager" as often as by a name."""
 _WHEN = re.compile(
     r"\b(?:1\d{3}|20\d{2}|\d{3})\b(?!\s*(?:%|percent|people|users|km|miles))|\b\d{2,4}s\b"
@@ -61,7 +62,8 @@ def states(wanted: str, sentence: str, question: str = "") -> bool:
     """Whether `sentence` holds a value of the kind `wanted` (answer types outside CHECKED_KINDS: always)."""
     if wanted == "quantity":
         in_codes = " ".join(codes(sentence))  # the 9 of "RT-9" counts nothing
-        stated = [v for v in values(sentence) if v.kind != "date" and v.surface not in in_codes]
+        # a date, an address or a version is no amount: "14 Wharf Street" says nothing of "how much"
+        stated = [v for v in values(sentence) if v.kind not in _NOT_AMOUNTS and v.surface not in in_codes]
         often = "how often" in question.lower() and bool(_FREQUENCY.search(sentence))
         return bool(stated) or bool(_COUNT_WORD.search(sentence)) or often
     if wanted == "date":

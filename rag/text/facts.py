@@ -66,8 +66,13 @@ NUMBER_WORDS = {
 _WORDS = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 _CURRENCY_CODES = {"EUR": "€", "USD": "$", "GBP": "£", "AUD": "A$", "CAD": "C$", "NZD": "NZ$", "CHF": "CHF"}
 _CODES = "|".join(_CURRENCY_CODES)
+_STREETS = (
+    "Street|St|Road|Rd|Avenue|Ave|Lane|Way|Drive|Boulevard|Blvd|Parkway|Place|Square|Court|Close|Crescent"
+    "|Terrace|Row|Quay|Wharf|Strasse|Straße|Straat"
+)
 _VALUE = re.compile(
-    rf"(?P<ip>\b\d{{1,3}}(?:\.\d{{1,3}}){{3}}\b)"
+    rf"(?P<street>(?-i:\b\d{{1,5}}[A-Z]?,?\s+(?:[A-Z][\w'-]+\s+){{1,3}}(?:{_STREETS})\b))"
+    rf"|(?P<ip>\b\d{{1,3}}(?:\.\d{{1,3}}){{3}}\b)"
     rf"|(?P<version>\bv\d+(?:\.\d+)+(?:-[a-z]+)?\b|\b\d+\.\d+\.\d+\b)"
     rf"|(?P<pre>\b(?:A|C|NZ|US))?(?P<cur>[$£€])\s?(?P<amt>{_NUMBER})(?:\s?(?P<mult>million|billion|bn|k|m|b)\b)?"
     rf"|(?P<code>\b(?:{_CODES}))\s?(?P<camt>{_NUMBER})\b"
@@ -114,7 +119,9 @@ def values(text: str) -> list[Value]:
 def _values(text: str) -> tuple[Value, ...]:
     found: list[Value] = []
     for m in _VALUE.finditer(text):
-        if m.group("ip"):
+        if m.group("street"):  # the 14 of "14 Wharf Street" is no amount
+            found.append(Value("address", " ".join(m.group("street").split()), m.group(0)))
+        elif m.group("ip"):
             found.append(Value("address", m.group("ip"), m.group(0)))
         elif m.group("version"):
             found.append(Value("version", m.group("version").lower().lstrip("v"), m.group(0)))

@@ -35,6 +35,9 @@ from tests.unit.pipeline.stage_data import passage
         ("Who were the first cardinals?", "The first cardinals were the deacons of the city.", True),
         ("Is there a free trial?", "Every workspace starts on a trial.", True),
         ("How do I reset my PIN?", "Open Settings and choose Reset PIN.", True),
+        ("How much does Northwind contribute to my pension?", "Northwind is at 14 Wharf Street, Leeds.", False),
+        ("How much does Northwind contribute to my pension?", "Northwind adds 5% of your salary.", True),
+        ("How many devices does the RT-9i support?", "Update the RT-9i to v3.2.1.", False),
     ],
 )
 def test_an_answer_states_the_kind_of_value_asked(question: str, sentence: str, stated: bool) -> None:

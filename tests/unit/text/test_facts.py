@@ -45,6 +45,9 @@ def keys(text: str) -> list[tuple[str, str]]:
         ("The Starter plan supports 5 users.", [("user", "5")]),
         ("Passwords need 14 characters.", [("character", "14")]),
         ("Call extension 4357.", [("number", "4357")]),
+        ("We are at 14 Wharf Street, Leeds.", [("address", "14 Wharf Street")]),  # no amount of 14
+        ("Ship it to 221B Baker St. in London.", [("address", "221B Baker St")]),
+        ("We moved 14 boxes down the road.", [("number", "14")]),  # a road, but no street's name
         ("No values here at all.", []),
     ],
 )
