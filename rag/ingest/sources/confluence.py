@@ -21,12 +21,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote, urlsplit
 
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Gone, ItemState, NotModified, Outcome, SourceDocument
+from rag.ingest.sources.common import escape_html, moment
 from rag.ingest.sources.confluence_access import (
     UNREADABLE,
     PermissionMap,
@@ -255,7 +255,7 @@ class Confluence:
                 self._id(kind, pid),
                 self.options.base_url + str((page.get("_links") or {}).get("webui") or f"/pages/{pid}"),
                 str(page.get("title") or pid),
-                _moment(version.get("createdAt") or page.get("createdAt")),
+                moment(version.get("createdAt") or page.get("createdAt")),
                 access if access is not None else (NO_ONE,),
             )
             self._items[doc.id] = _Item(kind, pid, _number(version.get("number")))
@@ -376,7 +376,7 @@ class Confluence:
                 self._id("attachment", aid),
                 self.options.base_url + str(web) if web else page.url,
                 title,
-                _moment(version.get("createdAt") or attachment.get("createdAt")),
+                moment(version.get("createdAt") or attachment.get("createdAt")),
                 page.access,
             )
             download = str(attachment.get("downloadLink") or (attachment.get("_links") or {}).get("download") or "")
@@ -407,10 +407,10 @@ class Confluence:
         version = data.get("version") or {}
         title = str(data.get("title") or document.title)
         page = (
-            f'<!doctype html><html><head><meta charset="utf-8"><title>{_escape(title)}</title></head>'
-            f"<body><h1>{_escape(title)}</h1>{body}</body></html>"
+            f'<!doctype html><html><head><meta charset="utf-8"><title>{escape_html(title)}</title></head>'
+            f"<body><h1>{escape_html(title)}</h1>{body}</body></html>"
         )
-        modified = _moment(version.get("createdAt")) or document.modified
+        modified = moment(version.get("createdAt")) or document.modified
         number = _number(version.get("number")) or item.version
         return Fetched(
             SourceDocument(document.id, document.url, title, modified, document.access),
@@ -447,18 +447,5 @@ def _groups_map(value: object, where: str) -> dict[str, tuple[str, ...]]:
     return found
 
 
-def _moment(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _number(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from rag.errors import ItemError
+from rag.ingest.sources.common import USER_AGENT
 from rag.ingest.sources.retry_after import retry_after
 
 log = logging.getLogger("candor.sync.confluence")
 
-USER_AGENT = "CandorBot/1.0 (+https://github.com/candor; knowledge base sync)"
 _RETRIES_429 = 2
 _MAX_RESULT_PAGES = 1000
 """Pages of results one listing follows (250 results each): a cursor that never ends stops here."""

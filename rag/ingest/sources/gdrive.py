@@ -32,12 +32,12 @@ import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Format, Gone, ItemState, NotModified, Outcome, SourceDocument
+from rag.ingest.sources.common import moment
 from rag.ingest.sources.gdrive_access import FileAccess, Permission, PermissionMap, UnmappedLog, file_access
 from rag.ingest.sources.gdrive_api import DriveApi, Reply
 from rag.model.types import NO_ONE
@@ -310,7 +310,7 @@ class GoogleDrive:
             f"gdrive:{file_id}",
             str(found.get("webViewLink") or f"https://drive.google.com/file/d/{quote(file_id, safe='')}/view"),
             title,
-            _moment(found.get("modifiedTime")),
+            moment(found.get("modifiedTime")),
             access.groups,
         )
         self._items[doc.id] = _Item(file_id, form, export, revision)
@@ -398,12 +398,3 @@ def _ids(value: object, where: str) -> tuple[str, ...]:
 def _quoted(file_id: str) -> str:
     """An id inside a Drive query's single quotes."""
     return file_id.replace("\\", "\\\\").replace("'", "\\'")
-
-
-def _moment(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None

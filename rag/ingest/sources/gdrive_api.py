@@ -34,12 +34,12 @@ from google.auth.transport.requests import Request as TokenTransport
 from google.oauth2 import service_account
 
 from rag.errors import ItemError
+from rag.ingest.sources.common import USER_AGENT
 from rag.ingest.sources.retry_after import retry_after
 
 log = logging.getLogger("candor.sync.gdrive")
 
 SCOPES = ("https://www.googleapis.com/auth/drive.readonly",)
-USER_AGENT = "CandorBot/1.0 (+https://github.com/candor; knowledge base sync)"
 RATE_LIMITED = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 _RETRIES_429 = 2
 _MAX_RESULT_PAGES = 2000

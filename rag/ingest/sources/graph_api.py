@@ -32,11 +32,11 @@ import aiohttp
 import msal
 
 from rag.errors import ItemError
+from rag.ingest.sources.common import USER_AGENT
 from rag.ingest.sources.retry_after import retry_after
 
 log = logging.getLogger("candor.sync.sharepoint")
 
-USER_AGENT = "CandorBot/1.0 (+https://github.com/candor; knowledge base sync)"
 _RETRIES = 2
 """Waits for one request that answers 429 or 503 (Graph's throttling), each its Retry-After."""
 _MAX_RESULT_PAGES = 2000

@@ -30,11 +30,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Gone, ItemState, NotModified, Outcome, SourceDocument
+from rag.ingest.sources.common import moment
 from rag.ingest.sources.notion_access import TOP, notion_id, page_groups, under_roots, unread_ancestor, unseen_ids
 from rag.ingest.sources.notion_api import NotionApi
 from rag.ingest.sources.notion_blocks import CHILDREN, page_url, property_lines, render_page, title_of
@@ -257,7 +257,7 @@ class Notion:
                 _PAGE + pid,
                 url,
                 title_of(page.get("properties") or {}) or "Untitled",
-                _moment(page.get("last_edited_time")),
+                moment(page.get("last_edited_time")),
                 access,
             )
             trashed = bool(page.get("in_trash") or page.get("archived"))
@@ -315,7 +315,7 @@ class Notion:
                 _FILE + block_id,
                 f"{page.url}#{block_id.replace('-', '')}",
                 name or "document.pdf",
-                _moment(block.get("last_edited_time")),
+                moment(block.get("last_edited_time")),
                 page.access,
             )
             url = str((data.get("file") or {}).get("url") or "")
@@ -378,12 +378,3 @@ def _within(groups: tuple[str, ...], reader: tuple[str, ...]) -> bool:
     if not groups:
         return True
     return bool(reader) and set(reader) <= set(groups)
-
-
-def _moment(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None

@@ -32,12 +32,12 @@ import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import NO_ONE, Fetched, Format, Gone, ItemState, NotModified, Outcome, SourceDocument
+from rag.ingest.sources.common import moment
 from rag.ingest.sources.graph_api import GraphApi
 from rag.ingest.sources.sharepoint_access import item_access
 from rag.ingest.sources.sharepoint_options import SharePointOptions
@@ -207,7 +207,7 @@ class SharePoint:
                 f"{self.options.graph_url}/drives/{quote(drive_id, safe='!')}/items/{quote(item_id, safe='!')}",
                 str(entry.get("webUrl") or ""),
                 name,
-                _moment(entry.get("lastModifiedDateTime")),
+                moment(entry.get("lastModifiedDateTime")),
                 access,
             )
             tag = str(entry.get("cTag") or entry.get("eTag") or "")
@@ -239,7 +239,7 @@ class SharePoint:
                 f"{self.options.graph_url}/sites/{quote(site_id, safe=',')}/pages/{quote(page_id, safe='')}",
                 str(page.get("webUrl") or ""),
                 str(page.get("title") or page.get("name") or page_id),
-                _moment(page.get("lastModifiedDateTime")),
+                moment(page.get("lastModifiedDateTime")),
                 groups,
             )
             tag = str(page.get("eTag") or page.get("lastModifiedDateTime") or "")
@@ -298,12 +298,3 @@ def page_html(canvas: Mapping[str, Any]) -> list[str]:
         and part.get("@odata.type") == "#microsoft.graph.textWebPart"
         and isinstance(part.get("innerHtml"), str)
     ]
-
-
-def _moment(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None

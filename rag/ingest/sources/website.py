@@ -31,11 +31,11 @@ from lxml import etree
 
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Format, Gone, ItemState, NotModified, Outcome, SourceDocument
+from rag.ingest.sources.common import USER_AGENT, escape_html
 from rag.ingest.sources.retry_after import http_date, retry_after
 
 log = logging.getLogger("candor.sync.website")
 
-USER_AGENT = "CandorBot/1.0 (+https://github.com/candor; knowledge base sync)"
 _BOILERPLATE = ("nav", "header", "footer", "aside", "script", "style", "noscript", "template", "form", "iframe")
 _BOILERPLATE_ROLES = ("navigation", "banner", "contentinfo", "search", "complementary")
 _NOT_PAGES = frozenset(
@@ -309,7 +309,7 @@ def clean_page(data: bytes, url: str) -> tuple[bytes, list[str]]:
         parts = [soup.body] if soup.body is not None else [soup]
     body = "".join(str(part) for part in parts if part is not None)
     page = (
-        f'<!doctype html><html><head><meta charset="utf-8"><title>{_escape(title)}</title>{"".join(metas)}'
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{escape_html(title)}</title>{"".join(metas)}'
         f"</head><body>{body}</body></html>"
     )
     return page.encode("utf-8"), list(links)
@@ -346,7 +346,3 @@ def _w3c_date(value: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

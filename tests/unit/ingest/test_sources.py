@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from rag.errors import SyncError
+from rag.ingest.sources.common import escape_html, moment
 from rag.ingest.sources.config import parse_sources, resolve_credentials
 from rag.ingest.sources.sync import narrowed_access
 from rag.ingest.sources.website import WebsiteOptions, clean_page, normalise
@@ -89,3 +92,10 @@ def test_a_stale_copy_keeps_only_readers_both_the_old_and_the_new_groups_allow()
     assert narrowed_access(("hr",), ("legal",)) == (NO_ONE,)
     assert narrowed_access(("hr",), (NO_ONE,)) == (NO_ONE,)
     assert narrowed_access((NO_ONE,), ("hr",)) == (NO_ONE,)
+
+
+def test_timestamps_and_titles_are_read_the_one_way_every_source_shares() -> None:
+    assert moment("2026-01-10T09:00:00.000Z") == datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
+    assert moment("2026-01-10T09:00:00+01:00") == datetime(2026, 1, 10, 8, 0, tzinfo=UTC)
+    assert moment("yesterday") is None and moment(None) is None and moment(17) is None
+    assert escape_html("R&D <Q3> plan") == "R&amp;D &lt;Q3&gt; plan"
