@@ -37,6 +37,9 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.fakes.bot_connector import FakeConnector
+from tests.fakes.confluence import EMAIL as CONFLUENCE_EMAIL
+from tests.fakes.confluence import TOKEN as CONFLUENCE_TOKEN
+from tests.fakes.confluence import FakeConfluence
 from tests.fakes.gdrive import FakeDrive
 from tests.fakes.graph import CLIENT_ID as GRAPH_CLIENT_ID
 from tests.fakes.graph import CLIENT_SECRET as GRAPH_CLIENT_SECRET
@@ -512,3 +515,67 @@ async def test_a_synced_restricted_drive_file_reaches_only_its_group(
                 assert "12 million" not in shown and drive.find("Board minutes").id not in shown
     finally:
         drive.stop()
+
+
+SALARY_BAND = "Where does the principal cartographer salary band start?"
+"""Asked of this test's page alone (the handbook has salary bands of its own)."""
+
+
+async def test_a_synced_restricted_confluence_page_reaches_only_its_group(
+    core: Candor, handbook: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Confluence site synced into the same knowledge base, its `hr-managers` group mapped to
+    `hr-confidential`. The salary bands page, restricted to that group, is not for the command line
+    without it, a staff reader or a Slack channel; the HR person's DM gets it. The pages in the
+    Managers folder, which is restricted itself, are as closed; the vault page, restricted to a group
+    with no mapping, reaches no one."""
+    wiki = FakeConfluence().start()
+    monkeypatch.setenv("NO_LEAK_CONFLUENCE_EMAIL", CONFLUENCE_EMAIL)
+    monkeypatch.setenv("NO_LEAK_CONFLUENCE_TOKEN", CONFLUENCE_TOKEN)
+    # a figure of this test's own: other tests sync the same fake site into other knowledge bases
+    figure = f"{secrets.randbelow(40_000) + 80_000} euros"
+    wiki.edit("Salary bands", f"<p>The principal cartographer salary band starts at {figure}.</p>")
+    try:
+        config = Path(tempfile.mkdtemp()) / "sources.yaml"
+        config.write_text(
+            f"sources:\n  - name: confluence-no-leak\n    kind: confluence\n    kb: {handbook.name}\n"
+            f"    base_url: {wiki.url}\n    spaces: [ENG, HR]\n"
+            "    permissions: {groups: {hr-managers: [hr-confidential], hr-staff: [staff]},"
+            ' users: {"557058:hr-lead": [hr-confidential]}}\n'
+            "    credentials: {email: NO_LEAK_CONFLUENCE_EMAIL, token: NO_LEAK_CONFLUENCE_TOKEN}\n"
+        )
+        (report,) = await core.sync(config)
+        assert report.added > 0 and report.ok, report
+        closed = ("Salary bands", "Vault rotation", "Performance reviews", "Calibration guide")  # the last two: folder
+        restricted = [figure, "19 days", "every 9 months", *(wiki.page_url(wiki.find(t).id) for t in closed)]
+
+        def shows(payload: object) -> list[str]:
+            text = json.dumps(payload, ensure_ascii=False)
+            return [marker for marker in restricted if marker in text]
+
+        vault = "How often do the database vault credentials rotate?"
+        for groups in ((), ("staff",), ("staff", "sre-team")):
+            for question in (SALARY_BAND, vault, "How often do performance reviews take place?"):
+                scope = AccessScope(frozenset(groups), frozenset({handbook.name}))
+                assert shows((await core.answer(Question(question, scope=scope))).as_json()) == [], (groups, question)
+        everyone = AccessScope(frozenset({"hr-confidential", "staff", "sre-team"}), frozenset({handbook.name}))
+        assert "19 days" not in (await core.answer(Question(vault, scope=everyone))).text  # no one's
+        granted = await core.answer(
+            Question(SALARY_BAND, scope=AccessScope(frozenset({"hr-confidential"}), frozenset({handbook.name})))
+        )
+        assert figure in granted.text, granted.text  # the control
+
+        async with FakeSlack() as fake:
+            config_ = SlackConfig(bot_token="xoxb-no-leak", signing_secret=SECRET, api_url=fake.api_url)
+            adapter = SlackAdapter(config_, core, EventLedger(core.store.engine, lease_seconds=2.0), drain_seconds=5)
+            async with serve_adapter(core, adapter) as url:
+                channel = app_mention(SALARY_BAND, user=SLACK_HR, channel="C0PUBLIC")
+                assert await slack_post(url, json_body(event_callback(channel))) == 200
+                (post,) = await fake.wait_for("chat.postMessage", timeout=60)
+                assert shows(post.params) == []
+                dm = message(SALARY_BAND, user=SLACK_HR, channel="D0HR")
+                assert await slack_post(url, json_body(event_callback(dm))) == 200
+                (hr,) = await fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == "D0HR")
+                assert figure in json.dumps(hr.params, ensure_ascii=False)
+    finally:
+        wiki.stop()
