@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from rag.errors import SyncError
 from rag.ingest.sources.config import parse_sources
-from rag.ingest.sources.confluence import ConfluenceOptions
 from rag.ingest.sources.confluence_access import (
     UNREADABLE,
     PermissionMap,
@@ -18,6 +17,7 @@ from rag.ingest.sources.confluence_access import (
     page_access,
     space_groups,
 )
+from rag.ingest.sources.confluence_options import ConfluenceOptions
 from rag.ingest.sources.registry import connector_for
 from rag.model.types import NO_ONE
 
