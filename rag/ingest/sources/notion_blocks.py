@@ -63,12 +63,13 @@ def _content(item: Json) -> str:
     return ""
 
 
-def rich_text(items: Sequence[Json] | None) -> str:
+def rich_text(items: Sequence[Json] | None, links: Mapping[str, str] | None = None) -> str:
     """A rich-text array as inline Markdown: bold, italic, strikethrough, code and links kept where
     Markdown reads them unambiguously; everything else escaped text. Lines after the first of a
-    multi-line text are hard line breaks."""
+    multi-line text are hard line breaks. A mention of a page or database `links` does not hold is
+    "a page" and links nowhere: its title could say what its readers alone may know."""
     out = ""
-    for text, marks, link in _runs(items or ()):
+    for text, marks, link in _runs(items or (), links):
         if "code" in marks and not out.endswith("`"):
             piece = _code_span(text)
         else:
@@ -84,13 +85,21 @@ def rich_text(items: Sequence[Json] | None) -> str:
     return _HARD_BREAK.join(line for line in lines if line)
 
 
-def _runs(items: Sequence[Json]) -> list[tuple[str, frozenset[str], str]]:
+def _runs(items: Sequence[Json], links: Mapping[str, str] | None = None) -> list[tuple[str, frozenset[str], str]]:
     """(text, formats, link) of each run, neighbours with the same formats and link merged."""
     runs: list[tuple[str, frozenset[str], str]] = []
+    allowed = None if links is None else {_bare_id(key): url for key, url in links.items()}
     for item in items:
         if not isinstance(item, Mapping):
             continue
         text = str(item.get("plain_text") or _content(item))
+        mentioned = _mentioned(item)
+        if mentioned is not None and allowed is not None:
+            if _bare_id(mentioned) not in allowed:
+                item = {"type": "text", "annotations": item.get("annotations"), "plain_text": "a page"}
+                text = "a page"
+            else:
+                item = {**item, "href": allowed[_bare_id(mentioned)]}
         notes = item.get("annotations") or {}
         marks = frozenset(k for k in ("bold", "italic", "strikethrough", "code") if notes.get(k) is True)
         if item.get("type") == "equation":
@@ -174,7 +183,7 @@ def render_blocks(blocks: Sequence[Json], links: Mapping[str, str] | None = None
 def _block(block: Json, kind: str, number: int, links: Mapping[str, str] | None) -> str:
     data = block.get(kind) or {}
     children: Sequence[Json] = block.get(CHILDREN) or ()
-    text = rich_text(data.get("rich_text")) if kind in _TEXT_BLOCKS or kind in _HEADINGS else ""
+    text = rich_text(data.get("rich_text"), links) if kind in _TEXT_BLOCKS or kind in _HEADINGS else ""
     if kind == "paragraph":
         return "\n\n".join(p for p in (text, render_blocks(children, links)) if p)
     if kind in _HEADINGS:
@@ -195,7 +204,7 @@ def _block(block: Json, kind: str, number: int, links: Mapping[str, str] | None)
     if kind == "equation":
         return _fenced(str(data.get("expression") or ""), "latex")
     if kind == "table":
-        return _table(children, bool(data.get("has_column_header")), bool(data.get("has_row_header")))
+        return _table(children, bool(data.get("has_column_header")), bool(data.get("has_row_header")), links)
     if kind == "divider":
         return "---"
     if kind in ("child_page", "child_database"):
@@ -239,8 +248,8 @@ def _fenced(code: str, language: str) -> str:
     return f"{fence}{info.replace('`', '')}\n{code.rstrip()}\n{fence}"
 
 
-def _table(rows: Sequence[Json], header: bool, row_header: bool) -> str:
-    cells = [[_cell(cell) for cell in (row.get("table_row") or {}).get("cells") or []] for row in rows]
+def _table(rows: Sequence[Json], header: bool, row_header: bool, links: Mapping[str, str] | None = None) -> str:
+    cells = [[_cell(cell, links) for cell in (row.get("table_row") or {}).get("cells") or []] for row in rows]
     cells = [row for row in cells if row]
     if not cells:
         return ""
@@ -253,9 +262,24 @@ def _table(rows: Sequence[Json], header: bool, row_header: bool) -> str:
     return "\n".join("| " + " | ".join(line) + " |" for line in lines)
 
 
-def _cell(items: Sequence[Json]) -> str:
+def _cell(items: Sequence[Json], links: Mapping[str, str] | None = None) -> str:
     """A table cell's text on one line; a `|` a code span holds escaped too, or it would end the cell."""
-    return re.sub(r"(?<!\\)\|", r"\\|", " ".join(rich_text(items).replace(_HARD_BREAK, " ").split()))
+    return re.sub(r"(?<!\\)\|", r"\\|", " ".join(rich_text(items, links).replace(_HARD_BREAK, " ").split()))
+
+
+def _mentioned(item: Json) -> str | None:
+    """The page or database a rich-text mention names, if it is one."""
+    if item.get("type") != "mention":
+        return None
+    mention = item.get("mention") or {}
+    kind = mention.get("type")
+    if kind not in ("page", "database"):
+        return None
+    return str((mention.get(kind) or {}).get("id") or "") or None
+
+
+def _bare_id(notion_id: str) -> str:
+    return notion_id.replace("-", "").lower()
 
 
 def _unescaped(text: str) -> str:

@@ -180,3 +180,24 @@ def test_a_rows_properties_are_read_by_type_and_its_title_comes_from_the_title_p
         ("Owner", "Ana"),
         ("Key", "INC-7"),
     ]
+
+
+def mention(title: str, page_id: str) -> dict[str, Any]:
+    return {
+        "type": "mention",
+        "mention": {"type": "page", "page": {"id": page_id}},
+        "plain_text": title,
+        "href": f"https://www.notion.so/{page_id.replace('-', '')}",
+        "annotations": {},
+    }
+
+
+def test_a_mention_of_a_page_the_readers_may_not_open_names_no_title() -> None:
+    shared, closed = "1a2b3c4d-0000-4000-8000-000000000001", "1a2b3c4d-0000-4000-8000-000000000002"
+    items = [rt("See "), mention("Onboarding", shared), rt(" and "), mention("Layoffs 2027", closed), rt(".")]
+    links = {shared.replace("-", ""): "https://wiki.example/onboarding"}  # ids with or without dashes
+    assert rich_text(items, links) == "See [Onboarding](<https://wiki.example/onboarding>) and a page."
+    assert "Layoffs" in rich_text(items)  # no `links` given: every page may be named (a renderer's default)
+    table = block("table", children=[block("table_row", cells=[[mention("Layoffs 2027", closed)]])])
+    page = render_page("Notes", [], [{**table, "table": {"has_column_header": False}}], links)
+    assert "Layoffs" not in page
