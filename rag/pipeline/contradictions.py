@@ -283,8 +283,8 @@ def _answers_kind(wanted: str, value: Value) -> bool:
         return value.kind == "date"
     if wanted == "quantity":
         return value.kind not in ("date", "time", "version", "address")
-    if wanted == "other":
-        return value.kind in ("version", "address")
+    if wanted in ("other", "address"):
+        return value.kind in ("version", "address") if wanted == "other" else value.kind == "address"
     return False
 
 

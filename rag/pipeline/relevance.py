@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.pipeline.understand import answer_type
-from rag.text.facts import values
+from rag.text.facts import network_addresses, values
 from rag.text.names import codes, mentions, names
 
-CHECKED_KINDS = frozenset({"quantity", "date", "place"})
+CHECKED_KINDS = frozenset({"quantity", "date", "place", "address"})
 _NOT_AMOUNTS = frozenset({"date", "address", "version"})
 """Person is not checked: "who approves leave?" is answered by "your manager" as often as by a name."""
 _WHEN = re.compile(
@@ -69,6 +69,8 @@ def states(wanted: str, sentence: str, question: str = "") -> bool:
     if wanted == "date":
         dated = any(v.kind in ("date", "time") for v in values(sentence))
         return dated or bool(_WHEN.search(sentence) or _NAMED_WHEN.search(sentence))
+    if wanted == "address":  # "Always call the base URL for your region." gives none
+        return bool(network_addresses(sentence))
     if wanted == "place":  # a name the question does not say, not the sentence's first word ("Acme is ...")
         return any(not mentions(question, n) for n in names(sentence))
     return True

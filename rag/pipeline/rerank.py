@@ -29,7 +29,7 @@ from rag.pipeline.understand import answer_type
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
 from rag.text.claims import sibling_names
-from rag.text.facts import asks, values
+from rag.text.facts import asks, network_addresses, values
 from rag.text.names import acronyms, codes, mentions, names, people
 
 MEANING_WEIGHT = 0.5
@@ -184,8 +184,10 @@ _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 
 def type_match(wanted: str, text: str) -> float:
     """1 when the sentence holds the kind of value the question asks for; neutral kinds score 1."""
-    if wanted == "quantity":
-        return 1.0 if any(v.kind != "date" for v in values(text)) else 0.0
+    if wanted == "quantity":  # a date, an address or a version is no amount
+        return 1.0 if any(v.kind not in ("date", "address", "version") for v in values(text)) else 0.0
+    if wanted == "address":
+        return 1.0 if network_addresses(text) else 0.0
     if wanted == "date":
         return 1.0 if any(v.kind == "date" for v in values(text)) or _YEAR.search(text) else 0.0
     if wanted == "person":

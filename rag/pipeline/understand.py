@@ -289,6 +289,11 @@ _PLACE = re.compile(
     r"|^where\b.*\b(?:based|located|headquartered|hosted)\b"
 )
 _PERSON = re.compile(r"^(?:who|whom|whose)\b|^(?:which|what) (?:person|people|team|manager|contact)\b")
+_ADDRESS = re.compile(
+    r"^(?:what|which)(?:'s| is| are)? (?:the |a |an )?(?:[\w-]+ ){0,2}"
+    r"(?:ip|ip address|url|urls|link|web address|e-?mail|e-?mail address|host ?name|domain|endpoint|base url)s?\b"
+)
+"""Asks for a network address ("what IP do I type", "which base URL", "what email address")."""
 _YES_NO = re.compile(r"^(?:is|are|was|were|do|does|did|can|could|will|would|should|may|must|has|have|am)\b")
 _PROCEDURE = re.compile(r"^(?:how (?:do|can|should|would) (?:i|we|you)\b|how to\b|what (?:should|do) (?:i|we) do\b)")
 _ASKING = re.compile(
@@ -316,12 +321,14 @@ def asked_clause(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def answer_type(text: str) -> str:
-    """What kind of value answers the question: quantity, date, place, person, procedure, yesno or
-    other, read off the clause that asks. A request without a question word ("I need to know which
-    city ...") is read from the first question phrase in it."""
+    """What kind of value answers the question: quantity, date, place, person, address (a URL, an
+    IP, an email address), procedure, yesno or other, read off the clause that asks. A request
+    without a question word ("I need to know which city ...") is read from the first question
+    phrase in it."""
     clause = asked_clause(text)
     for wanted, pattern in (
         ("procedure", _PROCEDURE),
+        ("address", _ADDRESS),
         ("quantity", _QUANTITY),
         ("date", _DATE),
         ("place", _PLACE),

@@ -110,6 +110,21 @@ class Value:
         return (self.kind, self.amount)
 
 
+_NETWORK = re.compile(
+    r"https?://[^\s<>()]+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"
+    r"|\b(?:[a-z0-9-]+\.){2,}[a-z]{2,}\b|\b[a-z0-9-]+\.(?:com|net|org|io|dev|app|co|eu|invalid|example|local)\b",
+    re.IGNORECASE,
+)
+"""A URL, an email address or a host name ("us.api.example.com"); IP addresses are `values`."""
+
+
+def network_addresses(text: str) -> list[str]:
+    """The URLs, email addresses, host names and IP addresses a text gives, as written."""
+    found = [m.group(0).rstrip(".,;:") for m in _NETWORK.finditer(text)]
+    ips = [v.surface for v in values(text) if v.kind == "address" and re.fullmatch(r"[\d.]+", v.amount)]
+    return found + ips
+
+
 def values(text: str) -> list[Value]:
     """Amounts, durations, counts, dates, times and percentages, in order (cached by text)."""
     return list(_values(text))

@@ -38,6 +38,11 @@ from tests.unit.pipeline.stage_data import passage
         ("How much does Northwind contribute to my pension?", "Northwind is at 14 Wharf Street, Leeds.", False),
         ("How much does Northwind contribute to my pension?", "Northwind adds 5% of your salary.", True),
         ("How many devices does the RT-9i support?", "Update the RT-9i to v3.2.1.", False),
+        ("Which base URL do US workspaces call?", "Always call the base URL for your region.", False),
+        ("Which base URL do US workspaces call?", "US workspaces call https://us.api.example.com/v2.", True),
+        ("what IP do i type in the browser?", "Open 192.168.50.1 in a browser.", True),
+        ("What email address do I write to?", "Write to psirt@tervane.invalid with the details.", True),
+        ("What email address do I write to?", "See the report.pdf for details.", False),  # a file is no host
     ],
 )
 def test_an_answer_states_the_kind_of_value_asked(question: str, sentence: str, stated: bool) -> None:

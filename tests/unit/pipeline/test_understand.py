@@ -390,6 +390,10 @@ def test_is_follow_up(text: str, expected: bool) -> None:
         ("Can you tell me how much the Team plan costs?", "quantity"),
         ("Why does the Team plan cost more than what the Starter plan costs?", "other"),
         ("What's the most popular plan?", "other"),
+        ("what IP do i type in the browser to reach the settings?", "address"),
+        ("Which base URL should the integration call?", "address"),
+        ("What email address do I write to?", "address"),
+        ("Which address is the office at?", "place"),  # a street address: a place
     ],
 )
 def test_answer_type(question: str, kind: str) -> None:
