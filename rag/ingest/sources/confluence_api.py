@@ -15,9 +15,6 @@ wherever it leads.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,11 +23,8 @@ import aiohttp
 
 from rag.errors import ItemError
 from rag.ingest.sources.common import USER_AGENT
-from rag.ingest.sources.retry_after import retry_after
+from rag.ingest.sources.http import Limits, bounded_get, json_object
 
-log = logging.getLogger("candor.sync.confluence")
-
-_RETRIES_429 = 2
 _MAX_RESULT_PAGES = 1000
 """Pages of results one listing follows (250 results each): a cursor that never ends stops here."""
 
@@ -54,9 +48,7 @@ class ConfluenceApi:
         """What a 401 or 403 says: which variables to check (the connector words it)."""
         self._auth = aiohttp.BasicAuth(email, token)
         """Sent per request (see the module's docstring), so a redirect off the site carries none."""
-        self._timeout = timeout_seconds
-        self._max_wait = max_wait_seconds
-        self._max_bytes = max_bytes
+        self._limits = Limits("Confluence", refused, timeout_seconds, max_wait_seconds, max_bytes)
         self._session: aiohttp.ClientSession | None = None
 
     def url(self, path: str) -> str:
@@ -70,49 +62,21 @@ class ConfluenceApi:
         return self.base_url + (path if path.startswith("/") else "/" + path)
 
     async def get(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, bytes]:
-        """(status, body) of one GET, a 429 waited out (its Retry-After, bounded, twice). `ItemError`
-        when the credentials are refused, or Confluence does not answer in time or at all."""
+        """(status, body) of one GET on the site (`bounded_get`: a 429 waited out, refused credentials
+        and an unreachable site one line each); a link off the site is never followed."""
         if urlsplit(url).netloc != urlsplit(self.site).netloc:
             raise ItemError(f"a link off the Confluence site was not followed: {url}")
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-                timeout=aiohttp.ClientTimeout(total=self._timeout),
+                timeout=aiohttp.ClientTimeout(total=self._limits.timeout_seconds),
             )
-        for attempt in range(_RETRIES_429 + 1):
-            try:
-                async with self._session.get(
-                    url, params=dict(params or {}), auth=self._auth, max_redirects=5
-                ) as response:
-                    if response.status == 429 and attempt < _RETRIES_429:
-                        wait = retry_after(response.headers.get("Retry-After"), self._max_wait)
-                        log.info("confluence %s: 429, waiting %.1f s", urlsplit(url).path, wait)
-                        await asyncio.sleep(wait)
-                        continue
-                    if response.status in (401, 403):
-                        raise ItemError(f"HTTP {response.status}: {self.refused}")
-                    body = await response.content.read(self._max_bytes + 1) if response.status == 200 else b""
-                    if len(body) > self._max_bytes:
-                        raise ItemError(f"larger than {self._max_bytes} bytes")
-                    return response.status, body
-            except TimeoutError as exc:
-                raise ItemError(f"Confluence did not answer within {self._timeout:g} s") from exc
-            except aiohttp.ClientError as exc:
-                raise ItemError(f"Confluence could not be reached ({type(exc).__name__}: {exc})"[:300]) from exc
-        raise ItemError(f"Confluence kept answering 429 after {_RETRIES_429} waits")  # pragma: no cover
+        return await bounded_get(self._session, url, params, self._limits, auth=self._auth)
 
     async def get_json(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         """(status, the JSON object) of one GET; `{}` for a status other than 200."""
         status, body = await self.get(url, params)
-        if status != 200:
-            return status, {}
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            raise ItemError(f"Confluence's answer to {urlsplit(url).path} is not JSON") from exc
-        if not isinstance(data, dict):
-            raise ItemError(f"Confluence's answer to {urlsplit(url).path} is not a JSON object")
-        return status, data
+        return status, json_object("Confluence", url, body) if status == 200 else {}
 
     async def results(self, path: str, params: Mapping[str, str]) -> list[dict[str, Any]]:
         """Every result of a v2 list endpoint, following `_links.next` to the end; `ItemError`

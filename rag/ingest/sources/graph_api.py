@@ -20,8 +20,6 @@ is followed by aiohttp, which drops the Authorization header on leaving the host
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import re
 import time
 from collections.abc import Mapping
@@ -33,12 +31,8 @@ import msal
 
 from rag.errors import ItemError
 from rag.ingest.sources.common import USER_AGENT
-from rag.ingest.sources.retry_after import retry_after
+from rag.ingest.sources.http import Limits, bounded_get, json_object
 
-log = logging.getLogger("candor.sync.sharepoint")
-
-_RETRIES = 2
-"""Waits for one request that answers 429 or 503 (Graph's throttling), each its Retry-After."""
 _MAX_RESULT_PAGES = 2000
 """Pages of results one listing follows: a nextLink that never ends stops here."""
 _EARLY = 300.0
@@ -69,8 +63,8 @@ class GraphApi:
         self._secret = client_secret
         self._scope = scope
         self._timeout = timeout_seconds
-        self._max_wait = max_wait_seconds
-        self._max_bytes = max_bytes
+        self._limits = Limits("Graph", refused, timeout_seconds, max_wait_seconds, max_bytes, throttled=(429, 503))
+        """A 429 or a 503 (Graph's throttling) is waited out, each its Retry-After, twice."""
         self._app: Any = None
         self._token: tuple[str, float] | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -121,51 +115,25 @@ class GraphApi:
     # --- Graph -----------------------------------------------------------------------------
 
     async def get(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, bytes]:
-        """(status, body) of one GET with the bearer token, a 429 or 503 waited out (its Retry-After,
-        bounded, twice). `ItemError` when the credentials are refused, or Graph does not answer."""
+        """(status, body) of one GET with the bearer token (`bounded_get`: a 429 or 503 waited out,
+        refused credentials and an unreachable Graph one line each); a link off Graph is never followed."""
         if urlsplit(url).netloc != urlsplit(self.graph_url).netloc:
             raise ItemError(f"a link off Microsoft Graph was not followed: {url}")
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-                timeout=aiohttp.ClientTimeout(total=self._timeout),
+                timeout=aiohttp.ClientTimeout(total=self._limits.timeout_seconds),
             )
-        path = urlsplit(url).path
-        for attempt in range(_RETRIES + 1):
-            headers = {"Authorization": f"Bearer {await self.bearer()}"}
-            try:
-                async with self._session.get(
-                    url, params=dict(params or {}), headers=headers, max_redirects=5
-                ) as response:
-                    if response.status in (429, 503) and attempt < _RETRIES:
-                        wait = retry_after(response.headers.get("Retry-After"), self._max_wait)
-                        log.info("graph %s: %s, waiting %.1f s", path, response.status, wait)
-                        await asyncio.sleep(wait)
-                        continue
-                    if response.status in (401, 403):
-                        raise ItemError(f"HTTP {response.status} from Graph: {self.refused}")
-                    body = await response.content.read(self._max_bytes + 1) if response.status == 200 else b""
-                    if len(body) > self._max_bytes:
-                        raise ItemError(f"larger than {self._max_bytes} bytes")
-                    return response.status, body
-            except TimeoutError as exc:
-                raise ItemError(f"Graph did not answer within {self._timeout:g} s") from exc
-            except aiohttp.ClientError as exc:
-                raise ItemError(f"Graph could not be reached ({type(exc).__name__}: {exc})"[:300]) from exc
-        raise ItemError(f"Graph kept answering 429 after {_RETRIES} waits")  # pragma: no cover
+
+        async def bearer() -> dict[str, str]:
+            return {"Authorization": f"Bearer {await self.bearer()}"}
+
+        return await bounded_get(self._session, url, params, self._limits, headers=bearer)
 
     async def get_json(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         """(status, the JSON object) of one GET; `{}` for a status other than 200."""
         status, body = await self.get(url, params)
-        if status != 200:
-            return status, {}
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            raise ItemError(f"Graph's answer to {urlsplit(url).path} is not JSON") from exc
-        if not isinstance(data, dict):
-            raise ItemError(f"Graph's answer to {urlsplit(url).path} is not a JSON object")
-        return status, data
+        return status, json_object("Graph", url, body) if status == 200 else {}
 
     async def values(self, path: str, params: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """Every entry of a Graph collection (`value`), following `@odata.nextLink` to the end;
