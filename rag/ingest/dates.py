@@ -10,7 +10,7 @@ which one was used.
 1. a date after "effective": "Effective 1 January 2026", "Effective date: 2026-01-01",
    "effective from 1st March 2026", "comes into effect on ...";
 2. a date after another label: "last updated", "updated", "last modified", "revised",
-   "reviewed", "published", "issued", "dated", "as of", "date:";
+   "reviewed", "published", "posted" (a blog's byline), "issued", "dated", "as of", "date:";
 3. a dateline: one of the first ten non-blank lines holding nothing but a date, such as
    "March 2026" under the title.
 
@@ -76,7 +76,7 @@ _SEP = (
 _EFFECTIVE_LABEL = r"\b(?:effective(?:\s+date)?|(?:in|into|takes?)\s+effect)"
 _OTHER_LABEL = (
     r"\b(?:(?:last\s+)?(?:updated?|modified|revised|reviewed)(?:\s+date)?"
-    r"|published|issued|dated|as\s+of|date(?=\s*[:\-\u2013\u2014|*]))"
+    r"|published|posted|issued|dated|as\s+of|date(?=\s*[:\-\u2013\u2014|*]))"
 )
 _FLAGS = re.IGNORECASE | re.ASCII
 

@@ -24,6 +24,7 @@ from rag.model.evidence import ScoredSentence
 from rag.pipeline.understand import answer_type
 from rag.text.claims import negated, sibling_names
 from rag.text.facts import (
+    CURRENCY_CODES,
     MONTH_NAMES,
     Value,
     clauses,
@@ -40,9 +41,10 @@ MIN_OVERLAP = 0.4
 MIN_COSINE = 0.7
 TERMS_RATIO = 0.8
 """The other sentence must cover the question's key terms nearly as well: else it is another fact."""
-ANSWER_TERMS_RATIO = 0.6
+ANSWER_TERMS_RATIO = 0.5
 """Looser for two answers to the question compared value to value (`differing_answers`): a table
-row covers the question's words less well than the prose it contradicts."""
+row, or a step read without the one before it ("Keep holding for ten seconds."), covers the
+question's words less well than the prose it contradicts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,24 +202,52 @@ def differing_answers(a: ScoredSentence, b: ScoredSentence, question: str) -> tu
     if first is None or second is None:
         return None
     (x, clause_a), (y, clause_b) = first, second
-    if not same_dimension(x, y) or same_amount(x, y):
+    if not _comparable(x, clause_a, y, clause_b) or _same(x, y):
         return None
     asked = names(question) | codes(question)
     where_a, where_b = _where(a), _where(b)
     if not all(mentions(where_a, n) and mentions(where_b, n) for n in asked):
         return None
-    own_a = {n for n in names(clause_a) | codes(clause_a) if not mentions(question, n)}
-    own_b = {n for n in names(clause_b) | codes(clause_b) if not mentions(question, n)}
+    own_a, own_b = _own_names(clause_a, question), _own_names(clause_b, question)
     if any(not mentions(where_b, n) for n in own_a) and any(not mentions(where_a, n) for n in own_b):
         return None  # each names something the other does not: two subjects
     return x, y
 
 
+def _comparable(x: Value, clause_x: str, y: Value, clause_y: str) -> bool:
+    """Values of one dimension, or a table's bare number against a counted one when its clause
+    names what is counted ("Requests per minute: 300" against "200 requests/min")."""
+    if same_dimension(x, y):
+        return True
+    if x.kind == "number" and y.kind != "number":
+        return y.kind in content_words(clause_x)
+    if y.kind == "number" and x.kind != "number":
+        return x.kind in content_words(clause_y)
+    return False
+
+
+def _same(x: Value, y: Value) -> bool:
+    return same_amount(x, y) if same_dimension(x, y) else x.amount == y.amount
+
+
+_ASIDE = re.compile(r"\([^()]*\d[^()]*\)")
+"""A parenthesis holding values: other regions' or currencies' figures beside the one stated."""
+
+
+def _own_names(clause: str, question: str) -> set[str]:
+    """The names and codes a clause states its value for, beyond the question's: not those in an
+    aside ("€59 (UK £52, US $64)") and not a currency code ("49 EUR" names no subject)."""
+    text = _ASIDE.sub(" ", clause)
+    found = names(text) | codes(text)
+    return {n for n in found if not mentions(question, n) and n.upper() not in CURRENCY_CODES}
+
+
 def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
     """The value `sentence` gives for what `question` asks, with its clause (rag/text/facts.py,
     `clauses`): of the kind asked, in the clause sharing most of the question's words (at least
-    one; two for a bare number), not in a clause for another variant (annual when monthly is asked)
-    or naming a sibling of what is asked ("CAM-3 Outdoor" when the "CAM-3" is asked)."""
+    one word; for a bare number two, or one and the asked name in its row), not in a clause for
+    another variant (annual when monthly is asked) or naming a sibling of what is asked ("CAM-3
+    Outdoor" when the "CAM-3" is asked)."""
     wanted = answer_type(question)
     asked = names(question) | codes(question)
     asked_words = content_words(question) - content_words(" ".join(asked))
@@ -240,10 +270,11 @@ def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
         if not stated:
             continue
         value = _nearest(stated, body, asked)
-        overlap = len(content_words(clause) & asked_words)
-        if overlap < (2 if value.kind == "number" else 1):
-            continue
-        overlap += 2 * sum(mentions(clause, n) for n in asked)
+        words = len(content_words(clause) & asked_words)
+        named = sum(mentions(clause, n) for n in asked)
+        if words < 1 or words + named < (2 if value.kind == "number" else 1):
+            continue  # a bare number needs two: a word and the asked name in its row will do
+        overlap = words + 2 * named
         if best is None or overlap > best[0]:
             best = (overlap, value, clause)
     return (best[1], best[2]) if best is not None else None

@@ -180,6 +180,7 @@ def coverage(
 _KEY_VALUE = re.compile(r"^\s*[^:;.!?]{1,40}:\s+\S[^;]{0,120}$")
 """A definition or key-value line ("Price: €59 per device per year"), not a table row (those hold ";")."""
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 
 
 def type_match(wanted: str, text: str) -> float:
@@ -190,8 +191,8 @@ def type_match(wanted: str, text: str) -> float:
         return 1.0 if network_addresses(text) else 0.0
     if wanted == "date":
         return 1.0 if any(v.kind == "date" for v in values(text)) or _YEAR.search(text) else 0.0
-    if wanted == "person":
-        return 1.0 if people(text) else 0.0
+    if wanted == "person":  # "who do I tell?" is answered by a name or an email address
+        return 1.0 if people(text) or _EMAIL.search(text) else 0.0
     if wanted == "place":
         return 1.0 if names(text) else 0.0
     return 1.0

@@ -152,7 +152,28 @@ def split_parts(text: str) -> tuple[str, ...]:
     per thing, and a part asking for a list of attributes ("the price, the user limit and the
     retention of the Team plan") one part per attribute. One thing with "and" in its name ("Beacon
     and Compass", "terms and conditions") and comparisons ("the difference between ...") stay whole.
+    What the message says before it asks ("We're on Team+ in the EU.") is said to every part.
     """
+    preamble, asked = said_before_asking(text)
+    parts = _split(asked)
+    if len(parts) < 2:
+        return (text,)
+    return tuple(f"{preamble} {part}" if preamble else part for part in parts)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!])\s+(?=[A-Z])")
+
+
+def said_before_asking(text: str) -> tuple[str, str]:
+    """(the statements before the first question, the rest): "I'm in Perth. What's the fee ...?"."""
+    sentences = _SENTENCE_END.split(text.strip())
+    said = 0
+    while said < len(sentences) - 1 and not reads_as_question(sentences[said]):
+        said += 1
+    return " ".join(sentences[:said]), " ".join(sentences[said:])
+
+
+def _split(text: str) -> tuple[str, ...]:
     pieces = [p.strip() for p in re.split(r"(?<=\?)\s+", text) if p.strip()]
     parts: list[str] = []
     for piece in pieces:
@@ -281,9 +302,11 @@ _QUANTITY = re.compile(
     r"|what (?:do|does|did|will|would)\b.{0,60}\b(?:pay|cost|costs|charge|charged)\b)"
 )
 _DATE = re.compile(
-    r"^(?:when (?:was|were|did|will|is|are|does)\b|what (?:date|day|year|time|month)\b|which (?:date|day|year|month)\b"
+    r"^(?:when (?:was|were|did|will|is|are|does)\b(?!.*\b(?:counts? as|considered|qualif(?:y|ies)|deemed|treated as)\b)"
+    r"|what (?:date|day|year|time|month)\b|which (?:date|day|year|month)\b"
     r"|until when\b|by when\b|since when\b)"
 )
+"""A date or time; "when does a battery count as defective?" asks for a condition, not a date."""
 _PLACE = re.compile(
     r"^(?:which|what) (?:city|country|office|region|location|address|town|site|building|data ?cent(?:re|er))s?\b"
     r"|^where\b.*\b(?:based|located|headquartered|hosted)\b"

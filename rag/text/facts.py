@@ -64,8 +64,9 @@ NUMBER_WORDS = {
 }
 """Number words read as values only before a unit ("two weeks", "ten seconds"): "one of the ..." is none."""
 _WORDS = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
-_CURRENCY_CODES = {"EUR": "€", "USD": "$", "GBP": "£", "AUD": "A$", "CAD": "C$", "NZD": "NZ$", "CHF": "CHF"}
-_CODES = "|".join(_CURRENCY_CODES)
+CURRENCY_CODES = {"EUR": "€", "USD": "$", "GBP": "£", "AUD": "A$", "CAD": "C$", "NZD": "NZ$", "CHF": "CHF"}
+"""ISO currency codes and their signs: "49 EUR" is "€49"; "EUR" is a unit, not a name."""
+_CODES = "|".join(CURRENCY_CODES)
 _STREETS = (
     "Street|St|Road|Rd|Avenue|Ave|Lane|Way|Drive|Boulevard|Blvd|Parkway|Place|Square|Court|Close|Crescent"
     "|Terrace|Row|Quay|Wharf|Strasse|Straße|Straat"
@@ -83,6 +84,18 @@ _VALUE = re.compile(
     rf"|(?P<num>\b{_NUMBER})(?:\s?(?P<after>{_CODES})\b|[\s-]?(?:(?!business|working)[a-z]+\s)?(?P<unit>(?:{_UNIT_WORDS}))\b|(?P<pct>%))?",
     re.IGNORECASE,
 )
+_NOT_A_VALUE = re.compile(r"\d[xX]{2}\b")
+"""A class of status codes ("5xx errors") counts nothing."""
+_SECTION_NUMBER = re.compile(r"\d+(?:\.\d+)+\s+[A-Z]")
+
+
+def _section_number(m: re.Match[str]) -> bool:
+    """A section's number opening its sentence ("3.5 Cloud services for cameras ...") is no amount;
+    "2.5 GB of storage" is one."""
+    bare = m.group("num") and not (m.group("unit") or m.group("pct") or m.group("after"))
+    return bool(bare) and bool(_SECTION_NUMBER.match(m.string))
+
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•+]\s+|\d+[.)]\s+|[a-z][.)]\s+|>\s+)")
 _MARKDOWN = re.compile(r"(\*\*|__|`|~~)")
@@ -134,6 +147,8 @@ def values(text: str) -> list[Value]:
 def _values(text: str) -> tuple[Value, ...]:
     found: list[Value] = []
     for m in _VALUE.finditer(text):
+        if _NOT_A_VALUE.match(text, m.start()) or (m.start() == 0 and _section_number(m)):
+            continue
         if m.group("street"):  # the 14 of "14 Wharf Street" is no amount
             found.append(Value("address", " ".join(m.group("street").split()), m.group(0)))
         elif m.group("ip"):
@@ -147,7 +162,7 @@ def _values(text: str) -> tuple[Value, ...]:
             currency = (m.group("pre") or "").upper().replace("US", "") + m.group("cur")
             found.append(Value(f"money{currency}", amount + mult, m.group(0)))
         elif m.group("code"):
-            currency = _CURRENCY_CODES[m.group("code").upper()]
+            currency = CURRENCY_CODES[m.group("code").upper()]
             found.append(Value(f"money{currency}", m.group("camt").replace(",", ""), m.group(0)))
         elif m.group("date"):
             found.append(Value("date", " ".join(m.group("date").lower().split()), m.group(0)))
@@ -158,7 +173,7 @@ def _values(text: str) -> tuple[Value, ...]:
         else:
             amount = m.group("num").replace(",", "")
             if m.group("after"):
-                currency = _CURRENCY_CODES[m.group("after").upper()]
+                currency = CURRENCY_CODES[m.group("after").upper()]
                 found.append(Value(f"money{currency}", amount, m.group(0)))
             elif m.group("pct"):
                 found.append(Value("percent", amount, m.group(0)))
@@ -235,7 +250,13 @@ def content_words(text: str) -> set[str]:
     return {_stem(w.lower()) for w in _WORD.findall(text) if w.lower() not in STOP_WORDS and len(w) > 1}
 
 
+_ABBREVIATED = {"min": "minute", "mins": "minute", "sec": "second", "secs": "second", "hr": "hour", "hrs": "hour"}
+_ABBREVIATED |= {"wk": "week", "wks": "week", "yr": "year", "yrs": "year"}
+"""Units as tables abbreviate them ("200 requests/min"): the same word as the one written out."""
+
+
 def _stem(word: str) -> str:
+    word = _ABBREVIATED.get(word, word)
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]

@@ -9,6 +9,7 @@ counts every answer asked for, both of a restricted question's included (`Usage`
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -201,14 +202,26 @@ def score_question(item: GoldenItem, answer: Answer, passages: Sequence[Passage]
 
 
 def _conflict_ok(item: GoldenItem, answer: Answer) -> bool:
-    """Flagged with both values, and the preferred source is the golden one."""
+    """Flagged with both values, and the preferred source is the golden one. A golden value may be
+    written with its context ("15 seconds (LED flashes amber)"): a note's value matches it when
+    either holds the other as whole words."""
     assert item.conflict is not None
     by_number = {s.n: stem(s.document) for s in answer.sources}
+    golden = (item.conflict.preferred, item.conflict.stale)
     for c in answer.conflicts:
-        values = " ".join(c.values)
-        if item.conflict.preferred in values and item.conflict.stale in values:
+        if len(c.values) == 2 and any(
+            _same_value(golden[0], first) and _same_value(golden[1], second)
+            for first, second in (c.values, c.values[::-1])
+        ):
             return c.preferred is not None and by_number.get(c.preferred) == item.conflict.preferred_source
     return False
+
+
+def _same_value(golden: str, value: str) -> bool:
+    def within(short: str, long: str) -> bool:
+        return re.search(rf"(?<!\w){re.escape(short.strip())}(?!\w)", long) is not None
+
+    return bool(golden.strip() and value.strip()) and (within(golden, value) or within(value, golden))
 
 
 def _parts_ok(item: GoldenItem, answer: Answer) -> bool:

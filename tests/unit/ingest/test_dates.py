@@ -58,6 +58,8 @@ def ordinal(day: int) -> str:
         ("Revised: March 2026", date(2026, 3, 1)),
         ("Date: 2026-02-15", date(2026, 2, 15)),
         ("Published 12 Jan 2026", date(2026, 1, 12)),
+        ("By Jonas Verhoef, Product Marketing &middot; Posted 2 October 2024", date(2024, 10, 2)),
+        ("Posted on March 3, 2025 by admin", date(2025, 3, 3)),
         ("As of March 2026, refunds take five days.", date(2026, 3, 1)),
         ("last update - 2nd Feb 2026", date(2026, 2, 2)),
         ("_Last reviewed: Tue, 4 Nov. 2025_", date(2025, 11, 4)),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,10 @@ CONFLICT_ITEM = item(
         (conflict_answer(2), False),  # the stale source preferred
         (conflict_answer(None), False),  # flagged, nothing preferred
         (conflict_answer(1, ("24 days", "22 days")), False),  # not the golden pair of values
+        (conflict_answer(1, ("20 days", "24 days")), True),  # in either order
+        (conflict_answer(1, ("24 days from 1 January", "20 days")), True),  # a value with its context
+        (conflict_answer(1, ("4 days", "20 days")), False),  # not within another number
+        (conflict_answer(1, ("24 days",)), False),  # one value is no disagreement
         (answered(LEAVE, source(1, "hr-leave-policy")), False),  # not flagged
     ],
 )
@@ -166,6 +171,13 @@ def test_conflicts(answer: Answer, ok: bool) -> None:
     scored = score_question(CONFLICT_ITEM, answer, [], None)
     assert scored.conflict_ok is ok
     assert scored.conflict_flagged is bool(answer.conflicts)
+
+
+def test_a_golden_value_written_with_its_context() -> None:
+    described = GoldenConflict("24 days (full-time staff)", "20 days a year", "hr-leave-policy", "employee-faq-2024")
+    golden = replace(CONFLICT_ITEM, conflict=described)
+    assert score_question(golden, conflict_answer(1), [], None).conflict_ok is True
+    assert score_question(golden, conflict_answer(1, ("4 days", "0 days")), [], None).conflict_ok is False
 
 
 def test_a_dangling_or_missing_citation_is_invalid() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 import numpy as np
@@ -12,6 +13,7 @@ from rag.model.types import Passage
 from rag.pipeline.contradictions import answer_value, find_conflicts, prefer
 from rag.pipeline.rerank import coverage, term_weights
 from rag.text.facts import qualifiers, variant_qualifiers
+from rag.text.names import codes, names
 
 TEAM_2026 = "The Team plan costs $15 per user per month on monthly billing."
 TEAM_2025 = "The Team plan costs $12 per user per month when billed monthly."
@@ -238,7 +240,7 @@ def test_yes_no_look_alikes_are_not_conflicts(other: str) -> None:
 def answering(text: str, document_id: int, effective: date, *, terms: float = 0.6, heading: str = "") -> ScoredSentence:
     found = sentence(text, document_id, effective=effective, terms=terms, vector=unit(document_id % 8))
     return ScoredSentence(
-        Passage(**{**found.passage.__dict__, "heading": heading}) if heading else found.passage,
+        replace(found.passage, heading=heading) if heading else found.passage,
         0,
         text,
         0.6,
@@ -276,13 +278,26 @@ def answering(text: str, document_id: int, effective: date, *, terms: float = 0.
             "Care+ Premium: price €59 per device per year.",
             ("49 EUR", "€59"),
         ),
+        (  # a table's row giving other regions' prices aside; a currency code names no subject
+            "What does a year of Care+ Premium cost in euros?",
+            "Care+ Premium costs 49 EUR a year per device and includes everything in Care+ Standard, plus:",
+            "Price: €59 per device per year (UK £52, US $64, Canada C$86)",
+            ("49 EUR", "€59"),
+        ),
+        (  # a table's bare number whose column names what it counts, against an abbreviated unit
+            "How many API calls per minute is a Plus workspace allowed?",
+            "Plus — 200 requests/min, up to 25,000 requests a day",
+            "Plan: Plus; Requests per minute: 300; Burst (requests per second): 20; Daily request cap: 50,000",
+            ("200 requests", "300"),
+        ),
     ],
 )
 def test_two_answers_to_the_question_conflict_however_they_are_worded(
     question: str, old: str, new: str, values: tuple[str, str]
 ) -> None:
-    stale = answering(old, 1, date(2023, 1, 1))
-    current = answering(new, 2, date(2025, 9, 1))
+    heading = " ".join(sorted(names(question) | codes(question)))  # the page a table row is on
+    stale = answering(old, 1, date(2023, 1, 1), heading=heading)
+    current = answering(new, 2, date(2025, 9, 1), heading=heading)
     [found] = find_conflicts(stale, [stale, current], question=question)
     assert (found.chosen_value.surface, found.other_value.surface) == values
     assert found.preferred == "other"
@@ -315,6 +330,11 @@ def test_two_answers_to_the_question_conflict_however_they_are_worded(
             "How long is the trial?",
             "The trial lasts 30 days.",
             "Every trial runs for one month.",
+        ),
+        (  # a bare number whose column counts something else
+            "How many API calls per minute is a Plus workspace allowed?",
+            "Plus — 200 requests/min, up to 25,000 requests a day",
+            "Plan: Plus; Concurrent export jobs per minute: 2",
         ),
         (  # a yes/no question has no value to compare
             "Do remote employees get help with their internet bill?",

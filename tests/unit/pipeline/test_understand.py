@@ -206,6 +206,13 @@ def test_understand_marks_a_follow_up_as_rewritten() -> None:
             "What is the Business plan price and the nonprofit discount?",
             ("What is the Business plan price?", "What is the nonprofit discount?"),
         ),
+        (  # what is said before the questions is said to each of them
+            "We're on Team+ in the EU. Which base URL should we call, and how many requests a minute do we get?",
+            (
+                "We're on Team+ in the EU. Which base URL should we call?",
+                "We're on Team+ in the EU. How many requests a minute do we get?",
+            ),
+        ),
     ],
 )
 def test_split_parts_splits_independent_questions(question: str, parts: tuple[str, ...]) -> None:
@@ -227,6 +234,7 @@ def test_split_parts_splits_independent_questions(question: str, parts: tuple[st
         "Which laptops can new employees choose from?",
         "I'm in Leeds, so how long does the repair take and how much will it cost?",  # "it" is no place
         "How much does the RT-9 cost and how do I contact IT about it?",  # IT is a team
+        "We're on Team+. What is the fee?",  # one question after what is said
     ],
 )
 def test_split_parts_keeps_one_question_whole(question: str) -> None:
@@ -368,6 +376,8 @@ def test_is_follow_up(text: str, expected: bool) -> None:
         ("When was Northwind Labs founded?", "date"),
         ("What year did Beacon launch?", "date"),
         ("When do I need a receipt?", "other"),
+        ("When does a travel router battery count as defective?", "other"),  # a condition
+        ("When is an absence considered unauthorised?", "other"),
         ("Who is the CEO?", "person"),
         ("Is there a gym allowance?", "yesno"),
         ("Can I book premium economy?", "yesno"),

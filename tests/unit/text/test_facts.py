@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.text.facts import about_the_page, clean_sentence, readable, same_amount, same_dimension, values
+from rag.text.facts import about_the_page, clean_sentence, content_words, readable, same_amount, same_dimension, values
 from rag.text.names import acronyms, codes, fold, mentions, names, new_names
 
 
@@ -49,6 +49,10 @@ def keys(text: str) -> list[tuple[str, str]]:
         ("Ship it to 221B Baker St. in London.", [("address", "221B Baker St")]),
         ("We moved 14 boxes down the road.", [("number", "14")]),  # a road, but no street's name
         ("No values here at all.", []),
+        ("3.5 Cloud services continue for as long as updates.", []),  # a section's number
+        ("2.5 GB of storage is included.", [("gb", "2.5")]),  # an amount opening its sentence
+        ("For 5xx errors, send an Idempotency-Key.", []),  # a class of status codes
+        ("Plus: 200 requests/min.", [("request", "200")]),
     ],
 )
 def test_values(text: str, expected: list[tuple[str, str]]) -> None:
@@ -70,6 +74,11 @@ def test_amounts_compare_across_units_of_one_dimension(a: str, b: str, same: boo
     [x], [y] = values(a), values(b)
     assert same_dimension(x, y)
     assert same_amount(x, y) is same
+
+
+def test_abbreviated_units_are_the_words_written_out() -> None:
+    assert {"request", "minute"} <= content_words("200 requests/min")
+    assert content_words("24 hrs") == content_words("24 hours")
 
 
 def test_values_of_different_dimensions_do_not_compare() -> None:
