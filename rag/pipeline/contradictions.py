@@ -41,10 +41,14 @@ MIN_OVERLAP = 0.4
 MIN_COSINE = 0.7
 TERMS_RATIO = 0.8
 """The other sentence must cover the question's key terms nearly as well: else it is another fact."""
-ANSWER_TERMS_RATIO = 0.5
+ANSWER_TERMS_RATIO = 0.6
 """Looser for two answers to the question compared value to value (`differing_answers`): a table
-row, or a step read without the one before it ("Keep holding for ten seconds."), covers the
-question's words less well than the prose it contradicts."""
+row covers the question's words less well than the prose it contradicts."""
+NAMED_ANSWER_TERMS_RATIO = 0.5
+"""Looser still when the question names its subject (a product code, a plan) and both passages name
+it: a step read without the one before it ("Keep holding for ten seconds.") says few of the
+question's words, and the name keeps it on the subject. Without a name, "report within 1 hour" (a
+security incident) would answer "How soon do I report a lost laptop?"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +92,8 @@ def find_conflicts(
         document = other.passage.document_id
         if document == chosen.passage.document_id or document in seen_documents:
             continue
-        if other.terms < ANSWER_TERMS_RATIO * chosen.terms:
+        ratio = NAMED_ANSWER_TERMS_RATIO if _both_name_the_subject(chosen, other, question) else ANSWER_TERMS_RATIO
+        if other.terms < ratio * chosen.terms:
             continue
         pair = None
         if other.terms >= TERMS_RATIO * chosen.terms:
@@ -102,6 +107,11 @@ def find_conflicts(
         preferred, reason = prefer(chosen, other)
         found.append(FoundConflict(chosen, other, pair[0], pair[1], preferred, reason))
     return found
+
+
+def _both_name_the_subject(a: ScoredSentence, b: ScoredSentence, question: str) -> bool:
+    asked = names(question) | codes(question)
+    return bool(asked) and all(mentions(_where(s), n) for s in (a, b) for n in asked)
 
 
 def differing_values(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value] | None:

@@ -131,7 +131,7 @@ class EvidenceReranker:
             where = f"{where} {faq.text}"
         # a "Key: value" line says no more than its key: its headings name what it is about
         terms = coverage(weights, lexemes, context, at=1.0 if _KEY_VALUE.match(sentence.text) else 0.5)
-        fits = type_match(wanted, sentence.text)
+        fits = type_match(wanted, sentence.text, query.text)
         score = MEANING_WEIGHT * meaning + TERMS_WEIGHT * terms + TYPE_WEIGHT * fits
         if asked_names:
             named = sum(mentions(where, name) for name in asked_names) / len(asked_names)
@@ -183,8 +183,9 @@ _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 
 
-def type_match(wanted: str, text: str) -> float:
-    """1 when the sentence holds the kind of value the question asks for; neutral kinds score 1."""
+def type_match(wanted: str, text: str, question: str = "") -> float:
+    """1 when the sentence holds the kind of value the question asks for; neutral kinds score 1. A
+    person is one the question does not name ("Who heads security at Brightloom?")."""
     if wanted == "quantity":  # a date, an address or a version is no amount
         return 1.0 if any(v.kind not in ("date", "address", "version") for v in values(text)) else 0.0
     if wanted == "address":
@@ -192,7 +193,8 @@ def type_match(wanted: str, text: str) -> float:
     if wanted == "date":
         return 1.0 if any(v.kind == "date" for v in values(text)) or _YEAR.search(text) else 0.0
     if wanted == "person":  # "who do I tell?" is answered by a name or an email address
-        return 1.0 if people(text) or _EMAIL.search(text) else 0.0
+        named = any(not mentions(question, p) for p in people(text))
+        return 1.0 if named or _EMAIL.search(text) else 0.0
     if wanted == "place":
         return 1.0 if names(text) else 0.0
     return 1.0

@@ -72,16 +72,27 @@ _NOT_PEOPLE = frozenset(
         "bank",
         "church",
         "party",
+        "agreement",
+        "desk",
+        "centre",
+        "center",
+        "portal",
+        "page",
+        "guide",
+        "store",
+        "programme",
+        "program",
     ]
 )
 
 
 def people(text: str) -> set[str]:
-    """Names that can be a person's: capitalised words without organisation or role words."""
+    """Names that can be a person's: capitalised words without organisation or role words, not an
+    acronym ("CEO", "HR"), and not a sentence's first word alone ("Tip:", "Ask Marta")."""
     return {
         name
-        for name in names(text) | new_names(text, "")
-        if not {word.lower() for word in name.split()} & _NOT_PEOPLE and not codes(name)
+        for name in names(text)
+        if not {word.lower() for word in name.split()} & _NOT_PEOPLE and not codes(name) and not name.isupper()
     }
 
 

@@ -163,6 +163,23 @@ def test_a_sentence_covering_far_fewer_question_terms_is_another_fact() -> None:
     assert len(find_conflicts(chosen, [close])) == 1
 
 
+def test_a_step_saying_few_of_the_words_conflicts_only_about_a_named_subject() -> None:
+    """0.55 of the chosen sentence's term coverage: enough when both name the NX-6 Pro asked about."""
+    question = "How long do I hold the reset button on an NX-6 Pro?"
+    manual = answering("Press and hold the RESET button for 15 seconds.", 1, date(2025, 9, 1), terms=0.4)
+    forum = answering("Keep holding for ten seconds.", 2, date(2023, 5, 1), terms=0.22)
+    assert find_conflicts(manual, [manual, forum], question=question) == []  # neither page names it
+    named = [replace(s, passage=replace(s.passage, title="NX-6 / NX-6 Pro factory reset")) for s in (manual, forum)]
+    [found] = find_conflicts(named[0], named, question=question)
+    assert (found.chosen_value.surface, found.other_value.surface, found.preferred) == (
+        "15 seconds",
+        "ten seconds",
+        "chosen",
+    )
+    unnamed = "How long do I hold the reset button?"
+    assert find_conflicts(named[0], named, question=unnamed) == []  # no name: 0.55 is another fact
+
+
 def test_carry_over_days_do_not_conflict_with_the_annual_allowance() -> None:
     # Key terms of "How many unused annual leave days can I carry over into next year?", weighted by
     # how rare they are in a handbook; lexemes as Postgres' English stemmer gives them.

@@ -13,9 +13,10 @@ from rag.pipeline.rerank import type_match
         ("person", "Report it to Hannah Lindqvist, our Head of Security.", 1.0),
         ("person", "Report vulnerabilities to psirt@tervane.invalid.", 1.0),  # who to tell: an address
         ("person", "Security updates are delivered for years.", 0.0),
+        ("person", "Tip: if you are evaluating Brightloom, skim the Service Level Agreement.", 0.0),
         ("quantity", "3.5 Cloud services continue for as long as updates.", 0.0),  # a section's number
         ("quantity", "Cloud Clips costs €3.99 a month.", 1.0),
     ],
 )
 def test_type_match(wanted: str, sentence: str, fits: float) -> None:
-    assert type_match(wanted, sentence) == fits
+    assert type_match(wanted, sentence, "Who heads up security at Brightloom?") == fits

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag.text.facts import about_the_page, clean_sentence, content_words, readable, same_amount, same_dimension, values
-from rag.text.names import acronyms, codes, fold, mentions, names, new_names
+from rag.text.names import acronyms, codes, fold, mentions, names, new_names, people
 
 
 def keys(text: str) -> list[tuple[str, str]]:
@@ -336,3 +336,17 @@ def test_sizes_and_times_are_not_model_codes() -> None:
     assert codes("Every model ships with 512GB of storage and opens at 9AM.") == set()
     assert not about_the_page("Note: Refunds are processed within 5 business days.")
     assert not about_the_page("Employees must sign this document before travel is booked.")
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Our security programme is led by Hannah Lindqvist, who reports to the CEO.", {"Hannah Lindqvist"}),
+        ("Head of Support Operations (Marta Kowalczyk)", {"Marta Kowalczyk"}),
+        ("Tip: skim the Service Level Agreement first.", set()),  # a label and a document, no one
+        ("Ask Marta in HR.", {"Marta"}),  # not the imperative, not the department's acronym
+        ("Contact the IT Service Desk.", set()),
+    ],
+)
+def test_people_are_names_that_can_be_a_persons(text: str, found: set[str]) -> None:
+    assert people(text) == found
