@@ -124,7 +124,8 @@ def _markdown_blocks(body: str) -> list[Block]:
             elif items:
                 items[-1].append(text)
             else:
-                _add(blocks, "paragraph", text)
+                for line in _fields(token.content) or [text]:
+                    _add(blocks, "paragraph", line)
         elif kind in ("bullet_list_open", "ordered_list_open") and items:
             flush_item(len(items))
         elif kind == "list_item_open":
@@ -145,6 +146,20 @@ def _markdown_blocks(body: str) -> list[Block]:
         elif kind == "html_block":
             _add(blocks, "paragraph", BeautifulSoup(token.content, "html.parser").get_text(" "))
     return blocks
+
+
+_FIELD = re.compile(r"^[A-Z0-9*_][^:,]{0,39}:[*_]*\s+\S.*$")
+"""A label (capitalised, no comma, at most 40 characters), a colon and a value."""
+
+
+def _fields(paragraph: str) -> list[str]:
+    """A paragraph of "Key: value" lines, one field per line ("EU base URL: https://...", "Beta
+    version: v2.2-beta"), as its lines: each states its own fact, not one run-on sentence. None
+    for prose (the lines of a paragraph of prose are wrapped, not fields)."""
+    lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
+    if len(lines) < 2 or not all(_FIELD.match(line) and not line.endswith((",", ";")) for line in lines):
+        return []
+    return [_inline_text(_MARKDOWN.parseInline(line)[0].children or []) for line in lines]
 
 
 def _inline_text(children: Iterable[Token]) -> str:

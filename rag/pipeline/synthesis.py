@@ -144,10 +144,12 @@ def _candidates(part: PartEvidence) -> list[ScoredSentence]:
 
 
 def _another_model(sentence: ScoredSentence, asked: set[str]) -> bool:
-    named = codes(sentence.text)
+    """The sentence, or the page and section it sits in when it names none ("VPN throughput: up to
+    300 Mbps" in the RT-9i's spec sheet), names a model and not the one asked."""
+    where = f"{sentence.text} {sentence.passage.title} {sentence.passage.heading}"
+    named = codes(sentence.text) or codes(f"{sentence.passage.title} {sentence.passage.heading}")
     if not asked or not named:
         return False
-    where = f"{sentence.text} {sentence.passage.title} {sentence.passage.heading}"
     return not any(mentions(where, code) for code in asked)
 
 

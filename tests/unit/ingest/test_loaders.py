@@ -128,6 +128,19 @@ def test_markdown_list_item_with_several_paragraphs_is_one_block() -> None:
     ]
 
 
+def test_markdown_lines_of_fields_are_one_fact_each_and_wrapped_prose_stays_whole() -> None:
+    fields = b"**Beta version:** v2.2-beta\nEU base URL: **https://eu.api.example**\nAU base URL (Enterprise): au\n"
+    prose = b"\nNote: the limits below apply\nto every plan, and change: rarely.\n\nOne line: alone.\n"
+    doc = load_document(Path("a.md"), fields + prose)
+    assert kinds_and_texts(doc.blocks) == [
+        ("paragraph", "Beta version: v2.2-beta", 0),
+        ("paragraph", "EU base URL: https://eu.api.example", 0),
+        ("paragraph", "AU base URL (Enterprise): au", 0),
+        ("paragraph", "Note: the limits below apply to every plan, and change: rarely.", 0),
+        ("paragraph", "One line: alone.", 0),
+    ]
+
+
 def test_markdown_html_and_images_keep_their_text() -> None:
     doc = load_document(Path("a.md"), b'<div class="note">Call <b>us</b></div>\n\n![the org chart](chart.png)\n')
     assert [block.text for block in doc.blocks] == ["Call us", "the org chart"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rag.model.evidence import PartEvidence, Ranked, ScoredSentence, SynthesisRequest
 from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.text.facts import clauses
@@ -69,3 +71,16 @@ async def test_signposts_list_intros_and_other_models_are_never_the_answer() -> 
     )
     best = ExtractiveSynthesizer(answer_threshold=0.6).best(evidence)
     assert best is not None and best.text == "The RT-9i runs for up to 8 hours on a charge."
+
+
+def test_a_field_on_another_models_page_is_not_the_answer() -> None:
+    """ "VPN throughput: up to 300 Mbps" names no model, but it sits on the RT-9i's spec sheet."""
+    question = "What VPN throughput does the NX-6 Pro reach?"
+    spec_sheet = replace(passage(1, "VPN throughput: up to 300 Mbps"), title="RT-9i Spec Sheet")
+    line = ScoredSentence(spec_sheet, 0, "VPN throughput: up to 300 Mbps", 0.9, 0.9, 0.8, 1.0)
+    evidence = PartEvidence(question, (Ranked(spec_sheet, 0.9, (line,)),), True)
+    assert ExtractiveSynthesizer(answer_threshold=0.6).best(evidence) is None
+    manual = replace(spec_sheet, title="NX-6 Series Manual (NX-6, NX-6 Pro)")
+    own = ScoredSentence(manual, 0, "VPN throughput: up to 300 Mbps", 0.9, 0.9, 0.8, 1.0)
+    on_its_page = PartEvidence(question, (Ranked(manual, 0.9, (own,)),), True)
+    assert ExtractiveSynthesizer(answer_threshold=0.6).best(on_its_page) is not None
