@@ -289,7 +289,7 @@ def asks(text: str) -> bool:
 
 
 _ABOUT_THE_PAGE = re.compile(
-    r"^(?:tip|see also|related)\s*:|^(?:this|the following) (?:page|document|guide|article|section|faq)\b"
+    r"^(?:tip|see also|related|tags|keywords|categories|labels)\s*:|^(?:this|the following) (?:page|document|guide|article|section|faq)\b"
     r"|^below you(?:'ll| will) find\b|\bon this page\b|^read on\b",
     re.IGNORECASE,
 )
@@ -297,7 +297,7 @@ _ABOUT_THE_PAGE = re.compile(
 
 def about_the_page(text: str) -> bool:
     """A sentence about the document itself ("This page lists ...", "Below you'll find answers",
-    "Tip: skim the ... page"): a signpost, never an answer."""
+    "Tip: skim the ... page", "Tags: reset, nx-6, howto"): a signpost, never an answer."""
     return bool(_ABOUT_THE_PAGE.search(text))
 
 

@@ -87,13 +87,17 @@ _NOT_PEOPLE = frozenset(
 
 
 def people(text: str) -> set[str]:
-    """Names that can be a person's: capitalised words without organisation or role words, not an
-    acronym ("CEO", "HR"), and not a sentence's first word alone ("Tip:", "Ask Marta")."""
+    """Names that can be a person's: a first and a last name ("Hannah Lindqvist"), capitalised
+    words without organisation or role words. A single word is a plan, a product or a company as
+    often as a person ("Enterprise", "Brightloom"); an acronym ("CEO") is a role."""
     return {
         name
         for name in names(text)
-        if not {word.lower() for word in name.split()} & _NOT_PEOPLE and not codes(name) and not name.isupper()
+        if _PERSON_NAME.fullmatch(name) and not {word.lower() for word in name.split()} & _NOT_PEOPLE
     }
+
+
+_PERSON_NAME = re.compile(r"[A-Z][a-z'’-]+(?:\s+(?:[A-Z]\.|[A-Z][a-z'’-]+|van|de|von|der|da|di|le|la)){1,3}")
 
 
 def new_names(text: str, known: str) -> set[str]:

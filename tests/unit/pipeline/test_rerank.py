@@ -11,7 +11,7 @@ from rag.pipeline.rerank import type_match
     ("wanted", "sentence", "fits"),
     [
         ("person", "Report it to Hannah Lindqvist, our Head of Security.", 1.0),
-        ("person", "Report vulnerabilities to psirt@tervane.invalid.", 1.0),  # who to tell: an address
+        ("person", "Report vulnerabilities to psirt@tervane.invalid.", 0.0),  # who heads it is a person
         ("person", "Security updates are delivered for years.", 0.0),
         ("person", "Tip: if you are evaluating Brightloom, skim the Service Level Agreement.", 0.0),
         ("quantity", "3.5 Cloud services continue for as long as updates.", 0.0),  # a section's number
@@ -20,3 +20,9 @@ from rag.pipeline.rerank import type_match
 )
 def test_type_match(wanted: str, sentence: str, fits: float) -> None:
     assert type_match(wanted, sentence, "Who heads up security at Brightloom?") == fits
+
+
+def test_an_address_answers_whom_to_tell() -> None:
+    contact = "Report vulnerabilities to psirt@tervane.invalid."
+    assert type_match("person", contact, "Who do I tell if I found a security hole?") == 1.0
+    assert type_match("person", contact, "Who heads up security?") == 0.0
