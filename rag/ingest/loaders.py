@@ -35,6 +35,11 @@ _SHORT_LINE = 80
 _LIST_MARKER = re.compile(r"^(\s*)(?:[-*+•▪◦–]|\d{1,3}[.)]|\([a-z0-9]{1,3}\))\s+(\S.*)$")
 _UNDERLINE = re.compile(r"^(={3,}|-{3,})$")
 _RULE = re.compile(r"^([-*_=])(\s*\1){2,}$")
+_CLAUSE_NUMBER = re.compile(r"^\d{1,3}(?:\.\d{1,3})+\s+\S")
+_LEADER = re.compile(r"^(\S[^.]*?)\s*\.{3,}\s*(\S.*)$")
+"""A definition with dot leaders: "End of sale ......... The last day the model is sold"."""
+_COLUMN_RULE = re.compile(r"^\s*[-=]{3,}(?:\s+[-=]{3,})+\s*$")
+"""The dashes under a plain-text table's header, one run per column ("-----  ------  ----")."""
 _PAGE_NUMBER = re.compile(r"^(page\s+)?\d{1,4}(\s*(of|/)\s*\d{1,4})?$", re.IGNORECASE)
 _INVISIBLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\u00ad\u200b\ufeff]")
 _HTML_DROP = ("script", "style", "nav", "footer", "header", "noscript", "template", "svg", "head")
@@ -305,18 +310,34 @@ def _plain_blocks(lines: list[str], *, wrapped: bool) -> list[Block]:
 
     def start(kind: BlockKind = "paragraph", level: int = 0, *first: str) -> None:
         nonlocal shape
-        _add(blocks, shape[0], _join_lines(pending), shape[1])
+        fields = _fields("\n".join(pending)) if shape[0] == "paragraph" else []
+        for text in fields or [_join_lines(pending)]:
+            _add(blocks, shape[0], text, shape[1])
         pending[:] = first
         shape = (kind, level)
 
+    table_end = 0
     for index, raw in enumerate(lines):
+        if index < table_end:
+            continue
         line = raw.strip()
         following = lines[index + 1].strip() if index + 1 < len(lines) else ""
         marker = _LIST_MARKER.match(raw)
-        if not line or _RULE.match(line):
+        if line and index + 1 < len(lines) and _COLUMN_RULE.match(lines[index + 1]):
+            start()
+            rows, table_end = _fixed_width_table(lines, index)
+            blocks.extend(rows)
+        elif not line or _RULE.match(line):
             start()
         elif _UNDERLINE.match(following) and not marker and len(line) <= _SHORT_LINE:
             start("heading", 1 if following[0] == "=" else 2, line)
+        elif _CLAUSE_NUMBER.match(raw):
+            start("paragraph", 0, line)  # "3.1 Routers receive ...": a numbered clause of its own
+        elif leader := _LEADER.match(raw):
+            start("paragraph", 0, f"{leader.group(1)}: {leader.group(2)}")  # "Term ...... what it means"
+        elif marker and _looks_like_heading(marker.group(2)) and not raw[:1].isspace():
+            start("heading", 2, line)  # "4. MODEL TABLE": a numbered section's heading
+            start()
         elif marker:
             start("list_item", 1 + len(marker.group(1).expandtabs(4)) // 2, marker.group(2))
         elif _looks_like_heading(line):
@@ -330,6 +351,25 @@ def _plain_blocks(lines: list[str], *, wrapped: bool) -> list[Block]:
             start()
     start()
     return blocks
+
+
+def _fixed_width_table(lines: list[str], at: int) -> tuple[list[Block], int]:
+    """The table whose header is `lines[at]` and whose column rule is the line after it, as rows
+    that read on their own ("Model: RT-9; End of sale: 2023-06-30"), and the index after its last
+    row (the first blank line). Cells are cut where the rule's dash runs start."""
+    starts = [m.start() for m in re.finditer(r"[-=]+", lines[at + 1])]
+
+    def cells(line: str) -> list[str]:
+        bounds = [*starts[1:], len(line)]
+        return [_clean(line[begin:end]) for begin, end in zip([0, *starts[1:]], bounds, strict=True)]
+
+    header = cells(lines[at])
+    rows: list[Block] = []
+    end = at + 2
+    while end < len(lines) and lines[end].strip() and not _COLUMN_RULE.match(lines[end]):
+        _add(rows, "table_row", _row_text(header, cells(lines[end])))
+        end += 1
+    return rows, end
 
 
 def _looks_like_heading(line: str) -> bool:

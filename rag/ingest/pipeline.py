@@ -38,7 +38,9 @@ _NO_VECTOR = np.zeros(0, dtype=np.float32)
 PIPELINE_VERSION = 4
 """Bump when parsing or chunking changes in a way that should re-process unchanged files (2: HTML
 through lxml, UTF-8 with stray bytes, CJK chunk sizes, cleaned front matter; 3: a blog's "Posted"
-date read as its effective date; 4: a paragraph of "Key: value" lines read as one field per line)."""
+date read as its effective date; 4: a paragraph of "Key: value" lines read as one field per
+line; a plain-text file's fixed-width tables, dot-leader definitions and numbered clauses read by
+their layout)."""
 
 
 @dataclass(slots=True)

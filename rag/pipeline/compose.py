@@ -53,7 +53,10 @@ def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector |
     found = [f.conflict for f in finals if f.conflict is not None]
     found += [c for c in attempt.writer_conflicts if _pair(c) not in {_pair(f) for f in found}]
     sources, number = _number_sources(finals, found)
-    sentences = tuple(AnswerSentence(f.text, tuple(number[p.chunk_id] for p in f.passages)) for f in finals)
+    # a table row answering two parts is written once
+    sentences = tuple(
+        dict.fromkeys(AnswerSentence(f.text, tuple(number[p.chunk_id] for p in f.passages)) for f in finals)
+    )
     conflicts = tuple(_conflict(c, number) for c in found)
     answered = {c.part for c in attempt.supported}
     unanswered = tuple(p for i, p in enumerate(attempt.parts) if i not in answered)

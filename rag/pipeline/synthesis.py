@@ -17,6 +17,7 @@ from rag.pipeline.understand import answer_type
 from rag.text.facts import (
     about_the_page,
     asks,
+    clauses,
     clean_sentence,
     content_words,
     looks_like_instruction,
@@ -54,7 +55,7 @@ class ExtractiveSynthesizer:
             chosen = self.choose(part, best, taken=others, pool=pools[index])
             for s in chosen:
                 text = clean_sentence(s.text)
-                if text not in used:
+                if text not in used or s is best:  # a row answering two parts is each one's answer
                     used.add(text)
                     sentences.append(DraftSentence(text, (numbers[s.passage.chunk_id],), index, s))
         return Draft(tuple(sentences), tuple(unanswered))
@@ -76,8 +77,13 @@ class ExtractiveSynthesizer:
             runner_up = self.best(parts[index], exclude={clean_sentence(best.text)}, pool=pools[index])
             return best.score - (runner_up.score if runner_up is not None else 0.0)
 
-        shared = len({clean_sentence(b.text) for b in first.values() if b is not None}) < sum(
-            b is not None for b in first.values()
+        by_text: dict[str, list[int]] = {}
+        for i, b in first.items():
+            if b is not None:
+                by_text.setdefault(clean_sentence(b.text), []).append(i)
+        shared = any(
+            len(sharing) > 1 and not _answers_each(first[sharing[0]], [parts[i].text for i in sharing])  # type: ignore[arg-type]
+            for sharing in by_text.values()
         )
         if not shared:
             return {i: b for i, b in first.items() if b is not None}
@@ -124,6 +130,21 @@ class ExtractiveSynthesizer:
         stating = [s for s in near if wanted in CHECKED_KINDS and states(wanted, s.text, part.text)]
         best = max(stating, key=lambda s: s.score) if stating else best
         return best if best.score >= self.answer_threshold else None
+
+
+def _answers_each(sentence: ScoredSentence, questions: Sequence[str]) -> bool:
+    """A table row holding an answer for each of several parts: "Model: RT-9; End of sale:
+    2023-06-30; End of security updates: 2024-12-31" for "when did it stop selling, and when did
+    it stop getting patches?". Each part asks for a kind of value that at least as many of the
+    row's cells state as there are parts, cells about another model left out ("Battery life; RT-9:
+    up to 5 hours; RT-9i: up to 8 hours" holds one answer about the RT-9i, not two)."""
+    cells = clauses(sentence.text)
+    for question in questions:
+        wanted, asked = answer_type(question), codes(question)
+        own = [c for c in cells if not codes(c) - asked]
+        if wanted not in CHECKED_KINDS or sum(states(wanted, c, question) for c in own) < len(questions):
+            return False
+    return True
 
 
 def _candidates(part: PartEvidence) -> list[ScoredSentence]:

@@ -289,7 +289,8 @@ def asks(text: str) -> bool:
 
 
 _ABOUT_THE_PAGE = re.compile(
-    r"^(?:tip|see also|related|tags|keywords|categories|labels)\s*:|^(?:this|the following) (?:page|document|guide|article|section|faq)\b"
+    r"^(?:tip|see also|related|tags|keywords|categories|labels)\s*:"
+    r"|^(?:this|the following) (?:page|document|guide|article|section|faq)\b"
     r"|^below you(?:'ll| will) find\b|\bon this page\b|^read on\b",
     re.IGNORECASE,
 )

@@ -199,6 +199,61 @@ def test_text_paragraphs_lists_and_headings() -> None:
     ]
 
 
+LIFECYCLE_TXT = """PRODUCT LIFECYCLE POLICY
+Reference: PRD-POL-002
+Owner: Product Management
+
+2. DEFINITIONS
+
+End of sale ............... The last day the model is sold. Retailers may
+                            sell remaining stock after this date.
+Launch date ............... The first day the model was sold.
+
+3. COMMITMENTS
+
+3.1 Routers receive feature updates until the end of sale date.
+3.2 Routers receive security updates for 18 months after
+    the end of sale date.
+
+Model           Launch       End of sale   End of security updates
+--------------  -----------  ------------  -----------------------
+NX-6 Pro        2022-09-15   On sale       Not before 2029-03-15
+RT-9            2020-05-04   2023-06-30    2024-12-31
+
+Dates are in YYYY-MM-DD format.
+"""
+
+
+def test_text_tables_definitions_and_numbered_clauses_are_read_by_their_layout() -> None:
+    doc = load_document(Path("lifecycle.txt"), LIFECYCLE_TXT.encode())
+    assert kinds_and_texts(doc.blocks) == [
+        ("heading", "PRODUCT LIFECYCLE POLICY", 2),
+        ("paragraph", "Reference: PRD-POL-002", 0),
+        ("paragraph", "Owner: Product Management", 0),
+        ("heading", "2. DEFINITIONS", 2),
+        (
+            "paragraph",
+            "End of sale: The last day the model is sold. Retailers may sell remaining stock after this date.",
+            0,
+        ),
+        ("paragraph", "Launch date: The first day the model was sold.", 0),
+        ("heading", "3. COMMITMENTS", 2),
+        ("paragraph", "3.1 Routers receive feature updates until the end of sale date.", 0),
+        ("paragraph", "3.2 Routers receive security updates for 18 months after the end of sale date.", 0),
+        (
+            "table_row",
+            "Model: NX-6 Pro; Launch: 2022-09-15; End of sale: On sale; End of security updates: Not before 2029-03-15",
+            0,
+        ),
+        (
+            "table_row",
+            "Model: RT-9; Launch: 2020-05-04; End of sale: 2023-06-30; End of security updates: 2024-12-31",
+            0,
+        ),
+        ("paragraph", "Dates are in YYYY-MM-DD format.", 0),
+    ]
+
+
 def test_text_title_only_when_first_line_is_short() -> None:
     long_first = ("word " * 30).strip() + ".\nSecond line."
     assert load_document(Path("a.text"), long_first.encode()).title is None

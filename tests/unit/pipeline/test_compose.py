@@ -59,6 +59,15 @@ def test_supported_sentences_are_answered_with_numbered_sources_in_citation_orde
     assert composed.gate is not None and composed.gate.gate == "contradiction" and composed.gate.passed
 
 
+def test_a_row_answering_two_parts_is_written_once_and_both_are_answered() -> None:
+    row = passage(4, "Model: RT-9; End of sale: 2023-06-30; End of security updates: 2024-12-31", title="Lifecycle")
+    parts = ("When did the RT-9 stop selling?", "When did the RT-9 stop getting patches?")
+    made = attempt(parts, ((row,), (row,)), (checked(row.text, (row,), part=0), checked(row.text, (row,), part=1)))
+    composed = compose(made, refusal=DEFAULT_REFUSAL)
+    assert [(s.text, s.citations) for s in composed.sentences] == [(row.text, (1,))]
+    assert composed.unanswered_parts == () and composed.text.count(row.text) == 1
+
+
 def test_a_failed_faithfulness_gate_delivers_low_confidence_with_its_caveat() -> None:
     made = attempt(("What is the hotel cap?",), ((HOTEL,),), (checked(HOTEL.text, (HOTEL,)),), faithful=False)
     composed = compose(made, refusal=DEFAULT_REFUSAL)

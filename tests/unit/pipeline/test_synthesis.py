@@ -84,3 +84,14 @@ def test_a_field_on_another_models_page_is_not_the_answer() -> None:
     own = ScoredSentence(manual, 0, "VPN throughput: up to 300 Mbps", 0.9, 0.9, 0.8, 1.0)
     on_its_page = PartEvidence(question, (Ranked(manual, 0.9, (own,)),), True)
     assert ExtractiveSynthesizer(answer_threshold=0.6).best(on_its_page) is not None
+
+
+async def test_a_row_holding_an_answer_for_each_part_answers_both() -> None:
+    row = "Model: RT-9; Launch: 2020-05-04; End of sale: 2023-06-30; End of security updates: 2024-12-31"
+    other = "The RT-9i replaces the RT-9."
+    sold = part("When did Tervane stop selling the RT-9?", {row: 0.75, other: 0.7})
+    patched = part("When did the RT-9 stop getting security patches?", {row: 0.8, other: 0.6})
+    request = SynthesisRequest("q", (sold, patched), (sold.ranked[0].passage,), 1)
+    draft = await ExtractiveSynthesizer(answer_threshold=0.6).synthesise(request)
+    assert [(s.part, s.text) for s in draft.sentences] == [(0, f"{row}."), (1, f"{row}.")]
+    assert draft.unanswered_parts == ()
