@@ -62,8 +62,13 @@ def states(wanted: str, sentence: str, question: str = "") -> bool:
     """Whether `sentence` holds a value of the kind `wanted` (answer types outside CHECKED_KINDS: always)."""
     if wanted == "quantity":
         in_codes = " ".join(codes(sentence))  # the 9 of "RT-9" counts nothing
+        given = {v.key for v in values(question)}  # "uptime was 99.5%: what credit?" asks for another
         # a date, an address or a version is no amount: "14 Wharf Street" says nothing of "how much"
-        stated = [v for v in values(sentence) if v.kind not in _NOT_AMOUNTS and v.surface not in in_codes]
+        stated = [
+            v
+            for v in values(sentence)
+            if v.kind not in _NOT_AMOUNTS and v.surface not in in_codes and v.key not in given
+        ]
         often = "how often" in question.lower() and bool(_FREQUENCY.search(sentence))
         return bool(stated) or bool(_COUNT_WORD.search(sentence)) or often
     if wanted == "date":

@@ -41,7 +41,11 @@ def reads_as_question(text: str) -> bool:
     return "?" in text or bool(_ASKS.match(text))
 
 
-_PART_BREAK = re.compile(rf"(?:,\s*|;\s*|\s+)(?:and|also|plus)\s+(?={_WH}\b)", re.IGNORECASE)
+_PART_BREAK = re.compile(
+    rf"(?:,\s*|;\s*|\s+)(?:and|also|plus)\s+(?=(?:(?:for|in|at|by|to|from|until|since|with)\s+)?{_WH}\b)",
+    re.IGNORECASE,
+)
+"""Where a second ask starts: "..., and how many ...", "... and for how many years ..."."""
 _FOLLOW_UP_START = re.compile(
     r"^(?:and|also|but|so|ok(?:ay)?|what about|how about|and what about|and how about|same for|what if)\b[\s,]*",
     re.IGNORECASE,
@@ -195,7 +199,10 @@ def _standalone(part: str, first: str) -> str:
     if not re.search(r"\b(?:it|its)\b", part) or re.search(_THEY, part, re.IGNORECASE) or part.count(" it") > 1:
         return part
     found = sorted(codes(first)) or sorted(
-        n for n in names(first) - names(part) if re.search(rf"{re.escape(n)}\s+(?:{_KINDS})\b", first)
+        n
+        for n in names(first) - names(part)
+        if re.search(rf"{re.escape(n)}\s+(?:{_KINDS})\b", first)
+        or not re.search(rf"\b(?:in|at|from|to|near)\s+(?:the\s+)?{re.escape(n)}\b", first)
     )
     if len(found) != 1:
         return part

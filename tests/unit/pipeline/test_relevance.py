@@ -43,6 +43,12 @@ from tests.unit.pipeline.stage_data import passage
         ("what IP do i type in the browser?", "Open 192.168.50.1 in a browser.", True),
         ("What email address do I write to?", "Write to psirt@tervane.invalid with the details.", True),
         ("What email address do I write to?", "See the report.pdf for details.", False),  # a file is no host
+        (  # the value the question gives is not the one it asks for
+            "Last month's uptime was 99.5%. How much credit are we owed?",
+            "A 99.5% monthly uptime commitment, backed by service credits.",
+            False,
+        ),
+        ("Last month's uptime was 99.5%. How much credit are we owed?", "Below 99.5%, the credit is 10%.", True),
     ],
 )
 def test_an_answer_states_the_kind_of_value_asked(question: str, sentence: str, stated: bool) -> None:

@@ -16,10 +16,11 @@ from rag.pipeline.rerank import type_match
         ("person", "Tip: if you are evaluating Brightloom, skim the Service Level Agreement.", 0.0),
         ("quantity", "3.5 Cloud services continue for as long as updates.", 0.0),  # a section's number
         ("quantity", "Cloud Clips costs €3.99 a month.", 1.0),
+        ("quantity", "A 99.5% monthly uptime commitment.", 0.0),  # the question's own figure
     ],
 )
 def test_type_match(wanted: str, sentence: str, fits: float) -> None:
-    assert type_match(wanted, sentence, "Who heads up security at Brightloom?") == fits
+    assert type_match(wanted, sentence, "Who heads up security at Brightloom? Uptime was 99.5%.") == fits
 
 
 def test_an_address_answers_whom_to_tell() -> None:

@@ -206,6 +206,14 @@ def test_understand_marks_a_follow_up_as_rewritten() -> None:
             "What is the Business plan price and the nonprofit discount?",
             ("What is the Business plan price?", "What is the nonprofit discount?"),
         ),
+        (  # a second ask opening with a preposition; "it" is the plan, not the place
+            "How much is Care+ Standard in the US, and for how many years can it cover defects?",
+            ("How much is Care+ Standard in the US?", "For how many years can Care+ Standard cover defects?"),
+        ),
+        (
+            "What does Beacon cost in Germany, and how long does it keep data?",
+            ("What does Beacon cost in Germany?", "How long does Beacon keep data?"),
+        ),
         (  # what is said before the questions is said to each of them
             "We're on Team+ in the EU. Which base URL should we call, and how many requests a minute do we get?",
             (
