@@ -25,6 +25,7 @@ import numpy as np
 from rag.model.evidence import Query, Ranked, ScoredSentence
 from rag.model.ports import Embedder
 from rag.model.types import Passage
+from rag.pipeline.relevance import states
 from rag.pipeline.understand import answer_type
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
@@ -200,6 +201,6 @@ def type_match(wanted: str, text: str, question: str = "") -> float:
     if wanted == "person":  # "who do I tell?" is answered by a name or an email address
         named = any(not mentions(question, p) for p in people(text))
         return 1.0 if named or (_CONTACT.search(question) and _EMAIL.search(text)) else 0.0
-    if wanted == "place":
-        return 1.0 if names(text) else 0.0
+    if wanted == "place":  # as the relevance gate reads it: a name the question does not say
+        return 1.0 if states("place", text, question) else 0.0
     return 1.0

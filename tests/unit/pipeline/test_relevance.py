@@ -31,6 +31,8 @@ from tests.unit.pipeline.stage_data import passage
         ("When did SCIM leave beta?", "SCIM 2.0 provisioning on Enterprise.", False),
         ("Which city are the EU servers in?", "EU workspaces are hosted in Frankfurt.", True),
         ("Which city are the EU servers in?", "EU workspaces are hosted in our own data centre.", False),
+        ("Where is the support team based?", "US base URL: https://us.api.example.invalid", False),
+        ("Where is the support team based?", "Support hubs: Dublin and Austin", True),
         ("Who heads security?", "Security is led by Hannah Lindqvist.", True),
         ("Who were the first cardinals?", "The first cardinals were the deacons of the city.", True),
         ("Is there a free trial?", "Every workspace starts on a trial.", True),
