@@ -77,16 +77,16 @@ class ExtractiveSynthesizer:
             runner_up = self.best(parts[index], exclude={clean_sentence(best.text)}, pool=pools[index])
             return best.score - (runner_up.score if runner_up is not None else 0.0)
 
+        found = {i: b for i, b in first.items() if b is not None}
         by_text: dict[str, list[int]] = {}
-        for i, b in first.items():
-            if b is not None:
-                by_text.setdefault(clean_sentence(b.text), []).append(i)
+        for i, b in found.items():
+            by_text.setdefault(clean_sentence(b.text), []).append(i)
         shared = any(
-            len(sharing) > 1 and not _answers_each(first[sharing[0]], [parts[i].text for i in sharing])  # type: ignore[arg-type]
+            len(sharing) > 1 and not _answers_each(found[sharing[0]], [parts[i].text for i in sharing])
             for sharing in by_text.values()
         )
         if not shared:
-            return {i: b for i, b in first.items() if b is not None}
+            return found
         bests: dict[int, ScoredSentence] = {}
         taken: set[str] = set()
         for index in sorted(retrieved, key=lambda i: -lead(i)):
