@@ -106,7 +106,8 @@ STOP_WORDS = frozenset(
     "that these those there here what which who whom whose when where why how do does did can could will "
     "would should may might must shall i me my we our you your they them their he she his her not no yes "
     "any all each every some more most than then so up out about into over under after before also only "
-    "just very per however please note".split()
+    "just very per however please note "
+    "anyone someone anybody somebody everyone everybody anything something everything whoever whatever".split()
 )
 
 

@@ -241,7 +241,9 @@ def _form(word: str) -> str:
     if word.endswith("+"):
         return re.escape(word)
     word = _singular_word(word)
-    return re.escape(word[:-1]) + r"(?:y|ies)" if word.endswith("y") else re.escape(word) + r"(?:s|es)?"
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":  # "Company", "Companies"
+        return re.escape(word[:-1]) + r"(?:y|ies)"
+    return re.escape(word) + r"(?:s|es)?"  # "Saturday", "Saturdays"; "Survey Key", "Survey Keys"
 
 
 def _singular_word(word: str) -> str:

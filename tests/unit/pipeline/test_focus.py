@@ -39,6 +39,12 @@ def test_a_modifier_of_an_answered_head_word_is_not_a_candidate() -> None:
     assert candidates("What's the phone extension for the IT helpdesk?", answer) == []
 
 
+def test_an_indefinite_pronoun_asks_about_nothing() -> None:
+    answer = "Live chat is open on Saturdays from 10:00 to 16:00 CET."
+    assert candidates("Is anyone on the chat on Saturdays?", answer) == []
+    assert candidates("Can somebody help me with everything?", "Support is open daily.") == ["help"]
+
+
 def test_without_removes_every_occurrence_of_the_word() -> None:
     assert without("Is Parking free? Where is the parking?", "parking") == "Is free? Where is the ?"
 

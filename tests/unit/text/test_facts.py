@@ -179,6 +179,10 @@ def test_fold() -> None:
         ("The NW-200 collector supports 250 hosts.", "NW-200", True),
         ("Beaconing is a word.", "Beacon", False),
         ("Team plans differ.", "Business", False),
+        ("Chat is open on Saturdays from 10:00.", "Saturdays", True),  # a vowel before the y: "-ys"
+        ("Chat is open on Saturday.", "Saturdays", True),
+        ("Both Acme Companies merged.", "Acme Company", True),  # a consonant before the y: "-ies"
+        ("Acme Company", "Acme Companies", True),
     ],
 )
 def test_mentions(haystack: str, term: str, expected: bool) -> None:
