@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -24,24 +23,14 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from rag.errors import CorruptFile, EmptyFile, IngestError, UnreadableFile, UnsupportedFile
-from rag.ingest.blocks import Block, BlockKind, ParsedDocument
+from rag.ingest.blocks import Block, ParsedDocument
+from rag.ingest.layout import LIST_MARKER, SHORT_LINE, add, clean, fields, join_lines, plain_blocks, row_text
 
 __all__ = ["SUPPORTED_SUFFIXES", "load_document"]
 
 _MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 _SNIFF_BYTES = 8192
 _MAX_CONTROL_RATIO = 0.02
-_SHORT_LINE = 80
-_LIST_MARKER = re.compile(r"^(\s*)(?:[-*+•▪◦–]|\d{1,3}[.)]|\([a-z0-9]{1,3}\))\s+(\S.*)$")
-_UNDERLINE = re.compile(r"^(={3,}|-{3,})$")
-_RULE = re.compile(r"^([-*_=])(\s*\1){2,}$")
-_CLAUSE_NUMBER = re.compile(r"^\d{1,3}(?:\.\d{1,3})+\s+\S")
-_LEADER = re.compile(r"^(\S[^.]*?)\s*\.{3,}\s*(\S.*)$")
-"""A definition with dot leaders: "End of sale ......... The last day the model is sold"."""
-_COLUMN_RULE = re.compile(r"^\s*[-=]{3,}(?:\s+[-=]{3,})+\s*$")
-"""The dashes under a plain-text table's header, one run per column ("-----  ------  ----")."""
-_PAGE_NUMBER = re.compile(r"^(page\s+)?\d{1,4}(\s*(of|/)\s*\d{1,4})?$", re.IGNORECASE)
-_INVISIBLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\u00ad\u200b\ufeff]")
 _HTML_DROP = ("script", "style", "nav", "footer", "header", "noscript", "template", "svg", "head")
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _HTML_INLINE = frozenset(
@@ -96,7 +85,7 @@ def _load_markdown(path: Path, data: bytes) -> ParsedDocument:
     metadata = {str(key).lower(): value for key, value in front.items()}
     blocks = _markdown_blocks(body)
     title = metadata.get("title")
-    return ParsedDocument(blocks, _clean(str(title)) if title else _first_h1(blocks), metadata)
+    return ParsedDocument(blocks, clean(str(title)) if title else _first_h1(blocks), metadata)
 
 
 def _markdown_blocks(body: str) -> list[Block]:
@@ -109,7 +98,7 @@ def _markdown_blocks(body: str) -> list[Block]:
     level = 0
 
     def flush_item(depth: int) -> None:
-        _add(blocks, "list_item", " ".join(items[depth - 1]), depth)
+        add(blocks, "list_item", " ".join(items[depth - 1]), depth)
         items[depth - 1].clear()
 
     for token in _MARKDOWN.parse(body):
@@ -123,14 +112,15 @@ def _markdown_blocks(body: str) -> list[Block]:
         elif kind == "inline":
             text = _inline_text(token.children or [])
             if target == "heading":
-                _add(blocks, "heading", text, level)
+                add(blocks, "heading", text, level)
             elif target == "cell":
-                row.append(_clean(text))
+                row.append(clean(text))
             elif items:
                 items[-1].append(text)
             else:
-                for line in _fields(token.content) or [text]:
-                    _add(blocks, "paragraph", line)
+                lines = [_inline_text(_MARKDOWN.parseInline(line)[0].children or []) for line in fields(token.content)]
+                for line in lines or [text]:
+                    add(blocks, "paragraph", line)
         elif kind in ("bullet_list_open", "ordered_list_open") and items:
             flush_item(len(items))
         elif kind == "list_item_open":
@@ -145,26 +135,12 @@ def _markdown_blocks(body: str) -> list[Block]:
         elif kind == "tr_close" and in_head:
             header = row
         elif kind == "tr_close":
-            _add(blocks, "table_row", _row_text(header, row))
+            add(blocks, "table_row", row_text(header, row))
         elif kind in ("fence", "code_block"):
-            _add(blocks, "code", token.content)
+            add(blocks, "code", token.content)
         elif kind == "html_block":
-            _add(blocks, "paragraph", BeautifulSoup(token.content, "html.parser").get_text(" "))
+            add(blocks, "paragraph", BeautifulSoup(token.content, "html.parser").get_text(" "))
     return blocks
-
-
-_FIELD = re.compile(r"^[A-Z0-9*_][^:,]{0,39}:[*_]*\s+\S.*$")
-"""A label (capitalised, no comma, at most 40 characters), a colon and a value."""
-
-
-def _fields(paragraph: str) -> list[str]:
-    """A paragraph of "Key: value" lines, one field per line ("EU base URL: https://...", "Beta
-    version: v2.2-beta"), as its lines: each states its own fact, not one run-on sentence. None
-    for prose (the lines of a paragraph of prose are wrapped, not fields)."""
-    lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
-    if len(lines) < 2 or not all(_FIELD.match(line) and not line.endswith((",", ";")) for line in lines):
-        return []
-    return [_inline_text(_MARKDOWN.parseInline(line)[0].children or []) for line in lines]
 
 
 def _inline_text(children: Iterable[Token]) -> str:
@@ -176,8 +152,8 @@ def _inline_text(children: Iterable[Token]) -> str:
 def _load_text(path: Path, data: bytes) -> ParsedDocument:
     text = _decode_text(path, data)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    short = len(first) <= _SHORT_LINE and not _LIST_MARKER.match(first)
-    return ParsedDocument(_plain_blocks(text.splitlines(), wrapped=False), first if short else None)
+    short = len(first) <= SHORT_LINE and not LIST_MARKER.match(first)
+    return ParsedDocument(plain_blocks(text.splitlines(), wrapped=False), first if short else None)
 
 
 def _load_html(path: Path, data: bytes) -> ParsedDocument:
@@ -188,7 +164,7 @@ def _load_html(path: Path, data: bytes) -> ParsedDocument:
         name, content = meta.get("name") or meta.get("property"), meta.get("content")
         if name and content is not None:
             metadata[str(name).strip().lower()] = str(content).strip()
-    title = _clean(soup.title.get_text()) if soup.title else ""
+    title = clean(soup.title.get_text()) if soup.title else ""
     for element in soup.find_all(list(_HTML_DROP)):
         # a page's header goes; an article's or a section's header holds its title and date
         if element.name != "header" or not element.find_parent(["article", "main", "section"]):
@@ -222,7 +198,7 @@ class _HtmlWalker:
         self.loose: list[str] = []
 
     def flush(self) -> None:
-        _add(self.blocks, "paragraph", "".join(self.loose))
+        add(self.blocks, "paragraph", "".join(self.loose))
         self.loose.clear()
 
     def walk(self, node: Tag, depth: int = 0) -> None:
@@ -239,11 +215,11 @@ class _HtmlWalker:
             return
         self.flush()
         if name in _HTML_HEADINGS:
-            _add(self.blocks, "heading", _text(tag), _HTML_HEADINGS[name])
+            add(self.blocks, "heading", _text(tag), _HTML_HEADINGS[name])
         elif name == "p":
-            _add(self.blocks, "paragraph", _text(tag))
+            add(self.blocks, "paragraph", _text(tag))
         elif name == "pre":
-            _add(self.blocks, "code", tag.get_text())
+            add(self.blocks, "code", tag.get_text())
         elif name == "li":
             self.item(tag, max(depth, 1))
         elif name in ("ul", "ol"):
@@ -256,21 +232,21 @@ class _HtmlWalker:
 
     def item(self, li: Tag, depth: int) -> None:
         nested = [sub.extract() for sub in li.find_all(["ul", "ol"], recursive=False)]
-        _add(self.blocks, "list_item", _text(li), depth)
+        add(self.blocks, "list_item", _text(li), depth)
         for sublist in nested:
             self.walk(sublist, depth + 1)
 
     def table(self, table: Tag) -> None:
         if table.caption:
-            _add(self.blocks, "paragraph", _text(table.caption))
+            add(self.blocks, "paragraph", _text(table.caption))
         header: list[str] = []
         for tr in table.find_all("tr"):
             cells = tr.find_all(["th", "td"], recursive=False)
-            texts = [_clean(_text(cell)) for cell in cells]
+            texts = [clean(_text(cell)) for cell in cells]
             if not header and cells and all(cell.name == "th" for cell in cells):
                 header = texts
             else:
-                _add(self.blocks, "table_row", _row_text(header, texts))
+                add(self.blocks, "table_row", row_text(header, texts))
 
 
 def _load_pdf(path: Path, data: bytes) -> ParsedDocument:
@@ -283,12 +259,12 @@ def _load_pdf(path: Path, data: bytes) -> ParsedDocument:
     metadata = {str(key).lstrip("/").lower(): str(info[key]) for key in info}
     blocks: list[Block] = []
     for page in reader.pages:
-        page_blocks = _plain_blocks((page.extract_text() or "").splitlines(), wrapped=True)
+        page_blocks = plain_blocks((page.extract_text() or "").splitlines(), wrapped=True)
         if blocks and page_blocks and _continues(blocks[-1], page_blocks[0]):
-            joined = _join_lines([blocks[-1].text, page_blocks.pop(0).text])
+            joined = join_lines([blocks[-1].text, page_blocks.pop(0).text])
             blocks[-1] = Block("paragraph", joined)
         blocks.extend(page_blocks)
-    title = _clean(str(metadata.get("title", "")))
+    title = clean(str(metadata.get("title", "")))
     return ParsedDocument(blocks, title or None, metadata)
 
 
@@ -296,95 +272,6 @@ def _continues(last: Block, first: Block) -> bool:
     """A paragraph cut by a page break: no final punctuation before, lower case after."""
     both = last.kind == first.kind == "paragraph"
     return both and not last.text.endswith((".", "!", "?", ":")) and first.text[:1].islower()
-
-
-def _plain_blocks(lines: list[str], *, wrapped: bool) -> list[Block]:
-    """Blocks from plain lines; `wrapped` (PDF) guesses paragraph ends when no blank lines exist."""
-    if wrapped:
-        lines = [line for line in lines if not _PAGE_NUMBER.match(line.strip())]
-    width = max((len(line.strip()) for line in lines), default=0)
-    guess_breaks = wrapped and all(line.strip() for line in lines)
-    blocks: list[Block] = []
-    pending: list[str] = []
-    shape: tuple[BlockKind, int] = ("paragraph", 0)
-
-    def start(kind: BlockKind = "paragraph", level: int = 0, *first: str) -> None:
-        nonlocal shape
-        fields = _fields("\n".join(pending)) if shape[0] == "paragraph" else []
-        for text in fields or [_join_lines(pending)]:
-            _add(blocks, shape[0], text, shape[1])
-        pending[:] = first
-        shape = (kind, level)
-
-    table_end = 0
-    for index, raw in enumerate(lines):
-        if index < table_end:
-            continue
-        line = raw.strip()
-        following = lines[index + 1].strip() if index + 1 < len(lines) else ""
-        marker = _LIST_MARKER.match(raw)
-        if line and index + 1 < len(lines) and _COLUMN_RULE.match(lines[index + 1]):
-            start()
-            rows, table_end = _fixed_width_table(lines, index)
-            blocks.extend(rows)
-        elif not line or _RULE.match(line):
-            start()
-        elif _UNDERLINE.match(following) and not marker and len(line) <= _SHORT_LINE:
-            start("heading", 1 if following[0] == "=" else 2, line)
-        elif _CLAUSE_NUMBER.match(raw):
-            start("paragraph", 0, line)  # "3.1 Routers receive ...": a numbered clause of its own
-        elif leader := _LEADER.match(raw):
-            start("paragraph", 0, f"{leader.group(1)}: {leader.group(2)}")  # "Term ...... what it means"
-        elif marker and _looks_like_heading(marker.group(2)) and not raw[:1].isspace():
-            start("heading", 2, line)  # "4. MODEL TABLE": a numbered section's heading
-            start()
-        elif marker:
-            start("list_item", 1 + len(marker.group(1).expandtabs(4)) // 2, marker.group(2))
-        elif _looks_like_heading(line):
-            start("heading", 2, line)
-            start()
-        else:
-            if shape[0] == "list_item" and not (wrapped or raw[:1].isspace()):
-                start()
-            pending.append(line)
-        if guess_breaks and line.endswith((".", "!", "?", ":")) and len(line) < 0.8 * width:
-            start()
-    start()
-    return blocks
-
-
-def _fixed_width_table(lines: list[str], at: int) -> tuple[list[Block], int]:
-    """The table whose header is `lines[at]` and whose column rule is the line after it, as rows
-    that read on their own ("Model: RT-9; End of sale: 2023-06-30"), and the index after its last
-    row (the first blank line). Cells are cut where the rule's dash runs start."""
-    starts = [m.start() for m in re.finditer(r"[-=]+", lines[at + 1])]
-
-    def cells(line: str) -> list[str]:
-        bounds = [*starts[1:], len(line)]
-        return [_clean(line[begin:end]) for begin, end in zip([0, *starts[1:]], bounds, strict=True)]
-
-    header = cells(lines[at])
-    rows: list[Block] = []
-    end = at + 2
-    while end < len(lines) and lines[end].strip() and not _COLUMN_RULE.match(lines[end]):
-        _add(rows, "table_row", _row_text(header, cells(lines[end])))
-        end += 1
-    return rows, end
-
-
-def _looks_like_heading(line: str) -> bool:
-    letters = sum(char.isalpha() for char in line)
-    return letters >= 2 and line.upper() == line and len(line) <= 60 and not line.endswith(".")
-
-
-def _join_lines(lines: list[str]) -> str:
-    text = ""
-    for line in lines:
-        if text.endswith("-") and text[-2:-1].isalpha() and line[:1].islower():
-            text += line  # a word broken at the line end keeps its hyphen
-        else:
-            text = f"{text} {line}" if text else line
-    return text
 
 
 def _reject_binary(path: Path, data: bytes) -> None:
@@ -423,31 +310,6 @@ def _mostly_utf8(data: bytes) -> str:
 def _control_ratio(text: str) -> float:
     controls = sum(unicodedata.category(char) == "Cc" and not char.isspace() for char in text)
     return controls / max(len(text), 1)
-
-
-def _row_text(header: list[str], cells: list[str]) -> str:
-    """A table row that reads on its own: "Header1: cell1; Header2: cell2"."""
-    pairs = []
-    for index, cell in enumerate(cells):
-        name = header[index] if index < len(header) else ""
-        if cell:
-            pairs.append(f"{name}: {cell}" if name else cell)
-    return "; ".join(pairs)
-
-
-def _clean(text: str) -> str:
-    return " ".join(_INVISIBLE.sub("", text).split())
-
-
-def _add(blocks: list[Block], kind: BlockKind, text: str, level: int = 0) -> None:
-    """Append a block with normalised whitespace (code keeps its lines); empty text is dropped."""
-    if kind == "code":
-        lines = [line.rstrip() for line in _INVISIBLE.sub("", text).strip("\n").splitlines()]
-        text = "\n".join(lines).strip("\n")
-    else:
-        text = _clean(text)
-    if text.strip():
-        blocks.append(Block(kind, text, level))
 
 
 def _first_h1(blocks: list[Block]) -> str | None:

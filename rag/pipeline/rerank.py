@@ -181,7 +181,6 @@ def coverage(
 _KEY_VALUE = re.compile(r"^\s*[^:;.!?]{1,40}:\s+\S[^;]{0,120}$")
 """A definition or key-value line ("Price: €59 per device per year"), not a table row (those hold ";")."""
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _CONTACT = re.compile(r"\bwho\b.*\b(?:tell|contact|report|notify|inform|email|e-mail|write|reach)\b", re.IGNORECASE)
 """Whom to get in touch with: an address answers it ("Who do I tell about a security hole?"); "who
 heads security?" asks for a person."""
@@ -200,7 +199,8 @@ def type_match(wanted: str, text: str, question: str = "") -> float:
         return 1.0 if any(v.kind == "date" for v in values(text)) or _YEAR.search(text) else 0.0
     if wanted == "person":  # "who do I tell?" is answered by a name or an email address
         named = any(not mentions(question, p) for p in people(text))
-        return 1.0 if named or (_CONTACT.search(question) and _EMAIL.search(text)) else 0.0
+        emailed = _CONTACT.search(question) and any("@" in a for a in network_addresses(text))
+        return 1.0 if named or emailed else 0.0
     if wanted == "place":  # as the relevance gate reads it: a name the question does not say
         return 1.0 if states("place", text, question) else 0.0
     return 1.0
