@@ -7,6 +7,10 @@ saying nothing. Such a part is unanswered, and the completeness note says so.
 
 Person, yes/no, procedure and other questions have no value to check: any supported sentence may
 answer them ("who approves leave?" is answered by "your line manager" as often as by a name).
+
+Whatever the kind, a sentence about another case than the one asked answers nothing
+(rag/text/swaps.py): "permanently assigned" for "temporarily assigned", the ninth century for the
+eighth, "Each see has its own bishop." for "Which see does not have one?".
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from rag.pipeline.understand import answer_type
 from rag.text.facts import network_addresses, values
 from rag.text.names import codes, mentions, names
+from rag.text.swaps import reversed_polarity, swapped
 
 CHECKED_KINDS = frozenset({"quantity", "date", "place", "address"})
 _NOT_AMOUNTS = frozenset({"date", "address", "version"})
@@ -84,17 +89,31 @@ def states(wanted: str, sentence: str, question: str = "") -> bool:
     return True
 
 
+def another_case(question: str, sentence: str) -> bool:
+    """The sentence says the same thing of another case than the question asks about: a different
+    number, an opposite, or nothing of the question's "not" (rag/text/swaps.py). A yes/no question
+    is answered by exactly that ("Is it open on Sundays?" - "It is closed on Sundays.")."""
+    if answer_type(question) == "yesno":
+        return False
+    return swapped(question, sentence) is not None or reversed_polarity(question, sentence)
+
+
 @dataclass(frozen=True, slots=True)
 class Relevance:
     """One part's check: the kind of answer it asks for, and whether its answer states one."""
 
     wanted: str
     stated: bool
+    other_cases: int = 0
+    """Sentences left out as being about another case than the one asked (`another_case`)."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"wanted": self.wanted, "stated": self.stated}
+        return {"wanted": self.wanted, "stated": self.stated, "other_cases": self.other_cases}
 
 
 def relevance(part: str, sentences: Sequence[str]) -> Relevance:
+    """Whether the part's sentences, those about another case left out, state what it asks for."""
     wanted = answer_type(part)
-    return Relevance(wanted, wanted not in CHECKED_KINDS or any(states(wanted, s, part) for s in sentences))
+    own = [s for s in sentences if not another_case(part, s)]
+    stated = bool(own) and (wanted not in CHECKED_KINDS or any(states(wanted, s, part) for s in own))
+    return Relevance(wanted, stated, len(sentences) - len(own))

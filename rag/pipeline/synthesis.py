@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
-from rag.pipeline.relevance import CHECKED_KINDS, states
+from rag.pipeline.relevance import CHECKED_KINDS, another_case, states
 from rag.pipeline.understand import answer_type
 from rag.text.facts import (
     about_the_page,
@@ -149,8 +149,10 @@ def _answers_each(sentence: ScoredSentence, questions: Sequence[str]) -> bool:
 
 def _candidates(part: PartEvidence) -> list[ScoredSentence]:
     """Sentences that can be quoted: readable, not a question line, not about the page itself, not
-    addressed to the bot, and not about another model than the one asked (a sentence naming the
-    "RT-9" or "NX-8 Pro" and not the "RT-9i" or "NX-6 Pro" asked, wherever its passage is)."""
+    addressed to the bot, not about another model than the one asked (a sentence naming the
+    "RT-9" or "NX-8 Pro" and not the "RT-9i" or "NX-6 Pro" asked, wherever its passage is), and
+    not about another case than the one asked (rag/text/swaps.py: "permanently" for
+    "temporarily", the ninth century for the eighth, "has" for "does not have")."""
     asked = codes(part.text)
     return [
         s
@@ -161,6 +163,7 @@ def _candidates(part: PartEvidence) -> list[ScoredSentence]:
         and not about_the_page(s.text)
         and not looks_like_instruction(s.text)
         and not _another_model(s, asked)
+        and not another_case(part.text, s.text)
     ]
 
 

@@ -51,10 +51,32 @@ from tests.unit.pipeline.stage_data import passage
             False,
         ),
         ("Last month's uptime was 99.5%. How much credit are we owed?", "Below 99.5%, the credit is 10%.", True),
+        # about another case than the one asked, whatever the kind (rag/text/swaps.py)
+        ("What is a priest temporarily assigned called?", "A priest permanently assigned is called a cardinal.", False),
+        ("How many staff work in the eighth district?", "40 staff work in the ninth district.", False),
+        ("Which see does not have its own bishop?", "Each see has its own bishop.", False),
+        ("Is the office open on Sundays?", "The office is closed on Sundays.", True),  # yes/no: that is the answer
     ],
 )
 def test_an_answer_states_the_kind_of_value_asked(question: str, sentence: str, stated: bool) -> None:
     assert relevance(question, [sentence]).stated is stated
+
+
+def test_a_sentence_about_another_case_is_counted_and_does_not_answer() -> None:
+    question = "Who signs off the maximum travel budget?"
+    checked = relevance(
+        question,
+        [
+            "The minimum travel budget is signed off by a team lead.",
+            "The maximum travel budget is signed off by the CFO.",
+        ],
+    )
+    assert checked.stated and checked.other_cases == 1
+    assert relevance(question, ["The minimum travel budget is signed off by a team lead."]).as_json() == {
+        "wanted": "person",
+        "stated": False,
+        "other_cases": 1,
+    }
 
 
 def test_any_of_a_parts_sentences_may_state_it() -> None:

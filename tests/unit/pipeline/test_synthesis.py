@@ -52,6 +52,21 @@ def test_a_table_row_is_read_cell_by_cell_with_its_row() -> None:
     assert clauses("A plain sentence with one statement.") == ["A plain sentence with one statement."]
 
 
+def test_a_sentence_about_another_case_is_never_the_answer() -> None:
+    question = "What term was applied to priests temporarily assigned to a church?"
+    evidence = part(
+        question,
+        {
+            "The term cardinal was applied to any priest permanently assigned to a church.": 0.9,
+            "A priest temporarily assigned to a church was called a commendatory.": 0.7,
+        },
+    )
+    best = ExtractiveSynthesizer(answer_threshold=0.6).best(evidence)
+    assert best is not None and best.text.endswith("was called a commendatory.")
+    alone = part(question, {"The term cardinal was applied to any priest permanently assigned to a church.": 0.9})
+    assert ExtractiveSynthesizer(answer_threshold=0.6).best(alone) is None
+
+
 async def test_a_far_better_sentence_is_kept_when_the_stating_one_is_far_behind() -> None:
     question = "How many units can one mesh hold?"
     evidence = part(question, {"Every router in the mesh can be a unit of its own.": 0.9, "There are 5 colours.": 0.7})

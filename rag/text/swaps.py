@@ -1,0 +1,192 @@
+"""Does a sentence say what the question asks about, or the same thing about something else?
+
+"What term was applied to any priest *temporarily* assigned to a church?" retrieves "The term
+cardinal at one time applied to any priest *permanently* assigned ... to a church.": nearly every
+word matches, the rerank score is high, and quoting it answers a question nobody asked. The
+sentence is about the opposite case. So is "the *eighth* century" answered from "the *ninth*
+century", "a *three*-way distinction" from "a four-way distinction", "very *high* turnout" from
+"very low turnout", and "the *maximum* credit" from "the minimum credit".
+
+`swapped(question, sentence)` looks, for each short stretch of the question the sentence does not
+say, for the same two words around it in the sentence (crude stems, in any order of the rest:
+"Who signs off the maximum budget?" meets "The minimum budget is signed off by ..."), one of them
+more than a stop word, and for what the sentence has between them instead:
+
+- numbers that differ ("six" and "seven", "eighth" and "ninth", "2.4 million" and "2.4 billion",
+  "three-way" and "four-way"), or
+- opposites: a pair of `OPPOSITES` ("high"/"low", "open"/"closed", "north"/"south",
+  "temporarily"/"permanently") or a word and its negative ("efficient"/"inefficient",
+  "aspirated"/"unaspirated").
+
+The question's word must be nowhere in the sentence: "the ninth century, not the eighth" is about
+both. A stretch holding the question word ("who", "how many") is the answer's slot, not a swap.
+
+`reversed_polarity(question, sentence)`: a question negated ("Which see does *not* have a
+bishop?") and a sentence that negates nothing and makes no exception ("Each see has its own
+bishop.") answers the opposite question.
+
+Yes/no questions are not checked by the callers: "Is the office open on Sundays?" is answered by
+"The office is closed on Sundays."
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag.text.claims import negated
+from rag.text.facts import NUMBER_WORDS, STOP_WORDS, content_words
+
+_PAIRS = (
+    "high low|higher lower|highest lowest|major minor|open closed|opened closed|gain lose|gained lost|gains losses"
+    "|north south|east west|northern southern|eastern western|northeast southwest|northwest southeast"
+    "|expensive cheap|most least|more less|more fewer|maximum minimum|last first|before after"
+    "|earlier later|early late|increase decrease|increased decreased|rise fall|rose fell|temporary permanent"
+    "|temporarily permanently|public private|old new|older newer|oldest newest|large small|larger smaller"
+    "|largest smallest|big small|bigger smaller|long short|longer shorter|longest shortest|strong weak"
+    "|stronger weaker|success failure|win lose|won lost|accept reject|accepted rejected|allow forbid"
+    "|allowed forbidden|allowed banned|legal illegal|male female|men women|man woman|boys girls|boy girl"
+    "|internal external|inner outer|upper lower|positive negative|hot cold|warm cold|wet dry|full empty"
+    "|rich poor|best worst|better worse|inside outside|import export|imports exports|imported exported"
+    "|buy sell|bought sold|start end|started ended|begin end|began ended|entry exit|arrival departure"
+    "|inbound outbound|incoming outgoing|upload download|uploads downloads|push pull|above below|top bottom"
+    "|fast slow|faster slower|fastest slowest|ancient modern|urban rural|domestic foreign|domestic international"
+    "|national international|primary secondary|civilian military|same different|common rare|true false"
+    "|include exclude|included excluded|support oppose|supported opposed|friend enemy|allies enemies"
+    "|simple complex|easy difficult|direct indirect|dead alive|death birth|died born|husband wife"
+    "|father mother|son daughter|brother sister|king queen|prince princess|monthly annual|monthly yearly"
+    "|daily weekly|weekly monthly|paid free|paid unpaid|online offline|enabled disabled|enable disable"
+    "|encrypted unencrypted|required optional|mandatory optional|minimum maximum|lowest highest|cheapest dearest"
+    "|cheapest priciest|winter summer|spring autumn|spring fall|morning evening|day night|weekday weekend"
+    "|weekdays weekends|present absent|senior junior|full-time part-time|employee contractor|employees contractors"
+)
+OPPOSITES: dict[str, frozenset[str]] = {}
+"""Each word's opposites: a general English list, not one corpus's ("high"/"low", "monthly"/"annual")."""
+for _pair in _PAIRS.split("|"):
+    _a, _b = _pair.split()
+    OPPOSITES[_a] = OPPOSITES.get(_a, frozenset()) | {_b}
+    OPPOSITES[_b] = OPPOSITES.get(_b, frozenset()) | {_a}
+
+_NEGATIVE_PREFIXES = ("un", "in", "im", "il", "ir", "non", "non-", "dis")
+_QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
+_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'’.,-]*[A-Za-z0-9])?")
+_ORDINALS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "eleventh": 11,
+    "twelfth": 12,
+}
+_SCALES = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_DIGITS = re.compile(r"(\d+(?:,\d{3})*(?:\.\d+)?)(?:st|nd|rd|th)?")
+_MAX_STRETCH = 3
+"""Longer differing stretches are rewordings, not one word swapped for another."""
+_QUESTION_NEGATION = re.compile(r"\b(?:not|never|no|none|nothing|nobody|without)\b|n't\b", re.I)
+_CONDITION = re.compile(r"\b(?:if|unless|when|whenever|whether|once|in case)\b[^,;?]*", re.I)
+"""A condition's negation is not the question's: "what page size if I don't pass limit?" asks for one."""
+_EXCEPTIONS = re.compile(r"\b(?:except(?:ion|ions|ed)?|only|lacks?|lacking|fails?|failed|unable|absent)\b", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Swap:
+    """Where the sentence says something else than the question asks about."""
+
+    kind: str
+    """"number" or "opposite"."""
+    asked: str
+    """The question's words ("temporarily")."""
+    stated: str
+    """The sentence's words in their place ("permanently")."""
+
+    def as_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "asked": self.asked, "stated": self.stated}
+
+
+def swapped(question: str, sentence: str) -> Swap | None:
+    """The shortest stretch of the question the sentence swaps for a different number or an
+    opposite, between the same two words on either side (see the module docstring), or None."""
+    asked, stated = _TOKEN.findall(question), _TOKEN.findall(sentence)
+    ours_stems, their_stems = _stems(asked), _stems(stated)
+    lowered = {t.lower() for t in stated}
+    found: list[tuple[int, Swap]] = []
+    after: dict[str, list[int]] = {}  # a word's stem -> where the sentence goes on after it
+    for j, stem in enumerate(their_stems[:-1]):
+        after.setdefault(stem, []).append(j + 1)
+    for i in range(1, len(asked) - 1):
+        for k in range(1, _MAX_STRETCH + 1):
+            if i + k >= len(asked):
+                break
+            ours = asked[i : i + k]
+            if any(t.lower() in _QUESTION_WORDS for t in ours):
+                break  # the answer's slot: "who" is replaced by the name that answers it
+            if any(t.lower() in lowered for t in ours if t.lower() not in STOP_WORDS):
+                break  # the sentence says the question's word elsewhere: it speaks of both
+            left, right = ours_stems[i - 1], ours_stems[i + k]
+            if left in STOP_WORDS and right in STOP_WORDS:
+                continue  # "the eighth century" is anchored by "century", "of the" anchors nothing
+            for j in after.get(left, ()):
+                for m in range(1, _MAX_STRETCH + 1):
+                    if j + m < len(stated) and their_stems[j + m] == right:
+                        kind = _kind(ours, stated[j : j + m])
+                        if kind is not None:
+                            found.append((k + m, Swap(kind, " ".join(ours), " ".join(stated[j : j + m]))))
+    return min(found, key=lambda f: f[0])[1] if found else None  # "eighth", not "as the eighth"
+
+
+def reversed_polarity(question: str, sentence: str) -> bool:
+    """A negated question ("Which see does not have a bishop?") answered by a sentence that negates
+    nothing and names no exception, lack or failure ("Each see has its own bishop."). One negation
+    in the main clause only: "can't survive without" is not negated, nor is a condition's "if I
+    don't"."""
+    main_clause = _CONDITION.sub(" ", re.sub(r"(?i)\bnot only\b", " ", question))
+    negations = _QUESTION_NEGATION.findall(main_clause)
+    asks_negated = len(negations) == 1 and negations[0].lower() in ("not", "n't", "never")  # "can't ... without": no
+    return asks_negated and not negated(sentence) and not _EXCEPTIONS.search(sentence)
+
+
+def _kind(ours: list[str], theirs: list[str]) -> str | None:
+    a, b = _amount(ours), _amount(theirs)
+    if a is not None and b is not None and a != b:
+        return "number"
+    if any(_opposite(x.lower(), y.lower()) for x in ours for y in theirs):
+        return "opposite"
+    return None
+
+
+def _opposite(a: str, b: str) -> bool:
+    if b in OPPOSITES.get(a, ()):
+        return True
+    return any(x == prefix + y and len(y) >= 4 for x, y in ((a, b), (b, a)) for prefix in _NEGATIVE_PREFIXES)
+
+
+def _amount(tokens: list[str]) -> float | None:
+    """The number a short stretch states ("four hundred", "2.4 billion", "eighth", "three-way"), or None."""
+    total: float | None = None
+    for token in tokens:
+        word = token.lower().split("-")[0]
+        digits = _DIGITS.fullmatch(word)
+        if digits:
+            total = (total or 0.0) + float(digits.group(1).replace(",", ""))
+        elif word in _SCALES:  # "four hundred" is 400, "a hundred" 100
+            total = (total or 1.0) * _SCALES[word]
+        elif word in NUMBER_WORDS:
+            total = (total or 0.0) + NUMBER_WORDS[word]
+        elif word in _ORDINALS:
+            total = (total or 0.0) + _ORDINALS[word]
+    return total
+
+
+def _stems(tokens: list[str]) -> list[str]:
+    out = []
+    for token in tokens:
+        word = token.lower().removesuffix("'s").removesuffix("’s")
+        stems = content_words(word)
+        out.append(min(stems) if stems else word)
+    return out

@@ -1,0 +1,113 @@
+"""`rag.text.swaps`: a sentence that says the same thing of another case than the question asks
+about (a different number, an opposite, the question's "not" left out) is found; rewordings, the
+answer's own slot and sentences that speak of both cases are not."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rag.text.swaps import OPPOSITES, Swap, reversed_polarity, swapped
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "swap"),
+    [
+        (
+            "What is the term applied to any priest temporarily assigned to a church?",
+            "The term cardinal at one time applied to any priest permanently assigned to a church.",
+            Swap("opposite", "temporarily", "permanently"),
+        ),
+        (
+            "What term was applied as early as the eighth century to the priests of Rome?",
+            "The term was applied in this sense as early as the ninth century to the priests of Rome.",
+            Swap("number", "eighth", "ninth"),
+        ),
+        (
+            "Sanskrit has a three-way distinction in what?",
+            "Sanskrit and Hindi have a four-way distinction in stops.",
+            Swap("number", "three-way", "four-way"),
+        ),
+        (
+            "As of when did Christianity have about 2.4 million adherents?",
+            "As of the early 21st century, Christianity has approximately 2.4 billion adherents.",
+            Swap("number", "million", "billion"),
+        ),
+        (
+            "Who said the election was marked by very high turnout?",
+            'An observatory said the election was marked by "very low" turnout.',
+            Swap("opposite", "high", "low"),
+        ),
+        ("What follows the most inefficient route?", "Data follows the most efficient route.", None),
+        ("What is the maximum credit on Team+?", "The minimum credit on Team+ is 5%.", None),
+        ("What does the monthly plan cost?", "The annual plan costs $16 per seat.", None),
+    ],
+)
+def test_a_swapped_case_is_found(question: str, sentence: str, swap: Swap | None) -> None:
+    found = swapped(question, sentence)
+    if swap is not None:
+        assert found == swap
+    else:  # the pair is found, whichever words it is read as
+        assert found is not None and found.kind == "opposite"
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence"),
+    [
+        ("Who was the first president to veto over 400 bills?", "In his first term he vetoed over four hundred bills."),
+        ("Who wrote the employee handbook?", "Maria Lopez wrote the employee handbook."),  # the answer's slot
+        ("How many republics made up the USSR?", "Russia became one of six republics within the USSR."),
+        ("What is the notice period for staff?", "The notice period for staff is one month."),
+        ("When did the Chinese hold a moment of silence?", "The public held a moment of silence on 19 May."),
+        ("Which century saw the term used, the eighth?", "It was used in the ninth century, not the eighth."),
+        ("What does the monthly plan cost?", "The monthly plan costs $19 per seat."),
+        ("How long is the return window?", "Returns are accepted within 30 days."),
+    ],
+)
+def test_rewordings_and_the_answers_slot_are_no_swap(question: str, sentence: str) -> None:
+    assert swapped(question, sentence) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "reversed_"),
+    [
+        ("Which see does not have its own bishop?", "Each see has its own bishop.", True),
+        ("Which see doesn't have its own bishop?", "Each see has its own bishop.", True),
+        ("Which group never signed the treaty?", "The northern tribes signed the treaty in 1880.", True),
+        ("Which see doesn't have its own bishop?", "Each see has its own bishop, with the exception of Ostia.", False),
+        ("Which plans do not include SSO?", "SSO is not included on Starter.", False),
+        ("What organisms can't survive without each other?", "Obligate symbionts depend on each other.", False),
+        ("What page size is used if I don't pass limit?", "Default page size: 50.", False),
+        ("Which staff are not only paid but also insured?", "All staff are insured.", False),
+        ("Which see has its own bishop?", "Each see has its own bishop.", False),
+    ],
+)
+def test_a_negated_question_is_not_answered_by_a_sentence_negating_nothing(
+    question: str, sentence: str, reversed_: bool
+) -> None:
+    assert reversed_polarity(question, sentence) is reversed_
+
+
+_THINGS = st.sampled_from(["units", "seats", "licences", "routers", "days of leave"])
+
+
+@given(asked=st.integers(2, 5000), stated=st.integers(2, 5000), things=_THINGS)
+def test_any_number_swapped_for_another_is_found_and_the_same_number_is_not(
+    asked: int, stated: int, things: str
+) -> None:
+    question = f"What happens to the {asked} {things} in the warehouse?"
+    sentence = f"The {stated} {things} in the warehouse are shipped on Monday."
+    found = swapped(question, sentence)
+    if asked == stated:
+        assert found is None
+    else:
+        assert found == Swap("number", str(asked), str(stated))
+
+
+@given(pair=st.sampled_from(sorted((a, b) for a, bs in OPPOSITES.items() for b in bs)))
+def test_every_opposite_pair_is_read_both_ways(pair: tuple[str, str]) -> None:
+    a, b = pair
+    assert swapped(
+        f"Which report covers the {a} figures for Leeds?", f"The annex covers the {b} figures for Leeds."
+    ) == (Swap("opposite", a, b))
