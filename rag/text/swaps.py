@@ -15,8 +15,10 @@ more than a stop word, and for what the sentence has between them instead:
 - numbers that differ ("six" and "seven", "eighth" and "ninth", "2.4 million" and "2.4 billion",
   "three-way" and "four-way"), or
 - opposites: a pair of `OPPOSITES` ("high"/"low", "open"/"closed", "north"/"south",
-  "temporarily"/"permanently") or a word and its negative ("efficient"/"inefficient",
-  "aspirated"/"unaspirated").
+  "temporarily"/"permanently", "most expensive"/"cheapest") or a word and its negative
+  ("efficient"/"inefficient", "aspirated"/"unaspirated"), or
+- names: "What *Bantu* explorer reached the mouth of the Congo?" answered by "The Portuguese
+  explorer Diogo Cão reached the mouth of the Congo.", the hotel cap in Europe by the one in Asia.
 
 The question's word must be nowhere in the sentence: "the ninth century, not the eighth" is about
 both. A stretch holding the question word ("who", "how many") is the answer's slot, not a swap.
@@ -44,7 +46,8 @@ _PAIRS = (
     "|earlier later|early late|increase decrease|increased decreased|rise fall|rose fell|temporary permanent"
     "|temporarily permanently|public private|old new|older newer|oldest newest|large small|larger smaller"
     "|largest smallest|big small|bigger smaller|long short|longer shorter|longest shortest|strong weak"
-    "|stronger weaker|success failure|win lose|won lost|accept reject|accepted rejected|allow forbid"
+    "|stronger weaker|lesser greater|less greater|success failure|win lose|won lost|accept reject|accepted rejected"
+    "|allow forbid"
     "|allowed forbidden|allowed banned|legal illegal|male female|men women|man woman|boys girls|boy girl"
     "|internal external|inner outer|upper lower|positive negative|hot cold|warm cold|wet dry|full empty"
     "|rich poor|best worst|better worse|inside outside|import export|imports exports|imported exported"
@@ -69,6 +72,7 @@ for _pair in _PAIRS.split("|"):
 
 _NEGATIVE_PREFIXES = ("un", "in", "im", "il", "ir", "non", "non-", "dis")
 _QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
+_DASHES = re.compile(r"[‐‑‒–—]")
 _TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'’.,-]*[A-Za-z0-9])?")
 _ORDINALS = {
     "first": 1,
@@ -91,7 +95,10 @@ _MAX_STRETCH = 3
 _QUESTION_NEGATION = re.compile(r"\b(?:not|never|no|none|nothing|nobody|without)\b|n't\b", re.I)
 _CONDITION = re.compile(r"\b(?:if|unless|when|whenever|whether|once|in case)\b[^,;?]*", re.I)
 """A condition's negation is not the question's: "what page size if I don't pass limit?" asks for one."""
-_EXCEPTIONS = re.compile(r"\b(?:except(?:ion|ions|ed)?|only|lacks?|lacking|fails?|failed|unable|absent)\b", re.I)
+_EXCEPTIONS = re.compile(
+    r"\b(?:except(?:ion|ions|ed)?|only|lacks?|lacking|fails?|failed|unable|absent)\b|\bnon-[a-z]", re.I
+)
+"""What answers a negated question without a "not": an exception, a lack, a failure, a "non-" word."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +106,7 @@ class Swap:
     """Where the sentence says something else than the question asks about."""
 
     kind: str
-    """"number" or "opposite"."""
+    """"number", "opposite" or "name"."""
     asked: str
     """The question's words ("temporarily")."""
     stated: str
@@ -112,32 +119,49 @@ class Swap:
 def swapped(question: str, sentence: str) -> Swap | None:
     """The shortest stretch of the question the sentence swaps for a different number or an
     opposite, between the same two words on either side (see the module docstring), or None."""
-    asked, stated = _TOKEN.findall(question), _TOKEN.findall(sentence)
+    asked, stated = _TOKEN.findall(_DASHES.sub("-", question)), _TOKEN.findall(_DASHES.sub("-", sentence))
     ours_stems, their_stems = _stems(asked), _stems(stated)
-    lowered = {t.lower() for t in stated}
+    said = set(their_stems)
     found: list[tuple[int, Swap]] = []
     after: dict[str, list[int]] = {}  # a word's stem -> where the sentence goes on after it
     for j, stem in enumerate(their_stems[:-1]):
         after.setdefault(stem, []).append(j + 1)
-    for i in range(1, len(asked) - 1):
+    for i in range(1, len(asked)):
         for k in range(1, _MAX_STRETCH + 1):
-            if i + k >= len(asked):
+            if i + k > len(asked):
                 break
             ours = asked[i : i + k]
             if any(t.lower() in _QUESTION_WORDS for t in ours):
                 break  # the answer's slot: "who" is replaced by the name that answers it
-            if any(t.lower() in lowered for t in ours if t.lower() not in STOP_WORDS):
+            if any(ours_stems[n] in said and asked[n].lower() not in STOP_WORDS for n in range(i, i + k)):
                 break  # the sentence says the question's word elsewhere: it speaks of both
-            left, right = ours_stems[i - 1], ours_stems[i + k]
-            if left in STOP_WORDS and right in STOP_WORDS:
-                continue  # "the eighth century" is anchored by "century", "of the" anchors nothing
-            for j in after.get(left, ()):
-                for m in range(1, _MAX_STRETCH + 1):
-                    if j + m < len(stated) and their_stems[j + m] == right:
-                        kind = _kind(ours, stated[j : j + m])
-                        if kind is not None:
-                            found.append((k + m, Swap(kind, " ".join(ours), " ".join(stated[j : j + m]))))
+            for theirs in _between(ours_stems, i, k, their_stems, stated, after):
+                kind = _kind(ours, theirs)
+                if kind is not None:
+                    found.append((k + len(theirs), Swap(kind, " ".join(ours), " ".join(theirs))))
     return min(found, key=lambda f: f[0])[1] if found else None  # "eighth", not "as the eighth"
+
+
+def _between(
+    ours: list[str], i: int, k: int, theirs: list[str], stated: list[str], after: dict[str, list[int]]
+) -> list[list[str]]:
+    """What the sentence has where the question has its stretch `ours[i:i+k]`: between the same
+    two words, one of them more than a stop word; at the question's end ("... opened to men?"),
+    after the same two words, one of them more than a stop word."""
+    left = ours[i - 1]
+    if i + k < len(ours):
+        right = ours[i + k]
+        if left in STOP_WORDS and right in STOP_WORDS:
+            return []  # "the eighth century" is anchored by "century", "of the" anchors nothing
+        return [
+            stated[j : j + m]
+            for j in after.get(left, ())
+            for m in range(1, _MAX_STRETCH + 1)
+            if j + m < len(theirs) and theirs[j + m] == right
+        ]
+    if i < 2 or (left in STOP_WORDS and ours[i - 2] in STOP_WORDS):
+        return []
+    return [stated[j : j + k] for j in after.get(left, ()) if j >= 2 and theirs[j - 2] == ours[i - 2]]
 
 
 def reversed_polarity(question: str, sentence: str) -> bool:
@@ -157,13 +181,49 @@ def _kind(ours: list[str], theirs: list[str]) -> str | None:
         return "number"
     if any(_opposite(x.lower(), y.lower()) for x in ours for y in theirs):
         return "opposite"
+    if _named(ours) and _named(theirs) and not _same_name(ours, theirs):
+        return "name"
     return None
 
 
+def _joined(tokens: list[str]) -> str:
+    """A name's letters and digits: "Congo-Ocean" is "Congo Ocean"."""
+    return re.sub(r"[^a-z0-9]", "", "".join(_stems(tokens)))
+
+
+def _same_name(ours: list[str], theirs: list[str]) -> bool:
+    """The same name, or one a short abbreviation of the other: "St" of "Saint", "RIBA" of "Royal
+    Institute" (initials)."""
+    short, long = sorted((_joined(ours), _joined(theirs)), key=len)
+    if short == long:
+        return True
+    for a, b in ((ours, theirs), (theirs, ours)):
+        initials = "".join(t[0].lower() for t in a)
+        if len(a) > 1 and any(t.lower().startswith(initials) for t in b):
+            return True
+    if not short or len(short) > 4 or short[0] != long[0]:
+        return False
+    rest = iter(long)
+    return all(letter in rest for letter in short)
+
+
+def _named(tokens: list[str]) -> bool:
+    """Every word capitalised or a code, none a stop word ("Bantu", "NX-6 Pro", not "The")."""
+    return all(t[0].isupper() and t.lower() not in STOP_WORDS for t in tokens)
+
+
 def _opposite(a: str, b: str) -> bool:
-    if b in OPPOSITES.get(a, ()):
+    if b in OPPOSITES.get(a, ()) or _base(b) in OPPOSITES.get(_base(a), ()):
         return True
     return any(x == prefix + y and len(y) >= 4 for x, y in ((a, b), (b, a)) for prefix in _NEGATIVE_PREFIXES)
+
+
+def _base(word: str) -> str:
+    """A comparative's or superlative's adjective ("cheapest" -> "cheap", "weaker" -> "weak")."""
+    for suffix in ("est", "er"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
 
 
 def _amount(tokens: list[str]) -> float | None:
@@ -183,10 +243,17 @@ def _amount(tokens: list[str]) -> float | None:
     return total
 
 
+_DETERMINERS = frozenset({"a", "an", "the", "what", "which"})
+"""One word to the alignment: "What Bantu explorer ...?" lines up with "The Portuguese explorer ..."."""
+
+
 def _stems(tokens: list[str]) -> list[str]:
     out = []
     for token in tokens:
         word = token.lower().removesuffix("'s").removesuffix("’s")
+        if word in _DETERMINERS:
+            out.append("the")
+            continue
         stems = content_words(word)
         out.append(min(stems) if stems else word)
     return out

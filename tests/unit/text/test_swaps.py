@@ -39,6 +39,31 @@ from rag.text.swaps import OPPOSITES, Swap, reversed_polarity, swapped
             'An observatory said the election was marked by "very low" turnout.',
             Swap("opposite", "high", "low"),
         ),
+        (
+            "What Bantu explorer reached the mouth of the Congo in 1484?",  # "What" lines up with "The"
+            "The Portuguese explorer Diogo Cão reached the mouth of the Congo in 1484.",
+            Swap("name", "Bantu", "Portuguese"),
+        ),
+        (
+            "What is the hotel cap in Europe?",
+            "The hotel cap in Asia is €150 per night.",
+            Swap("name", "Europe", "Asia"),
+        ),
+        (
+            "What year were most military occupations opened to men?",  # at the question's end
+            "All military occupations were open to women in 1989.",
+            Swap("opposite", "men", "women"),
+        ),
+        (
+            "Who offers the most expensive phone calls in Africa?",
+            "These firms now offer the cheapest and clearest phone calls in Africa.",
+            Swap("opposite", "most expensive", "cheapest and clearest"),
+        ),
+        (
+            "What governmental organization commented on the election?",
+            "A non-governmental organization commented on the election.",
+            Swap("opposite", "governmental", "non-governmental"),
+        ),
         ("What follows the most inefficient route?", "Data follows the most efficient route.", None),
         ("What is the maximum credit on Team+?", "The minimum credit on Team+ is 5%.", None),
         ("What does the monthly plan cost?", "The annual plan costs $16 per seat.", None),
@@ -63,6 +88,17 @@ def test_a_swapped_case_is_found(question: str, sentence: str, swap: Swap | None
         ("Which century saw the term used, the eighth?", "It was used in the ninth century, not the eighth."),
         ("What does the monthly plan cost?", "The monthly plan costs $19 per seat."),
         ("How long is the return window?", "Returns are accepted within 30 days."),
+        ("What movie was based on an Edna Ferber novel?", "Edna Ferber's novel Show Boat was filmed in 1929."),
+        (
+            "How many died building the Congo-Ocean Railroad?",  # a dash is a hyphen
+            "Building the Congo–Ocean Railroad cost at least 14,000 lives.",
+        ),
+        ("What does the NX-6 Pro reset?", "The NX-6 Pro resets its settings."),
+        ("What was reported in recent years in Saint Helena?", "In recent years there were reports in St Helena."),
+        (  # initials
+            "Where was the Royal Institute's Drawing and Archives collection moved?",
+            "The RIBA Library Drawing and Archives Collections moved to the V&A.",
+        ),
     ],
 )
 def test_rewordings_and_the_answers_slot_are_no_swap(question: str, sentence: str) -> None:
@@ -77,6 +113,11 @@ def test_rewordings_and_the_answers_slot_are_no_swap(question: str, sentence: st
         ("Which group never signed the treaty?", "The northern tribes signed the treaty in 1880.", True),
         ("Which see doesn't have its own bishop?", "Each see has its own bishop, with the exception of Ostia.", False),
         ("Which plans do not include SSO?", "SSO is not included on Starter.", False),
+        (
+            "Which publisher used formats that were not traditional?",
+            "L'Association used non-traditional formats.",
+            False,
+        ),
         ("What organisms can't survive without each other?", "Obligate symbionts depend on each other.", False),
         ("What page size is used if I don't pass limit?", "Default page size: 50.", False),
         ("Which staff are not only paid but also insured?", "All staff are insured.", False),
