@@ -260,8 +260,12 @@ def _stem(word: str) -> str:
     word = _ABBREVIATED.get(word, word)
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    else:
+        if word.endswith("ed") and len(word) >= 4:
+            word = word[:-1]  # "died" is "die", "used" is "use"
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word  # "closed" and "close" are "clos"
 
 
 @lru_cache(maxsize=16384)
