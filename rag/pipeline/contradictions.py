@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from rag.model.evidence import ScoredSentence
+from rag.pipeline.relevance import states
 from rag.pipeline.understand import answer_type
 from rag.text.claims import negated, sibling_names
 from rag.text.facts import (
@@ -36,6 +37,7 @@ from rag.text.facts import (
     variant_qualifiers,
 )
 from rag.text.names import codes, fold, mentions, names
+from rag.text.swaps import filled_differently, is_name
 
 MIN_OVERLAP = 0.4
 MIN_COSINE = 0.7
@@ -100,7 +102,7 @@ def find_conflicts(
             pair = (
                 differing_values(chosen, other) or differing_names(chosen, other) or differing_polarity(chosen, other)
             )
-        pair = pair or differing_answers(chosen, other, question)
+        pair = pair or differing_answers(chosen, other, question) or differing_fills(chosen, other, question)
         if pair is None:
             continue
         seen_documents.add(document)
@@ -222,6 +224,37 @@ def differing_answers(a: ScoredSentence, b: ScoredSentence, question: str) -> tu
     if any(not mentions(where_b, n) for n in own_a) and any(not mentions(where_a, n) for n in own_b):
         return None  # each names something the other does not: two subjects
     return x, y
+
+
+def differing_fills(a: ScoredSentence, b: ScoredSentence, question: str) -> tuple[Value, Value] | None:
+    """One sentence with another answer filled in: "Airways International was an airline based in
+    Miami, Florida." against "... based in Anchorage, Alaska." (rag/text/swaps.py,
+    `filled_differently`), when what differs is the kind of answer the question asks for (a date
+    for "when", an amount for "how much"; for other questions a name or a value on each side) and
+    not the question's own subject ("RT-9" against "RT-9i" is two products). A yes/no question is
+    left to `differing_polarity`."""
+    if not question or answer_type(question) == "yesno":
+        return None
+    found = filled_differently(a.text, b.text)
+    if found is None:
+        return None
+    x, y = found
+    asked = names(question) | codes(question)
+    if any(mentions(side, n) for side in found for n in asked):
+        return None
+    wanted = answer_type(question)
+    if wanted in ("quantity", "date", "address"):
+        if not (states(wanted, x, question) and states(wanted, y, question)):
+            return None
+    elif not all(is_name(side) or values(side) for side in found):
+        return None
+    if _numbers(x) and _numbers(x) == _numbers(y):
+        return None  # "costs $20" and "$20.00": the same amount
+    return Value("answer", x, x), Value("answer", y, y)
+
+
+def _numbers(text: str) -> list[float]:
+    return sorted(float(n.replace(",", "")) for n in re.findall(r"\d+(?:,\d{3})*(?:\.\d+)?", text))
 
 
 def _comparable(x: Value, clause_x: str, y: Value, clause_y: str) -> bool:

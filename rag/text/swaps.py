@@ -33,6 +33,7 @@ Yes/no questions are not checked by the callers: "Is the office open on Sundays?
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -73,7 +74,7 @@ for _pair in _PAIRS.split("|"):
 _NEGATIVE_PREFIXES = ("un", "in", "im", "il", "ir", "non", "non-", "dis")
 _QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
 _DASHES = re.compile(r"[‐‑‒–—]")
-_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'’.,-]*[A-Za-z0-9])?")
+_TOKEN = re.compile(r"[^\W_](?:[\w'’.,-]*[^\W_])?")
 _ORDINALS = {
     "first": 1,
     "second": 2,
@@ -191,6 +192,13 @@ def _joined(tokens: list[str]) -> str:
     return re.sub(r"[^a-z0-9]", "", "".join(_stems(tokens)))
 
 
+def is_name(text: str) -> bool:
+    """A stretch that is a name: every word capitalised and not a stop word ("Ankara's
+    Gençlerbirliği", "Miami, Florida")."""
+    tokens = _TOKEN.findall(text)
+    return bool(tokens) and _named(tokens)
+
+
 def _same_name(ours: list[str], theirs: list[str]) -> bool:
     """The same name, or one a short abbreviation of the other: "St" of "Saint", "RIBA" of "Royal
     Institute" (initials)."""
@@ -254,6 +262,46 @@ def _stems(tokens: list[str]) -> list[str]:
         if word in _DETERMINERS:
             out.append("the")
             continue
+        if any(c.isdigit() for c in word):
+            out.append(word)  # a code or a number is itself: "RT-9" is not "RT-9i"
+            continue
         stems = content_words(word)
         out.append(min(stems) if stems else word)
     return out
+
+
+_MAX_FILL = 6
+"""The longest stretch two copies of a sentence may differ by ("Miami, Florida"/"Anchorage, Alaska")."""
+_MIN_SHARED = 0.6
+"""The share of the longer sentence's words the two must have in common, in order."""
+
+
+def filled_differently(a: str, b: str) -> tuple[str, str] | None:
+    """Two copies of one sentence that differ in one stretch only, or None: "Airways International
+    was an airline based in Miami, Florida." and "... based in Anchorage, Alaska." give ("Miami,
+    Florida", "Anchorage, Alaska"). Most words in common, in the same order, at least four of them
+    more than stop words; one stretch of at most six words different on each side."""
+    ours, theirs = _TOKEN.findall(_DASHES.sub("-", a)), _TOKEN.findall(_DASHES.sub("-", b))
+    ours_stems, their_stems = _stems(ours), _stems(theirs)
+    opcodes = difflib.SequenceMatcher(None, ours_stems, their_stems, autojunk=False).get_opcodes()
+    if opcodes and opcodes[0][0] in ("insert", "delete"):
+        opcodes = opcodes[1:]  # a title or a lead-in before the sentence proper
+    if opcodes and opcodes[-1][0] in ("insert", "delete"):
+        opcodes = opcodes[:-1]  # a clause added at the end
+    differing = [op for op in opcodes if op[0] != "equal"]
+    if len(differing) != 1 or differing[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = differing[0]
+    if i2 - i1 > _MAX_FILL or j2 - j1 > _MAX_FILL:
+        return None
+    shared = [ours_stems[i] for tag, x1, x2, _, _ in opcodes if tag == "equal" for i in range(x1, x2)]
+    if len(shared) < _MIN_SHARED * max(len(ours), len(theirs)) or sum(w not in STOP_WORDS for w in shared) < 4:
+        return None
+    return _surface(a, ours[i1:i2]), _surface(b, theirs[j1:j2])
+
+
+def _surface(text: str, tokens: list[str]) -> str:
+    """The stretch as the text writes it, punctuation inside it kept ("Miami, Florida")."""
+    pattern = r"\W+".join(re.escape(t) for t in tokens)
+    found = re.search(pattern, _DASHES.sub("-", text))
+    return found.group(0) if found else " ".join(tokens)

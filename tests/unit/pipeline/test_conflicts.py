@@ -391,3 +391,68 @@ def test_the_same_amount_written_differently_is_no_conflict() -> None:
     chosen = answering("The Team plan costs $20 per user per month.", 1, date(2025, 1, 1))
     other = answering("Team plan: $20.00 per user per month.", 2, date(2023, 1, 1))
     assert find_conflicts(chosen, [other], question="How much does the Team plan cost per month?") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "chosen", "other", "values"),
+    [
+        (
+            "Where was Airways International based?",
+            "Airways International was an airline based in Anchorage, Alaska.",
+            "Airways International Airways International was an airline based in Miami, Florida.",  # a title before it
+            ("Anchorage, Alaska", "Miami, Florida"),
+        ),
+        (
+            "19 Mayıs Stadium is the home venue of which sports team?",
+            "The Ankara 19 Mayıs Stadium was the home venue of Bursaspor.",
+            "The Ankara 19 Mayıs Stadium was the home venue of Ankara's Gençlerbirliği.",
+            ("Bursaspor", "Ankara's Gençlerbirliği"),
+        ),
+        (
+            "When was Joseph Lafontaine born?",
+            "Joseph Lafontaine (March 15, 1870 – July 25, 1920) was a farmer and political figure in Quebec.",
+            "Joseph Lafontaine (November 25, 1865 – July 25, 1920) was a farmer and political figure in Quebec.",
+            ("March 15, 1870", "November 25, 1865"),
+        ),
+    ],
+)
+def test_one_sentence_with_another_answer_filled_in_is_a_conflict(
+    question: str, chosen: str, other: str, values: tuple[str, str]
+) -> None:
+    [found] = find_conflicts(sentence(chosen, 1), [sentence(other, 2)], question=question)
+    assert (found.chosen_value.surface, found.other_value.surface) == values
+    assert found.preferred is None  # same date and authority
+
+
+@pytest.mark.parametrize(
+    ("question", "chosen", "other"),
+    [
+        # the question's subject differs: two products
+        (
+            "How long does the battery last?",
+            "The RT-9 battery lasts up to 5 hours.",
+            "The RT-9i battery lasts up to 8 hours.",
+        ),
+        # two things differ: another plan at another price
+        (
+            "What does a seat cost?",
+            "The Team plan costs $15 per seat per month.",
+            "The Pro plan costs $25 per seat per month.",
+        ),
+        # what differs is not the kind of answer asked ("when"), it is where
+        (
+            "When does the office open on weekdays?",
+            "The Leeds office opens at 8:00 on weekdays for all staff.",
+            "The York office opens at 8:00 on weekdays for all staff.",
+        ),
+        # yes/no is left to the polarity check
+        (
+            "Is the Leeds office open on Sundays for visitors?",
+            "The Leeds office is open on Sundays for visitors.",
+            "The Leeds office is closed on Sundays for visitors.",
+        ),
+    ],
+)
+def test_look_alikes_filled_differently_are_not_conflicts(question: str, chosen: str, other: str) -> None:
+    found = find_conflicts(sentence(chosen, 1), [sentence(other, 2, vector=unit(1))], question=question)
+    assert [(f.chosen_value.kind, f.other_value.kind) for f in found if f.chosen_value.kind == "answer"] == []

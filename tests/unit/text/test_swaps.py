@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.text.swaps import OPPOSITES, Swap, reversed_polarity, swapped
+from rag.text.swaps import OPPOSITES, Swap, filled_differently, reversed_polarity, swapped
 
 
 @pytest.mark.parametrize(
@@ -152,3 +152,17 @@ def test_every_opposite_pair_is_read_both_ways(pair: tuple[str, str]) -> None:
     assert swapped(
         f"Which report covers the {a} figures for Leeds?", f"The annex covers the {b} figures for Leeds."
     ) == (Swap("opposite", a, b))
+
+
+def test_two_copies_of_a_sentence_differing_in_one_stretch_are_found() -> None:
+    assert filled_differently(
+        "Airways International was an airline based in Anchorage, Alaska.",
+        "Airways International was an airline based in Miami, Florida.",
+    ) == ("Anchorage, Alaska", "Miami, Florida")
+    # a code is itself: two differing stretches, not one
+    assert filled_differently("The RT-9 battery lasts up to 5 hours.", "The RT-9i battery lasts up to 8 hours.") is None
+    # too little in common
+    assert filled_differently("Support is based in Dublin.", "Sales are based in Austin.") is None
+    assert (
+        filled_differently("The same sentence twice, word for word.", "The same sentence twice, word for word.") is None
+    )
