@@ -57,7 +57,9 @@ _PAIRS = (
     "|fast slow|faster slower|fastest slowest|ancient modern|urban rural|domestic foreign|domestic international"
     "|national international|primary secondary|civilian military|same different|common rare|true false"
     "|include exclude|included excluded|support oppose|supported opposed|friend enemy|allies enemies"
-    "|simple complex|easy difficult|direct indirect|dead alive|death birth|died born|husband wife"
+    "|simple complex|easy difficult|adopt reject|adopted rejected|approve reject|approved rejected"
+    "|increase reduce|increased reduced|rise decline|appear disappear|add remove|added removed|allow prohibit"
+    "|allowed prohibited|direct indirect|dead alive|death birth|died born|husband wife"
     "|father mother|son daughter|brother sister|king queen|prince princess|monthly annual|monthly yearly"
     "|daily weekly|weekly monthly|paid free|paid unpaid|online offline|enabled disabled|enable disable"
     "|encrypted unencrypted|required optional|mandatory optional|minimum maximum|lowest highest|cheapest dearest"
@@ -107,7 +109,7 @@ class Swap:
     """Where the sentence says something else than the question asks about."""
 
     kind: str
-    """"number", "opposite" or "name"."""
+    """"number", "opposite", "name" or "role" (two names trading places)."""
     asked: str
     """The question's words ("temporarily")."""
     stated: str
@@ -127,19 +129,22 @@ def swapped(question: str, sentence: str) -> Swap | None:
     after: dict[str, list[int]] = {}  # a word's stem -> where the sentence goes on after it
     for j, stem in enumerate(their_stems[:-1]):
         after.setdefault(stem, []).append(j + 1)
-    for i in range(1, len(asked)):
+    for i in range(len(asked)):
         for k in range(1, _MAX_STRETCH + 1):
             if i + k > len(asked):
                 break
             ours = asked[i : i + k]
             if any(t.lower() in _QUESTION_WORDS for t in ours):
                 break  # the answer's slot: "who" is replaced by the name that answers it
-            if any(ours_stems[n] in said and asked[n].lower() not in STOP_WORDS for n in range(i, i + k)):
-                break  # the sentence says the question's word elsewhere: it speaks of both
+            # the sentence says the question's word elsewhere: it speaks of both, unless the two
+            # names trade places ("the South African government ... to Congolese farmers")
+            elsewhere = any(ours_stems[n] in said and asked[n].lower() not in STOP_WORDS for n in range(i, i + k))
             for theirs in _between(ours_stems, i, k, their_stems, stated, after):
-                kind = _kind(ours, theirs)
+                kind = _kind(ours, theirs) if not elsewhere else _traded(ours, theirs, ours_stems, their_stems)
                 if kind is not None:
                     found.append((k + len(theirs), Swap(kind, " ".join(ours), " ".join(theirs))))
+            if elsewhere:
+                break
     return min(found, key=lambda f: f[0])[1] if found else None  # "eighth", not "as the eighth"
 
 
@@ -148,7 +153,13 @@ def _between(
 ) -> list[list[str]]:
     """What the sentence has where the question has its stretch `ours[i:i+k]`: between the same
     two words, one of them more than a stop word; at the question's end ("... opened to men?"),
-    after the same two words, one of them more than a stop word."""
+    after the same two words, one of them more than a stop word; at its start ("Late papermakers
+    added ...?"), before the same word, more than a stop word."""
+    if i == 0:
+        right = ours[k] if k < len(ours) else ""
+        if not right or right in STOP_WORDS:
+            return []
+        return [stated[j - m : j] for j, stem in enumerate(theirs) if stem == right for m in range(1, min(j, k) + 1)]
     left = ours[i - 1]
     if i + k < len(ours):
         right = ours[i + k]
@@ -213,6 +224,20 @@ def _same_name(ours: list[str], theirs: list[str]) -> bool:
         return False
     rest = iter(long)
     return all(letter in rest for letter in short)
+
+
+def _traded(ours: list[str], theirs: list[str], question: list[str], sentence: list[str]) -> str | None:
+    """ "role" when two names trade places: the question names A before B, the sentence B before A,
+    and has B where the question has A ("the South African government ... to Congolese farmers"
+    against "the Congolese government ... to South African farmers")."""
+    if not (_named(ours) and _named(theirs)) or _same_name(ours, theirs):
+        return None
+    a, b = _stems(ours)[0], _stems(theirs)[0]
+    if a not in question or b not in question or a not in sentence or b not in sentence:
+        return None
+    before_in_question = question.index(a) < question.index(b)
+    before_in_sentence = sentence.index(a) < sentence.index(b)
+    return "role" if before_in_question != before_in_sentence else None
 
 
 def _named(tokens: list[str]) -> bool:

@@ -64,6 +64,16 @@ from rag.text.swaps import OPPOSITES, Swap, filled_differently, reversed_polarit
             "A non-governmental organization commented on the election.",
             Swap("opposite", "governmental", "non-governmental"),
         ),
+        (
+            "When did the South African government lease land to Congolese farmers?",  # two names trade places
+            "The Congolese government leased land to South African farmers in 2009.",
+            Swap("role", "Congolese", "South African"),  # the shortest: the later name
+        ),
+        (
+            "Late papermakers added alum to help in what process?",  # at the question's start
+            "Early papermakers did not realize that alum was acidic.",
+            Swap("opposite", "Late", "Early"),
+        ),
         ("What follows the most inefficient route?", "Data follows the most efficient route.", None),
         ("What is the maximum credit on Team+?", "The minimum credit on Team+ is 5%.", None),
         ("What does the monthly plan cost?", "The annual plan costs $16 per seat.", None),
@@ -94,6 +104,10 @@ def test_a_swapped_case_is_found(question: str, sentence: str, swap: Swap | None
             "Building the Congo–Ocean Railroad cost at least 14,000 lives.",
         ),
         ("What does the NX-6 Pro reset?", "The NX-6 Pro resets its settings."),
+        (  # both names in both, in the same order: a list, no trade
+            "Who controlled the Dutch East India Company and the Dutch West India Company?",
+            "The States General controlled the Dutch East India Company and the Dutch West India Company.",
+        ),
         ("What was reported in recent years in Saint Helena?", "In recent years there were reports in St Helena."),
         (  # initials
             "Where was the Royal Institute's Drawing and Archives collection moved?",
