@@ -121,12 +121,17 @@ class ExtractiveSynthesizer:
         part asks for (rag/pipeline/relevance.py; the best of all when none does), or None when it
         scores below the answer threshold. `exclude`: sentences another part took; `pool`: the
         part's quotable sentences when already found."""
-        candidates = [s for s in (_candidates(part) if pool is None else pool) if clean_sentence(s.text) not in exclude]
-        if not candidates:
+        ordered = sorted(
+            (s for s in (_candidates(part) if pool is None else pool) if clean_sentence(s.text) not in exclude),
+            key=lambda s: -s.score,
+        )
+        # about another case than the one asked (rag/text/swaps.py): read in score order, as few as needed
+        best = next((s for s in ordered if not another_case(part.text, s.text)), None)
+        if best is None:
             return None
         wanted = answer_type(part.text)
-        best = max(candidates, key=lambda s: s.score)
-        near = [s for s in candidates if s.score >= max(best.score - STATING_MARGIN, self.answer_threshold)]
+        floor = max(best.score - STATING_MARGIN, self.answer_threshold)
+        near = [s for s in ordered if s.score >= floor and (s is best or not another_case(part.text, s.text))]
         stating = [s for s in near if wanted in CHECKED_KINDS and states(wanted, s.text, part.text)]
         best = max(stating, key=lambda s: s.score) if stating else best
         return best if best.score >= self.answer_threshold else None
@@ -149,10 +154,11 @@ def _answers_each(sentence: ScoredSentence, questions: Sequence[str]) -> bool:
 
 def _candidates(part: PartEvidence) -> list[ScoredSentence]:
     """Sentences that can be quoted: readable, not a question line, not about the page itself, not
-    addressed to the bot, not about another model than the one asked (a sentence naming the
-    "RT-9" or "NX-8 Pro" and not the "RT-9i" or "NX-6 Pro" asked, wherever its passage is), and
-    not about another case than the one asked (rag/text/swaps.py: "permanently" for
-    "temporarily", the ninth century for the eighth, "has" for "does not have")."""
+    addressed to the bot, and not about another model than the one asked (a sentence naming the
+    "RT-9" or "NX-8 Pro" and not the "RT-9i" or "NX-6 Pro" asked, wherever its passage is). A
+    sentence about another case than the one asked ("permanently" for "temporarily", the ninth
+    century for the eighth: rag/pipeline/relevance.py, `another_case`) is passed over where one is
+    chosen, in score order, so that only the few sentences near the top are read for it."""
     asked = codes(part.text)
     return [
         s
@@ -163,7 +169,6 @@ def _candidates(part: PartEvidence) -> list[ScoredSentence]:
         and not about_the_page(s.text)
         and not looks_like_instruction(s.text)
         and not _another_model(s, asked)
-        and not another_case(part.text, s.text)
     ]
 
 
@@ -198,6 +203,6 @@ def _completing(
         distance = abs(s.position - best.position)
         new_values = {v.key for v in values(s.text)} - have_values
         new_words = content_words(s.text) - have_words
-        if near and distance <= 2 and (new_values or len(new_words) >= 3):
+        if near and distance <= 2 and (new_values or len(new_words) >= 3) and not another_case(question, s.text):
             return s
     return None

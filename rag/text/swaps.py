@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rag.text.claims import negated
 from rag.text.facts import NUMBER_WORDS, STOP_WORDS, content_words
@@ -122,8 +124,7 @@ class Swap:
 def swapped(question: str, sentence: str) -> Swap | None:
     """The shortest stretch of the question the sentence swaps for a different number or an
     opposite, between the same two words on either side (see the module docstring), or None."""
-    asked, stated = _TOKEN.findall(_DASHES.sub("-", question)), _TOKEN.findall(_DASHES.sub("-", sentence))
-    ours_stems, their_stems = _stems(asked), _stems(stated)
+    (asked, ours_stems), (stated, their_stems) = _tokens(question), _tokens(sentence)
     said = set(their_stems)
     found: list[tuple[int, Swap]] = []
     after: dict[str, list[int]] = {}  # a word's stem -> where the sentence goes on after it
@@ -149,8 +150,8 @@ def swapped(question: str, sentence: str) -> Swap | None:
 
 
 def _between(
-    ours: list[str], i: int, k: int, theirs: list[str], stated: list[str], after: dict[str, list[int]]
-) -> list[list[str]]:
+    ours: Sequence[str], i: int, k: int, theirs: Sequence[str], stated: Sequence[str], after: dict[str, list[int]]
+) -> list[Sequence[str]]:
     """What the sentence has where the question has its stretch `ours[i:i+k]`: between the same
     two words, one of them more than a stop word; at the question's end ("... opened to men?"),
     after the same two words, one of them more than a stop word; at its start ("Late papermakers
@@ -187,7 +188,7 @@ def reversed_polarity(question: str, sentence: str) -> bool:
     return asks_negated and not negated(sentence) and not _EXCEPTIONS.search(sentence)
 
 
-def _kind(ours: list[str], theirs: list[str]) -> str | None:
+def _kind(ours: Sequence[str], theirs: Sequence[str]) -> str | None:
     a, b = _amount(ours), _amount(theirs)
     if a is not None and b is not None and a != b:
         return "number"
@@ -198,7 +199,7 @@ def _kind(ours: list[str], theirs: list[str]) -> str | None:
     return None
 
 
-def _joined(tokens: list[str]) -> str:
+def _joined(tokens: Sequence[str]) -> str:
     """A name's letters and digits: "Congo-Ocean" is "Congo Ocean"."""
     return re.sub(r"[^a-z0-9]", "", "".join(_stems(tokens)))
 
@@ -210,7 +211,7 @@ def is_name(text: str) -> bool:
     return bool(tokens) and _named(tokens)
 
 
-def _same_name(ours: list[str], theirs: list[str]) -> bool:
+def _same_name(ours: Sequence[str], theirs: Sequence[str]) -> bool:
     """The same name, or one a short abbreviation of the other: "St" of "Saint", "RIBA" of "Royal
     Institute" (initials)."""
     short, long = sorted((_joined(ours), _joined(theirs)), key=len)
@@ -226,7 +227,7 @@ def _same_name(ours: list[str], theirs: list[str]) -> bool:
     return all(letter in rest for letter in short)
 
 
-def _traded(ours: list[str], theirs: list[str], question: list[str], sentence: list[str]) -> str | None:
+def _traded(ours: Sequence[str], theirs: Sequence[str], question: Sequence[str], sentence: Sequence[str]) -> str | None:
     """ "role" when two names trade places: the question names A before B, the sentence B before A,
     and has B where the question has A ("the South African government ... to Congolese farmers"
     against "the Congolese government ... to South African farmers")."""
@@ -240,7 +241,7 @@ def _traded(ours: list[str], theirs: list[str], question: list[str], sentence: l
     return "role" if before_in_question != before_in_sentence else None
 
 
-def _named(tokens: list[str]) -> bool:
+def _named(tokens: Sequence[str]) -> bool:
     """Every word capitalised or a code, none a stop word ("Bantu", "NX-6 Pro", not "The")."""
     return all(t[0].isupper() and t.lower() not in STOP_WORDS for t in tokens)
 
@@ -259,7 +260,7 @@ def _base(word: str) -> str:
     return word
 
 
-def _amount(tokens: list[str]) -> float | None:
+def _amount(tokens: Sequence[str]) -> float | None:
     """The number a short stretch states ("four hundred", "2.4 billion", "eighth", "three-way"), or None."""
     total: float | None = None
     for token in tokens:
@@ -280,19 +281,26 @@ _DETERMINERS = frozenset({"a", "an", "the", "what", "which"})
 """One word to the alignment: "What Bantu explorer ...?" lines up with "The Portuguese explorer ..."."""
 
 
-def _stems(tokens: list[str]) -> list[str]:
-    out = []
-    for token in tokens:
-        word = token.lower().removesuffix("'s").removesuffix("’s")
-        if word in _DETERMINERS:
-            out.append("the")
-            continue
-        if any(c.isdigit() for c in word):
-            out.append(word)  # a code or a number is itself: "RT-9" is not "RT-9i"
-            continue
-        stems = content_words(word)
-        out.append(min(stems) if stems else word)
-    return out
+def _stems(tokens: Sequence[str]) -> list[str]:
+    return [_stem(token) for token in tokens]
+
+
+@lru_cache(maxsize=65536)
+def _stem(token: str) -> str:
+    word = token.lower().removesuffix("'s").removesuffix("’s")
+    if word in _DETERMINERS:
+        return "the"
+    if any(c.isdigit() for c in word):
+        return word  # a code or a number is itself: "RT-9" is not "RT-9i"
+    stems = content_words(word)
+    return min(stems) if stems else word
+
+
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A text's words and their stems (a question is read against every candidate sentence)."""
+    tokens = tuple(_TOKEN.findall(_DASHES.sub("-", text)))
+    return tokens, tuple(_stem(t) for t in tokens)
 
 
 _MAX_FILL = 6
@@ -325,7 +333,7 @@ def filled_differently(a: str, b: str) -> tuple[str, str] | None:
     return _surface(a, ours[i1:i2]), _surface(b, theirs[j1:j2])
 
 
-def _surface(text: str, tokens: list[str]) -> str:
+def _surface(text: str, tokens: Sequence[str]) -> str:
     """The stretch as the text writes it, punctuation inside it kept ("Miami, Florida")."""
     pattern = r"\W+".join(re.escape(t) for t in tokens)
     found = re.search(pattern, _DASHES.sub("-", text))
