@@ -258,6 +258,8 @@ _ABBREVIATED |= {"wk": "week", "wks": "week", "yr": "year", "yrs": "year"}
 
 def _stem(word: str) -> str:
     word = _ABBREVIATED.get(word, word)
+    if len(word) > 4 and word.endswith(("ies", "ied")):
+        return word[:-3] + "y"  # "policies" and "retried" are "policy" and "retry"
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]

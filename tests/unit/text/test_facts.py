@@ -85,6 +85,7 @@ def test_a_verb_and_its_past_tense_share_a_stem() -> None:
     assert content_words("When did he die?") == content_words("When he died")
     assert content_words("use closes issue") == content_words("used closed issued")
     assert content_words("pages") == content_words("page")
+    assert content_words("retried policies") == content_words("retry policy")
 
 
 def test_values_of_different_dimensions_do_not_compare() -> None:
