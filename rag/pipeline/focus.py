@@ -25,7 +25,7 @@ the completeness gate, so it can be recalibrated from the gate log alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,15 +77,16 @@ class Focus:
         return min((w.shift for w in self.words), default=1.0)
 
 
-def candidates(part: str, covered_text: str) -> list[str]:
+def candidates(part: str, covered_text: str, common: frozenset[str] = frozenset()) -> list[str]:
     """The part's content words the answer (with its titles and headings) does not contain, minus
-    words that only modify a covered word right after them."""
+    words that only modify a covered word right after them, and words the corpus uses everywhere
+    (`common`: their full-text lexemes; "Tervane" in Tervane's own manuals names no subject)."""
     covered = content_words(covered_text)
     tokens = _WORD.findall(asked(part))
     out: list[str] = []
     for i, token in enumerate(tokens):
         stems = _stems(token)
-        if not stems or stems <= covered or token.lower() in out:
+        if not stems or stems <= covered or token.lower() in out or _is_common(token, common):
             continue
         following = _stems(tokens[i + 1]) if i + 1 < len(tokens) else set()
         if following and following <= covered:
@@ -114,9 +115,11 @@ class FocusCheck:
         self.embedder = embedder
         self.threshold = threshold
 
-    async def check(self, part: str, sentences: Sequence[str], context: Sequence[str]) -> Focus:
+    async def check(
+        self, part: str, sentences: Sequence[str], context: Sequence[str], common: frozenset[str] = frozenset()
+    ) -> Focus:
         answer = " ".join(sentences)
-        words = candidates(part, " ".join([answer, *context]))
+        words = candidates(part, " ".join([answer, *context]), common)
         if not words or not answer:
             return Focus((), self.threshold)
         vectors = await self.embedder.embed([part, *(without(part, w) for w in words), answer])
@@ -126,6 +129,22 @@ class FocusCheck:
         base = float(rows[0] @ target)
         shifts = [FocusWord(w, base - float(rows[i + 1] @ target)) for i, w in enumerate(words)]
         return Focus(tuple(sorted(shifts, key=lambda f: f.shift)), self.threshold)
+
+
+COMMON_SHARE = 0.2
+"""A word in at least this share of the corpus's chunks is everywhere: no answer need address it."""
+
+
+def common_lexemes(term_frequency: Mapping[str, float] | None) -> frozenset[str]:
+    """The query's lexemes found in at least `COMMON_SHARE` of the chunks."""
+    return frozenset(lexeme for lexeme, share in (term_frequency or {}).items() if share >= COMMON_SHARE)
+
+
+def _is_common(token: str, common: frozenset[str]) -> bool:
+    """The token is one of the `common` lexemes (a stemmer's prefix of it: "tervan" of "Tervane",
+    "polici" of "policy")."""
+    word = token.lower()
+    return any(word.startswith(lexeme) or (len(lexeme) >= 4 and word.startswith(lexeme[:-1])) for lexeme in common)
 
 
 def _stems(token: str) -> set[str]:

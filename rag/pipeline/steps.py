@@ -21,7 +21,7 @@ from rag.model.ports import Embedder, FactComparer, Reranker, Retriever, Samplin
 from rag.model.types import AccessScope, Passage
 from rag.pipeline.attempt import Attempt, Run, context_of
 from rag.pipeline.bridge import Bridge, Bridged, describes, find_bridge, with_bridges, without_lone_bridges
-from rag.pipeline.focus import Focus, FocusCheck
+from rag.pipeline.focus import Focus, FocusCheck, common_lexemes
 from rag.pipeline.gates.bridge import bridge_gate
 from rag.pipeline.gates.completeness import completeness_gate
 from rag.pipeline.gates.faithfulness import faithfulness_gate
@@ -263,7 +263,10 @@ class CheckFocus:
             async def one(part: int, checked: Sequence[Checked]) -> tuple[int, Focus]:
                 context = [f"{p.title} {p.heading}" for c in checked for p in c.passages]
                 context += [asked for c in checked if (asked := _answers(attempt, c))]
-                return part, await self.focus.check(attempt.parts[part], [c.text for c in checked], context)
+                common = (
+                    common_lexemes(attempt.probes[part].term_frequency) if part < len(attempt.probes) else frozenset()
+                )
+                return part, await self.focus.check(attempt.parts[part], [c.text for c in checked], context, common)
 
             focus = dict(await asyncio.gather(*(one(i, cs) for i, cs in sorted(by_part.items()))))
             return replace(attempt, focus=focus)

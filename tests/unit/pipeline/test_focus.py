@@ -9,7 +9,7 @@ import pytest
 from rag.backends.embeddings import build_embedder
 from rag.config import load_settings
 from rag.model.ports import Embedder
-from rag.pipeline.focus import Focus, FocusCheck, FocusWord, asked, candidates, without
+from rag.pipeline.focus import Focus, FocusCheck, FocusWord, asked, candidates, common_lexemes, without
 
 
 def test_only_the_asking_sentences_count() -> None:
@@ -43,6 +43,17 @@ def test_an_indefinite_pronoun_asks_about_nothing() -> None:
     answer = "Live chat is open on Saturdays from 10:00 to 16:00 CET."
     assert candidates("Is anyone on the chat on Saturdays?", answer) == []
     assert candidates("Can somebody help me with everything?", "Support is open daily.") == ["help"]
+
+
+def test_a_word_the_corpus_uses_everywhere_is_not_a_candidate() -> None:
+    answer = "Model: RT-9; End of sale: 2023-06-30."
+    assert candidates("When did Tervane stop selling the RT-9?", answer) == ["tervane", "stop", "selling"]
+    common = common_lexemes({"tervan": 0.4, "sell": 0.02, "stop": 0.01})
+    assert common == {"tervan"}
+    assert candidates("When did Tervane stop selling the RT-9?", answer, common) == ["stop", "selling"]
+    assert common_lexemes({"polici": 0.25}) == {"polici"}
+    assert candidates("What is the policy on pets?", "Dogs are welcome.", common_lexemes({"polici": 0.25})) == ["pets"]
+    assert common_lexemes(None) == frozenset()
 
 
 def test_without_removes_every_occurrence_of_the_word() -> None:
