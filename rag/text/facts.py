@@ -309,12 +309,31 @@ def about_the_page(text: str) -> bool:
     return bool(_ABOUT_THE_PAGE.search(text))
 
 
+_PAGE_CHROME = re.compile(
+    r"\[\s*edit\s*\]|\bv t e\b|\bSign in\b|\boldid=|\bJump to (?:navigation|search)\b|\bCategories\s*:"
+    r"|\bPermanent link\b|\bView history\b|\bPrint/export\b",
+    re.IGNORECASE,
+)
+"""A web page's furniture copied with its text: edit links, navigation, categories, history."""
+_LISTED_YEAR = re.compile(r"\(\s*(?:1[5-9]|20)\d{2}\s*\)")
+"""'Naya Daur (1955)': three of them in words mostly capitalised make a list of works, not a sentence
+("... Edna Ferber's novel Show Boat (1929), the lavish musical Broadway (1929) ..." is one)."""
+
+
+def _titled(words: list[str]) -> bool:
+    """Fewer than a third of the words begin in lower case: titles and names, not prose."""
+    return sum(w[0].islower() for w in words) < len(words) / 3
+
+
 def readable(text: str) -> bool:
-    """Whole sentences only: long enough, ends like a sentence, starts like one, not a list intro."""
+    """Whole sentences only: long enough, ends like a sentence, starts like one, not a list intro,
+    not a web page's furniture nor a list of works ("Cadillac Rag (1991) Goin' Back to Dixie (1992) ...")."""
     stripped = text.strip()
     if stripped.endswith((":.", ":")):
         return False
     words = _WORD.findall(stripped)
+    if _PAGE_CHROME.search(stripped) or (len(_LISTED_YEAR.findall(stripped)) >= 3 and _titled(words)):
+        return False
     if len(words) < 4 or len(stripped) < 20:
         return False
     first = stripped[0]
