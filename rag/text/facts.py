@@ -320,6 +320,10 @@ _LISTED_YEAR = re.compile(r"\(\s*(?:1[5-9]|20)\d{2}\s*\)")
 ("... Edna Ferber's novel Show Boat (1929), the lavish musical Broadway (1929) ..." is one)."""
 
 
+_UNOPENED = re.compile(r"^(?!\s*(?:\d{1,3}|[A-Za-z])\.?\)\s)[^()]*\)")
+"""A closing parenthesis before any opening one, not a list marker's ("2.) the president ...")."""
+
+
 def _titled(words: list[str]) -> bool:
     """Fewer than a third of the words begin in lower case: titles and names, not prose."""
     return sum(w[0].islower() for w in words) < len(words) / 3
@@ -336,6 +340,8 @@ def readable(text: str) -> bool:
         return False
     if len(words) < 4 or len(stripped) < 20:
         return False
+    if _UNOPENED.match(stripped):
+        return False  # "1885-1955 ) ; ...": the tail of a parenthesis, cut from its sentence
     first = stripped[0]
     return first.isupper() or first.isdigit() or first in "$£€\"'("
 

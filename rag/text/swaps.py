@@ -242,8 +242,18 @@ def _traded(ours: Sequence[str], theirs: Sequence[str], question: Sequence[str],
 
 
 def _named(tokens: Sequence[str]) -> bool:
-    """Every word capitalised or a code, none a stop word ("Bantu", "NX-6 Pro", not "The")."""
-    return all(t[0].isupper() and t.lower() not in STOP_WORDS for t in tokens)
+    """A name: its first and last words capitalised and not stop words, those between capitalised
+    or short joining words ("Bantu", "NX-6 Pro", "Slim the Mobster", "House of Habsburg"; not "The")."""
+    if not tokens or not all(_capitalised(t) for t in (tokens[0], tokens[-1])):
+        return False
+    return all(_capitalised(t) or t.lower() in _NAME_JOINS for t in tokens[1:-1])
+
+
+_NAME_JOINS = frozenset({"the", "of", "de", "la", "le", "van", "von", "der", "du", "and", "y", "da"})
+
+
+def _capitalised(token: str) -> bool:
+    return token[0].isupper() and token.lower() not in STOP_WORDS
 
 
 def _opposite(a: str, b: str) -> bool:
@@ -313,7 +323,8 @@ def filled_differently(a: str, b: str) -> tuple[str, str] | None:
     """Two copies of one sentence that differ in one stretch only, or None: "Airways International
     was an airline based in Miami, Florida." and "... based in Anchorage, Alaska." give ("Miami,
     Florida", "Anchorage, Alaska"). Most words in common, in the same order, at least four of them
-    more than stop words; one stretch of at most six words different on each side."""
+    more than stop words; one stretch of at most six words different on each side, or the same
+    stretch for the same other one wherever they differ (a title's name and the sentence's)."""
     ours, theirs = _TOKEN.findall(_DASHES.sub("-", a)), _TOKEN.findall(_DASHES.sub("-", b))
     ours_stems, their_stems = _stems(ours), _stems(theirs)
     opcodes = difflib.SequenceMatcher(None, ours_stems, their_stems, autojunk=False).get_opcodes()
@@ -322,8 +333,11 @@ def filled_differently(a: str, b: str) -> tuple[str, str] | None:
     if opcodes and opcodes[-1][0] in ("insert", "delete"):
         opcodes = opcodes[:-1]  # a clause added at the end
     differing = [op for op in opcodes if op[0] != "equal"]
-    if len(differing) != 1 or differing[0][0] != "replace":
+    if not differing or any(op[0] != "replace" for op in differing):
         return None
+    fills = {(tuple(ours_stems[i1:i2]), tuple(their_stems[j1:j2])) for _, i1, i2, j1, j2 in differing}
+    if len(fills) != 1:
+        return None  # the same fill wherever they differ: "(Jay-Z album) ... rapper Jay-Z" against "Slim the Mobster"
     _, i1, i2, j1, j2 = differing[0]
     if i2 - i1 > _MAX_FILL or j2 - j1 > _MAX_FILL:
         return None

@@ -235,6 +235,7 @@ def test_clean_sentence(raw: str, clean: str) -> None:
         "$15 per user per month on monthly billing.",
         "2,000 hosts are supported by the NW-200X collector.",
         '"Beacon Pro" keeps results for 365 days.',
+        "2.) the president becomes the Commander in Chief of the Army and Navy.",  # a list marker's parenthesis
         # works with their years in prose
         "His early films included Show Boat (1929), the musical Broadway (1929) and the first all-colour feature"
         " (1930), King of Jazz.",
@@ -257,6 +258,7 @@ def test_readable_sentences(text: str) -> None:
         "External links [ edit ] Lahu Ke Do Rang at IMDb v t e Films and television series by Raj Kapoor.",
         "Ardhangini - Wikiwand English Sign in Top Qs Timeline Chat Perspective AI tools All Articles.",
         "Related changes Permanent link Page information Cite this page Print/export Create a book.",
+        "1885-1955 ) ; Edmund Maurice Burke Roche, 4th Baron Fermoy ; Maurice Roche.",  # a parenthesis's tail
         # a list of works, not a sentence
         "Cadillac Rag (1991) Goin' Back to Dixie (1992) The Walls We Bounce Off Of (1994) No End of Love (1996).",
     ],

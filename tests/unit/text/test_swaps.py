@@ -173,6 +173,12 @@ def test_two_copies_of_a_sentence_differing_in_one_stretch_are_found() -> None:
         "Airways International was an airline based in Anchorage, Alaska.",
         "Airways International was an airline based in Miami, Florida.",
     ) == ("Anchorage, Alaska", "Miami, Florida")
+    # the same fill wherever they differ
+    assert filled_differently(
+        "War Music (Jay-Z album) War Music is the street album by American rapper Jay-Z, hosted by DJ Whoo Kid.",
+        "War Music (Slim the Mobster album) War Music is the street album by American rapper Slim the Mobster, hosted"
+        " by DJ Whoo Kid.",
+    ) == ("Jay-Z", "Slim the Mobster")
     # a code is itself: two differing stretches, not one
     assert filled_differently("The RT-9 battery lasts up to 5 hours.", "The RT-9i battery lasts up to 8 hours.") is None
     # too little in common
