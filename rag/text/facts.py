@@ -309,12 +309,21 @@ def about_the_page(text: str) -> bool:
     return bool(_ABOUT_THE_PAGE.search(text))
 
 
-_PAGE_CHROME = re.compile(
-    r"\[\s*edit\s*\]|\bv t e\b|\bSign in\b|\boldid=|\bJump to (?:navigation|search)\b|\bCategories\s*:"
-    r"|\bPermanent link\b|\bView history\b|\bPrint/export\b",
-    re.IGNORECASE,
+_PAGE_CHROME = (
+    "[ edit ]",
+    "[edit]",
+    " v t e ",
+    "sign in ",
+    "oldid=",
+    "jump to navigation",
+    "jump to search",
+    "categories:",
+    "categories :",
+    "permanent link",
+    "view history",
+    "print/export",
 )
-"""A web page's furniture copied with its text: edit links, navigation, categories, history."""
+"""A web page's furniture copied with its text (lower case): edit links, navigation, categories, history."""
 _LISTED_YEAR = re.compile(r"\(\s*(?:1[5-9]|20)\d{2}\s*\)")
 """'Naya Daur (1955)': three of them in words mostly capitalised make a list of works, not a sentence
 ("... Edna Ferber's novel Show Boat (1929), the lavish musical Broadway (1929) ..." is one)."""
@@ -336,9 +345,12 @@ def readable(text: str) -> bool:
     if stripped.endswith((":.", ":")):
         return False
     words = _WORD.findall(stripped)
-    if _PAGE_CHROME.search(stripped) or (len(_LISTED_YEAR.findall(stripped)) >= 3 and _titled(words)):
-        return False
     if len(words) < 4 or len(stripped) < 20:
+        return False
+    lowered = f" {stripped.lower()} "
+    if any(marker in lowered for marker in _PAGE_CHROME):
+        return False
+    if len(_LISTED_YEAR.findall(stripped)) >= 3 and _titled(words):
         return False
     if _UNOPENED.match(stripped):
         return False  # "1885-1955 ) ; ...": the tail of a parenthesis, cut from its sentence

@@ -325,8 +325,13 @@ def filled_differently(a: str, b: str) -> tuple[str, str] | None:
     Florida", "Anchorage, Alaska"). Most words in common, in the same order, at least four of them
     more than stop words; one stretch of at most six words different on each side, or the same
     stretch for the same other one wherever they differ (a title's name and the sentence's)."""
-    ours, theirs = _TOKEN.findall(_DASHES.sub("-", a)), _TOKEN.findall(_DASHES.sub("-", b))
-    ours_stems, their_stems = _stems(ours), _stems(theirs)
+    (ours, ours_stems), (theirs, their_stems) = _tokens(a), _tokens(b)
+    longer = max(len(ours), len(theirs))
+    common = set(ours_stems) & set(their_stems)
+    if min(len(ours), len(theirs)) < _MIN_SHARED * longer or len(common - STOP_WORDS) < 4:
+        return None  # cheap first: too few words in common to be copies
+    if len(common) < _MIN_SHARED * max(len(set(ours_stems)), len(set(their_stems))) - _MAX_FILL:
+        return None
     opcodes = difflib.SequenceMatcher(None, ours_stems, their_stems, autojunk=False).get_opcodes()
     if opcodes and opcodes[0][0] in ("insert", "delete"):
         opcodes = opcodes[1:]  # a title or a lead-in before the sentence proper
