@@ -90,12 +90,23 @@ def states(wanted: str, sentence: str, question: str = "") -> bool:
 
 
 def another_case(question: str, sentence: str) -> bool:
-    """The sentence says the same thing of another case than the question asks about: a different
-    number, an opposite, or nothing of the question's "not" (rag/text/swaps.py). A yes/no question
-    is answered by exactly that ("Is it open on Sundays?" - "It is closed on Sundays.")."""
+    """The sentence says the same thing of another case than the question asks about (`why_another_case`)."""
+    return why_another_case(question, sentence) is not None
+
+
+def why_another_case(question: str, sentence: str) -> str | None:
+    """How the sentence is about another case than the question asks about, or None: a different
+    number, an opposite, another name, two names trading places ("opposite: 'temporarily' ->
+    'permanently'"), or nothing of the question's "not" (rag/text/swaps.py). A yes/no question is
+    answered by exactly that ("Is it open on Sundays?" - "It is closed on Sundays.")."""
     if answer_type(question) == "yesno":
-        return False
-    return swapped(question, sentence) is not None or reversed_polarity(question, sentence)
+        return None
+    swap = swapped(question, sentence)
+    if swap is not None:
+        return f"{swap.kind}: {swap.asked!r} -> {swap.stated!r}"
+    if reversed_polarity(question, sentence):
+        return "polarity: the question's 'not' is not in the sentence"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,16 +115,21 @@ class Relevance:
 
     wanted: str
     stated: bool
-    other_cases: int = 0
-    """Sentences left out as being about another case than the one asked (`another_case`)."""
+    other_cases: tuple[tuple[str, str], ...] = ()
+    """(sentence, why) for each sentence left out as being about another case than the one asked."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"wanted": self.wanted, "stated": self.stated, "other_cases": self.other_cases}
+        return {
+            "wanted": self.wanted,
+            "stated": self.stated,
+            "other_cases": [{"sentence": s, "why": why} for s, why in self.other_cases],
+        }
 
 
 def relevance(part: str, sentences: Sequence[str]) -> Relevance:
     """Whether the part's sentences, those about another case left out, state what it asks for."""
     wanted = answer_type(part)
-    own = [s for s in sentences if not another_case(part, s)]
+    why = {s: why_another_case(part, s) for s in sentences}
+    own = [s for s in sentences if why[s] is None]
     stated = bool(own) and (wanted not in CHECKED_KINDS or any(states(wanted, s, part) for s in own))
-    return Relevance(wanted, stated, len(sentences) - len(own))
+    return Relevance(wanted, stated, tuple((s, w) for s, w in why.items() if w is not None))

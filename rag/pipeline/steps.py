@@ -275,14 +275,16 @@ class CheckFocus:
 class CheckRelevance:
     """Gate `relevance`: per part whose answer addresses it, does that answer state the kind of value
     the part asks for, about the case asked (rag/pipeline/relevance.py)? A part whose answer does
-    not is unanswered. Logged when a part asks for a value, or when one is unanswered."""
+    not is unanswered. Logged when a part asks for a value, is unanswered, or had a sentence about
+    another case left out."""
 
     async def run(self, attempt: Attempt, run: Run) -> Attempt:
         by_part: dict[int, list[str]] = {}
         for c in attempt.supported:
             by_part.setdefault(c.part, []).append(c.text)
         checked = {i: relevance(attempt.parts[i], texts) for i, texts in sorted(by_part.items())}
-        if all(r.stated for r in checked.values()) and not any(r.wanted in CHECKED_KINDS for r in checked.values()):
+        quiet = all(r.stated and not r.other_cases and r.wanted not in CHECKED_KINDS for r in checked.values())
+        if quiet:
             return replace(attempt, relevance=checked)
         return replace(attempt.with_gates(relevance_gate(attempt.parts, checked, attempt.number)), relevance=checked)
 

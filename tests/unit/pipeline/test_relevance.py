@@ -71,11 +71,16 @@ def test_a_sentence_about_another_case_is_counted_and_does_not_answer() -> None:
             "The maximum travel budget is signed off by the CFO.",
         ],
     )
-    assert checked.stated and checked.other_cases == 1
+    assert checked.stated and [why for _, why in checked.other_cases] == ["opposite: 'maximum' -> 'minimum'"]
     assert relevance(question, ["The minimum travel budget is signed off by a team lead."]).as_json() == {
         "wanted": "person",
         "stated": False,
-        "other_cases": 1,
+        "other_cases": [
+            {
+                "sentence": "The minimum travel budget is signed off by a team lead.",
+                "why": "opposite: 'maximum' -> 'minimum'",
+            }
+        ],
     }
 
 
