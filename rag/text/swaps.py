@@ -18,7 +18,10 @@ more than a stop word, and for what the sentence has between them instead:
   "temporarily"/"permanently", "most expensive"/"cheapest") or a word and its negative
   ("efficient"/"inefficient", "aspirated"/"unaspirated"), or
 - names: "What *Bantu* explorer reached the mouth of the Congo?" answered by "The Portuguese
-  explorer Diogo Cão reached the mouth of the Congo.", the hotel cap in Europe by the one in Asia.
+  explorer Diogo Cão reached the mouth of the Congo.", the hotel cap in Europe by the one in Asia, or
+- two names trading places: "the *South African* government ... to Congolese farmers" answered by
+  "the Congolese government ... to South African farmers" (the one stretch the question's word may
+  be elsewhere in the sentence for).
 
 The question's word must be nowhere in the sentence: "the ninth century, not the eighth" is about
 both. A stretch holding the question word ("who", "how many") is the answer's slot, not a swap.
@@ -29,6 +32,10 @@ bishop.") answers the opposite question.
 
 Yes/no questions are not checked by the callers: "Is the office open on Sundays?" is answered by
 "The office is closed on Sundays."
+
+`filled_differently(a, b)` is the same alignment between two sources' sentences: two copies of one
+sentence with another answer filled in ("... based in Miami, Florida." against "... based in
+Anchorage, Alaska."), which rag/pipeline/contradictions.py reports as a conflict.
 """
 
 from __future__ import annotations
@@ -50,8 +57,7 @@ _PAIRS = (
     "|temporarily permanently|public private|old new|older newer|oldest newest|large small|larger smaller"
     "|largest smallest|big small|bigger smaller|long short|longer shorter|longest shortest|strong weak"
     "|stronger weaker|lesser greater|less greater|success failure|win lose|won lost|accept reject|accepted rejected"
-    "|allow forbid"
-    "|allowed forbidden|allowed banned|legal illegal|male female|men women|man woman|boys girls|boy girl"
+    "|allow forbid|allowed forbidden|allowed banned|legal illegal|male female|men women|man woman|boys girls|boy girl"
     "|internal external|inner outer|upper lower|positive negative|hot cold|warm cold|wet dry|full empty"
     "|rich poor|best worst|better worse|inside outside|import export|imports exports|imported exported"
     "|buy sell|bought sold|start end|started ended|begin end|began ended|entry exit|arrival departure"
