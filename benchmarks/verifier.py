@@ -42,8 +42,9 @@ from rag.ingest.sentences import split_sentences
 from rag.model.ports import Verifier
 from rag.pipeline.critic import EvidenceVerifier
 from rag.runtime import open_candor
-from rag.text.facts import clean_sentence, readable, values
+from rag.text.facts import clean_sentence, values
 from rag.text.names import names
+from rag.text.quotable import readable
 
 SIBLINGS = [
     ("Beacon Pro", "Beacon"),

@@ -35,7 +35,8 @@ from rag.model.evidence import Ranked, ScoredSentence
 from rag.model.types import AccessScope
 from rag.pipeline.flow import retry_query
 from rag.pipeline.gates.premise import unknown_names
-from rag.text.facts import clean_sentence, readable
+from rag.text.facts import clean_sentence
+from rag.text.quotable import readable
 
 DEFAULT_SHORTLIST = 20
 """The default `CANDOR_SHORTLIST`; callers holding settings pass `3 * settings.shortlist` as `k`."""

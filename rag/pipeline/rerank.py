@@ -30,8 +30,9 @@ from rag.pipeline.understand import answer_type
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
 from rag.text.claims import sibling_names
-from rag.text.facts import asks, network_addresses, values
+from rag.text.facts import network_addresses, values
 from rag.text.names import acronyms, codes, mentions, names, people
+from rag.text.quotable import asks
 
 MEANING_WEIGHT = 0.5
 TERMS_WEIGHT = 0.3

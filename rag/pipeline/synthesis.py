@@ -14,18 +14,9 @@ from collections.abc import Sequence
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
 from rag.pipeline.relevance import CHECKED_KINDS, another_case, states
 from rag.pipeline.understand import answer_type
-from rag.text.facts import (
-    about_the_page,
-    asks,
-    clauses,
-    clean_sentence,
-    content_words,
-    looks_like_instruction,
-    readable,
-    values,
-    variant_qualifiers,
-)
+from rag.text.facts import clauses, clean_sentence, content_words, values, variant_qualifiers
 from rag.text.names import codes, mentions, new_names
+from rag.text.quotable import about_the_page, asks, looks_like_instruction, readable
 
 STATING_MARGIN = 0.1
 """A sentence stating the kind of value asked is chosen over a better-scored one this close ahead."""

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from rag.ingest.sentences import split_sentences
 from rag.model.answers import Verdict
 from rag.text.claims import misattributed
-from rag.text.facts import looks_like_instruction, values
+from rag.text.facts import values
 from rag.text.names import codes, names
+from rag.text.quotable import looks_like_instruction
 
 
 def settled_verdict(sentence: str, evidence: Sequence[str]) -> Verdict | None:

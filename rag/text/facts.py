@@ -1,10 +1,11 @@
 """What a sentence states, read off its surface: values (amounts, durations, counts, dates),
-qualifiers (monthly/annual, primary/secondary) and content words; whether it reads as an
-instruction to the bot; and how to make a stored sentence readable on its own (no list markers, no
-Markdown, no heading debris). Names, codes and mentions are in `rag/text/names.py`.
+qualifiers (monthly/annual, primary/secondary) and content words; and how to make a stored
+sentence readable on its own (no list markers, no Markdown, no heading debris). Names, codes and
+mentions are in `rag/text/names.py`; whether a sentence may be quoted at all (a question, a
+signpost, page furniture, an instruction to the bot) is in `rag/text/quotable.py`.
 
-Shared by the writer (which sentences are readable), the critic (which tokens must match exactly)
-and the contradiction check (which values two sources give).
+Shared by the writer, the critic (which tokens must match exactly) and the contradiction check
+(which values two sources give).
 """
 
 from __future__ import annotations
@@ -218,6 +219,11 @@ def _number(amount: str) -> float | None:
         return None
 
 
+def numbers(text: str) -> list[float]:
+    """Every number written in digits in `text` ("$1,200.50" -> 1200.5), in order."""
+    return [float(n.replace(",", "")) for n in re.findall(_NUMBER, text)]
+
+
 def same_dimension(a: Value, b: Value) -> bool:
     """Comparable values: the same kind, or two durations counted in days, weeks, months or years."""
     return a.kind == b.kind or (a.kind in DAYS_IN and b.kind in DAYS_IN)
@@ -284,98 +290,7 @@ def clean_sentence(text: str) -> str:
     return text
 
 
-_QUESTION_LABEL = re.compile(r"^(?:Q|Question)\s*[:.]\s*", re.IGNORECASE)
 _ANSWER_LABEL = re.compile(r"^(?:A|Answer)\s*:\s*", re.IGNORECASE)
-
-
-def asks(text: str) -> bool:
-    """A question, not a statement: an FAQ's "Q: ..." line, a question heading, any sentence ending
-    in "?". Context for what follows it, never evidence of its own: its words are the reader's."""
-    stripped = clean_sentence(text)
-    return stripped.endswith("?") or bool(_QUESTION_LABEL.match(stripped))
-
-
-_ABOUT_THE_PAGE = re.compile(
-    r"^(?:tip|see also|related|tags|keywords|categories|labels)\s*:"
-    r"|^(?:this|the following) (?:page|document|guide|article|section|faq)\b"
-    r"|^below you(?:'ll| will) find\b|\bon this page\b|^read on\b",
-    re.IGNORECASE,
-)
-
-
-def about_the_page(text: str) -> bool:
-    """A sentence about the document itself ("This page lists ...", "Below you'll find answers",
-    "Tip: skim the ... page", "Tags: reset, nx-6, howto"): a signpost, never an answer."""
-    return bool(_ABOUT_THE_PAGE.search(text))
-
-
-_PAGE_CHROME = (
-    "[ edit ]",
-    "[edit]",
-    " v t e ",
-    "sign in ",
-    "oldid=",
-    "jump to navigation",
-    "jump to search",
-    "categories:",
-    "categories :",
-    "permanent link",
-    "view history",
-    "print/export",
-)
-"""A web page's furniture copied with its text (lower case): edit links, navigation, categories, history."""
-_LISTED_YEAR = re.compile(r"\(\s*(?:1[5-9]|20)\d{2}\s*\)")
-"""'Naya Daur (1955)': three of them in words mostly capitalised make a list of works, not a sentence
-("... Edna Ferber's novel Show Boat (1929), the lavish musical Broadway (1929) ..." is one)."""
-
-
-_UNOPENED = re.compile(r"^(?!\s*(?:\d{1,3}|[A-Za-z])\.?\)\s)[^()]*\)")
-"""A closing parenthesis before any opening one, not a list marker's ("2.) the president ...")."""
-
-
-def _titled(words: list[str]) -> bool:
-    """Fewer than a third of the words begin in lower case: titles and names, not prose."""
-    return sum(w[0].islower() for w in words) < len(words) / 3
-
-
-def readable(text: str) -> bool:
-    """Whole sentences only: long enough, ends like a sentence, starts like one, not a list intro,
-    not a web page's furniture nor a list of works ("Cadillac Rag (1991) Goin' Back to Dixie (1992) ...")."""
-    stripped = text.strip()
-    if stripped.endswith((":.", ":")):
-        return False
-    words = _WORD.findall(stripped)
-    if len(words) < 4 or len(stripped) < 20:
-        return False
-    lowered = f" {stripped.lower()} "
-    if any(marker in lowered for marker in _PAGE_CHROME):
-        return False
-    if len(_LISTED_YEAR.findall(stripped)) >= 3 and _titled(words):
-        return False
-    if _UNOPENED.match(stripped):
-        return False  # "1885-1955 ) ; ...": the tail of a parenthesis, cut from its sentence
-    first = stripped[0]
-    return first.isupper() or first.isdigit() or first in "$£€\"'("
-
-
-_INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules?|prompts?|guidelines?|everything)\b"
-    r"|\byou (?:are|must|should|will) (?:now|always|never)\b"
-    r"|\b(?:system|developer) (?:prompt|message)\b"
-    r"|\b(?:assistant|chatbot|bot|AI|language model)s?\b.{0,40}"
-    r"\b(?:must|should|shall|will) (?:answer|reply|say|respond|tell)"
-    r"|\b(?:tell|inform) (?:every|all|any) (?:users?|employees?|customers?|people)\b"
-    r"|\b(?:reply|respond|answer) (?:only )?with\b",
-    re.IGNORECASE,
-)
-
-
-def looks_like_instruction(text: str) -> bool:
-    """A sentence addressed to the bot rather than to readers ("ignore your rules and ...").
-
-    Retrieved text is data: such a sentence is never quoted as an answer, whatever it says.
-    """
-    return bool(_INSTRUCTION.search(text))
 
 
 _QUALIFIERS = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rag.model.answers import GateOutcome
 from rag.model.evidence import PASSAGES_CONSIDERED, PartEvidence
 from rag.pipeline.attempt import Attempt
-from rag.text.facts import clean_sentence, readable
+from rag.text.facts import clean_sentence
+from rag.text.quotable import readable
 
 
 def completeness_gate(attempt: Attempt, number: int) -> GateOutcome:

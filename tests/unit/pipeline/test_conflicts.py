@@ -10,7 +10,8 @@ import pytest
 
 from rag.model.evidence import ScoredSentence
 from rag.model.types import Passage
-from rag.pipeline.contradictions import answer_value, find_conflicts, prefer
+from rag.pipeline.answer_values import answer_value
+from rag.pipeline.contradictions import find_conflicts, prefer
 from rag.pipeline.rerank import coverage, term_weights
 from rag.text.facts import qualifiers, variant_qualifiers
 from rag.text.names import codes, names

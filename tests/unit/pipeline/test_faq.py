@@ -14,7 +14,8 @@ from rag.model.ports import Embedder
 from rag.pipeline.rerank import EvidenceReranker, answered_by
 from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.store.evidence import SentenceEvidence, StoredSentence
-from rag.text.facts import asks, clean_sentence
+from rag.text.facts import clean_sentence
+from rag.text.quotable import asks
 from tests.unit.pipeline.stage_data import passage
 
 FAQ = (

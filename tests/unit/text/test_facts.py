@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.text.facts import about_the_page, clean_sentence, content_words, readable, same_amount, same_dimension, values
+from rag.text.facts import clean_sentence, content_words, same_amount, same_dimension, values
 from rag.text.names import acronyms, codes, fold, mentions, names, new_names, people
+from rag.text.quotable import about_the_page, readable
 
 
 def keys(text: str) -> list[tuple[str, str]]:
