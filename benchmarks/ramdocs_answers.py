@@ -19,9 +19,12 @@ Measured per subset (questions with at least one `misinfo` document, the rest, a
 
 - answered / low_confidence / abstained (the route);
 - names the gold answer: any gold answer appears (case-insensitive) in the answer text;
-- states a wrong answer as fact: a wrong answer appears in the answer's sentences (not in its
-  conflict notes). Wrong answers equal to a gold answer are ignored, and gold-answer occurrences
-  are blanked before matching ("Football" is wrong but inside "American football", which is gold);
+- states a wrong answer as fact: a wrong answer appears in the answer's asserted sentences (not in
+  its conflict notes, nor in a sentence marked `disputed`: one side of a disagreement neither
+  source's date nor authority settles, given beside the other side and asserting neither). Wrong
+  answers equal to a gold answer are ignored, and gold-answer occurrences are blanked before
+  matching ("Football" is wrong but inside "American football", which is gold);
+- also in any sentence, disputed or not (the measure before answers gave both sides);
 - also in the text at all (sentences or notes), and whether a `misinfo` document is cited;
 - surfaces the disagreement: `answer.conflicts` non-empty; for misinfo questions also whether one
   conflict's values include both a gold and a wrong answer;
@@ -237,6 +240,8 @@ class Record:
     text: str
     gold_in_text: bool
     wrong_in_sentences: tuple[str, ...]
+    """In the asserted sentences (not disputed)."""
+    wrong_in_any_sentence: tuple[str, ...]
     wrong_in_text: tuple[str, ...]
     cites_misinfo: bool
     cited_types: tuple[str, ...]
@@ -253,6 +258,7 @@ class Record:
 def record_of(item: Item, answer: Answer) -> Record:
     delivered = answer.route != "abstained"
     sentences = " ".join(s.text for s in answer.sentences) if delivered else ""
+    asserted = " ".join(s.text for s in answer.sentences if not s.disputed) if delivered else ""
     text = answer.text if delivered else ""
     types = {document_file(k): kind for k, (_, kind, _) in enumerate(item.documents, 1)}
     cited = tuple(types.get(Path(s.document).name, "?") for s in answer.sources) if delivered else ()
@@ -272,7 +278,8 @@ def record_of(item: Item, answer: Answer) -> Record:
         route=answer.route,
         text=answer.text,
         gold_in_text=any(_contains(text, g) for g in item.gold),
-        wrong_in_sentences=tuple(wrong_in(sentences, item)),
+        wrong_in_sentences=tuple(wrong_in(asserted, item)),
+        wrong_in_any_sentence=tuple(wrong_in(sentences, item)),
         wrong_in_text=tuple(wrong_in(text, item)),
         cites_misinfo="misinfo" in cited,
         cited_types=cited,
@@ -313,6 +320,7 @@ def summarise(records: Sequence[Record]) -> dict[str, Any]:
         "abstained": share(sum(not r.delivered for r in records), len(records)),
         "gold_in_text": share(sum(r.gold_in_text for r in delivered), len(delivered)),
         "wrong_stated_as_fact": share(sum(bool(r.wrong_in_sentences) for r in delivered), len(delivered)),
+        "wrong_in_any_sentence": share(sum(bool(r.wrong_in_any_sentence) for r in delivered), len(delivered)),
         "wrong_in_text": share(sum(bool(r.wrong_in_text) for r in delivered), len(delivered)),
         "cites_misinfo": share(sum(r.cites_misinfo for r in delivered), len(delivered)),
         "conflict_surfaced": share(sum(bool(r.conflicts) for r in delivered), len(delivered)),
@@ -348,6 +356,7 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
         ("abstained", "abstained"),
         ("gold_in_text", "names a gold answer*"),
         ("wrong_stated_as_fact", "states a wrong answer as fact*"),
+        ("wrong_in_any_sentence", "wrong in a sentence, disputed too*"),
         ("wrong_in_text", "wrong answer anywhere in text*"),
         ("cites_misinfo", "cites a misinfo document*"),
         ("conflict_surfaced", "conflict note*"),

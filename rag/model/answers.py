@@ -129,9 +129,17 @@ class AnswerSentence:
     citations: tuple[int, ...]
     """Numbers of `Answer.sources` (1-based)."""
     supported: bool = True
+    disputed: bool = False
+    """One side of a disagreement neither date nor authority settles: the answer gives every side,
+    each with its own source, and asserts none (`Answer.conflicts` holds the note)."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"text": self.text, "citations": list(self.citations), "supported": self.supported}
+        return {
+            "text": self.text,
+            "citations": list(self.citations),
+            "supported": self.supported,
+            "disputed": self.disputed,
+        }
 
 
 @dataclass(frozen=True, slots=True)

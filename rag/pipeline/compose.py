@@ -28,6 +28,7 @@ class Final:
     passages: tuple[Passage, ...]
     text: str
     conflict: FoundConflict | None
+    disputed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +50,15 @@ def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector |
     if not attempt.supported:
         text = "\n".join((refusal, *dict.fromkeys(challenges)))
         return Composed("abstained", text, (), (), (), attempt.parts, (), None)
-    finals = [_resolve(attempt, c, detector or ValueConflicts()) for c in attempt.supported]
+    finals = [f for c in attempt.supported for f in _resolve(attempt, c, detector or ValueConflicts())]
     found = [f.conflict for f in finals if f.conflict is not None]
     found += [c for c in attempt.writer_conflicts if _pair(c) not in {_pair(f) for f in found}]
     sources, number = _number_sources(finals, found)
     # a table row answering two parts is written once
     sentences = tuple(
-        dict.fromkeys(AnswerSentence(f.text, tuple(number[p.chunk_id] for p in f.passages)) for f in finals)
+        dict.fromkeys(
+            AnswerSentence(f.text, tuple(number[p.chunk_id] for p in f.passages), disputed=f.disputed) for f in finals
+        )
     )
     conflicts = tuple(_conflict(c, number) for c in found)
     answered = {c.part for c in attempt.supported}
@@ -83,17 +86,26 @@ def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector |
     )
 
 
-def _resolve(attempt: Attempt, checked: Checked, detector: ContradictionDetector) -> Final:
-    """A supported sentence, swapped for the other source's when a conflict prefers that one."""
+def _resolve(attempt: Attempt, checked: Checked, detector: ContradictionDetector) -> tuple[Final, ...]:
+    """A supported sentence, swapped for the other source's when a conflict prefers that one. When
+    neither source is preferred, both sentences, each citing its own source and marked disputed:
+    stating the first-ranked one alone would assert a value the answer cannot prefer (DESIGN.md:
+    "neither decides -> no preference"). The other sentence is the source's own words, cited to it."""
     origin = _origin(attempt, checked)
     shortlist = [s for r in attempt.evidence[checked.part].ranked[:SHORTLIST_FOR_CONFLICTS] for s in r.sentences]
     found = detector.find(origin, shortlist, question=attempt.parts[checked.part])
     if not found:
-        return Final(checked, checked.passages, checked.text, None)
+        return (Final(checked, checked.passages, checked.text, None),)
     conflict = found[0]
     if conflict.preferred == "other":
-        return Final(checked, (conflict.other.passage,), clean_sentence(conflict.other.text), conflict)
-    return Final(checked, checked.passages, checked.text, conflict)
+        return (Final(checked, (conflict.other.passage,), clean_sentence(conflict.other.text), conflict),)
+    if conflict.preferred is None:
+        other = clean_sentence(conflict.other.text)
+        return (
+            Final(checked, checked.passages, checked.text, conflict, disputed=True),
+            Final(checked, (conflict.other.passage,), other, None, disputed=True),
+        )
+    return (Final(checked, checked.passages, checked.text, conflict),)
 
 
 def _origin(attempt: Attempt, checked: Checked) -> ScoredSentence:

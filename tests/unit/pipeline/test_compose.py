@@ -94,3 +94,29 @@ def test_sources_that_disagree_are_said_with_both_and_the_newer_preferred() -> N
     assert conflict.preferred is not None and composed.sources[conflict.preferred - 1].title == "Leave Policy"
     assert composed.gate is not None and not composed.gate.passed and composed.gate.score == 1.0
     assert "Sources disagree" in composed.text
+
+
+def test_sources_neither_date_nor_authority_decides_between_are_both_given_and_neither_asserted() -> None:
+    """Same effective date, same authority: the answer gives each source's sentence with its own
+    citation, both marked disputed, and the note prefers neither."""
+    old = replace(OLD_LEAVE, effective_date=LEAVE.effective_date)
+    parts = ("How many days of annual leave do full-time employees get?",)
+    made = attempt(parts, ((LEAVE, old),), (checked(LEAVE.text, (LEAVE,)),))
+    composed = compose(made, refusal=DEFAULT_REFUSAL)
+    assert composed.route == "answered"
+    (conflict,) = composed.conflicts
+    assert conflict.preferred is None and "Neither is preferred" in conflict.note
+    by_text = {s.text: s for s in composed.sentences}
+    assert set(by_text) == {LEAVE.text, old.text}
+    assert all(s.disputed for s in composed.sentences)
+    cited = {composed.sources[s.citations[0] - 1].title: s.text for s in composed.sentences}
+    assert cited == {"Leave Policy": LEAVE.text, "Employee FAQ (2024)": old.text}
+    assert composed.sentences[0].as_json()["disputed"] is True
+
+
+def test_a_preferred_source_is_asserted_alone_and_not_disputed() -> None:
+    parts = ("How many days of annual leave do full-time employees get?",)
+    made = attempt(parts, ((OLD_LEAVE, LEAVE),), (checked(OLD_LEAVE.text, (OLD_LEAVE,)),))
+    composed = compose(made, refusal=DEFAULT_REFUSAL)
+    (sentence,) = composed.sentences
+    assert sentence.text == LEAVE.text and not sentence.disputed
