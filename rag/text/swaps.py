@@ -23,6 +23,12 @@ more than a stop word, and for what the sentence has between them instead:
   "the Congolese government ... to South African farmers" (the one stretch the question's word may
   be elsewhere in the sentence for).
 
+An opposite counts wherever it stands too, without the two words around it, when the question's
+word is nowhere in the sentence and the sentence's opposite is nowhere in the question: "What
+election did Sassou *lose*?" against "Sassou also *won* the following presidential election"
+(irregular forms read as their verb: "won" is "win"). Only the listed opposites: a negative prefix
+away from its place is often a reworded clause ("all agree" against "might disagree about").
+
 The question's word must be nowhere in the sentence: "the ninth century, not the eighth" is about
 both. A stretch holding the question word ("who", "how many") is the answer's slot, not a swap.
 
@@ -152,7 +158,23 @@ def swapped(question: str, sentence: str) -> Swap | None:
                     found.append((k + len(theirs), Swap(kind, " ".join(ours), " ".join(theirs))))
             if elsewhere:
                 break
-    return min(found, key=lambda f: f[0])[1] if found else None  # "eighth", not "as the eighth"
+    if found:
+        return min(found, key=lambda f: f[0])[1]  # "eighth", not "as the eighth"
+    return _opposite_anywhere(asked, stated, said, set(ours_stems))
+
+
+def _opposite_anywhere(asked: Sequence[str], stated: Sequence[str], said: set[str], ours: set[str]) -> Swap | None:
+    """A word of the question the sentence says nowhere, whose opposite the sentence says and the
+    question does not, wherever each stands: "What election did Sassou *lose*?" against "Sassou
+    also *won* the following presidential election"."""
+    for word in asked:
+        low = word.lower()
+        if low in STOP_WORDS or _stem(word) in said:
+            continue
+        for other in stated:
+            if _stem(other) not in ours and _listed_opposite(low, other.lower()):
+                return Swap("opposite", word, other)
+    return None
 
 
 def _between(
@@ -262,8 +284,38 @@ def _capitalised(token: str) -> bool:
     return token[0].isupper() and token.lower() not in STOP_WORDS
 
 
-def _opposite(a: str, b: str) -> bool:
+_LEMMAS = {
+    "won": "win",
+    "winning": "win",
+    "wins": "win",
+    "lost": "lose",
+    "losing": "lose",
+    "loses": "lose",
+    "rose": "rise",
+    "risen": "rise",
+    "rising": "rise",
+    "rises": "rise",
+    "fell": "fall",
+    "fallen": "fall",
+    "falling": "fall",
+    "falls": "fall",
+    "bought": "buy",
+    "sold": "sell",
+    "began": "begin",
+    "begun": "begin",
+}
+"""Irregular verb forms: "lose" and "won" are opposites as "lose" and "win" are."""
+
+
+def _listed_opposite(a: str, b: str) -> bool:
+    """Opposites by `OPPOSITES`, a comparative's adjective or an irregular verb's base form."""
     if b in OPPOSITES.get(a, ()) or _base(b) in OPPOSITES.get(_base(a), ()):
+        return True
+    return _LEMMAS.get(b, b) in OPPOSITES.get(_LEMMAS.get(a, a), ())
+
+
+def _opposite(a: str, b: str) -> bool:
+    if _listed_opposite(a, b):
         return True
     return any(x == prefix + y and len(y) >= 4 for x, y in ((a, b), (b, a)) for prefix in _NEGATIVE_PREFIXES)
 

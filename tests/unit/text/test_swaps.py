@@ -74,6 +74,16 @@ from rag.text.swaps import OPPOSITES, Swap, filled_differently, reversed_polarit
             "Early papermakers did not realize that alum was acidic.",
             Swap("opposite", "Late", "Early"),
         ),
+        (  # an opposite wherever it stands; irregular forms read as their verb
+            "What election did Sassou lose?",
+            "Sassou also won the following presidential election in July 2009.",
+            Swap("opposite", "lose", "won"),
+        ),
+        (
+            "When did the term Nasara fall in prominence?",
+            "The term Nasara rose to prominence in July 2014.",
+            None,
+        ),
         ("What follows the most inefficient route?", "Data follows the most efficient route.", None),
         ("What is the maximum credit on Team+?", "The minimum credit on Team+ is 5%.", None),
         ("What does the monthly plan cost?", "The annual plan costs $16 per seat.", None),
@@ -104,6 +114,12 @@ def test_a_swapped_case_is_found(question: str, sentence: str, swap: Swap | None
             "Building the Congo–Ocean Railroad cost at least 14,000 lives.",
         ),
         ("What does the NX-6 Pro reset?", "The NX-6 Pro resets its settings."),
+        (  # a negative prefix counts only in the question's own place: here it is a reworded clause
+            "Regardless of beliefs, Christians all agree that Jesus has a unique what?",
+            "Whatever else they might disagree about, Christians are united in believing that Jesus has a unique"
+            " significance.",
+        ),
+        ("Who won the election after losing in 2002?", "Sassou won the election in 2009, having lost in 2002."),
         (  # both names in both, in the same order: a list, no trade
             "Who controlled the Dutch East India Company and the Dutch West India Company?",
             "The States General controlled the Dutch East India Company and the Dutch West India Company.",
