@@ -85,8 +85,37 @@ def states(wanted: str, sentence: str, question: str = "") -> bool:
         _, colon, value = sentence.partition(": ")
         if colon and value.strip().rstrip(".") in network_addresses(value):
             return False  # "US base URL: https://us.api.example" gives an address, not a place
-        return any(not mentions(question, n) for n in names(sentence))
+        return any(not mentions(question, n) and _placed(sentence, n) for n in names(sentence))
     return True
+
+
+_LOCATIVE = re.compile(
+    r"\b(?:in|at|from|near|to|into|across|throughout|around|outside|inside|within|via|towards?"
+    r"|based|located|headquartered|situated)\s+(?:(?:the|a|an|its|their|our|and)\s+)?$",
+    re.IGNORECASE,
+)
+_PLACE_KEY = re.compile(
+    r"\b(?:region|location|office|offices|centre|center|city|town|country|countries|address|headquarters"
+    r"|hq|site|campus|based|hub|hubs|venue|where|place|state|province)\b[^:;]{0,20}:[^:;]*$",
+    re.IGNORECASE,
+)
+"""A place's key before the name, in the same cell: "Repair centre: Tilburg", "Support hubs: Dublin and Austin"."""
+_REGION_AFTER = re.compile(r",\s+[A-Z][a-z]")
+_TOWN_BEFORE = re.compile(r"\b[A-Z][\w.'-]*,\s+$")
+
+
+def _placed(sentence: str, name: str) -> bool:
+    """A name in a place's position: after a locative word ("based in Dublin", "from the
+    Netherlands"), as a town and its region ("Reno, Nevada"), or as the value of a place's key
+    ("Repair centre: Tilburg"). "This SLA is part of the agreement between Brightloom Labs Ltd.
+    and customers" names no place."""
+    for found in re.finditer(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence):
+        before, after = sentence[: found.start()], sentence[found.end() :]
+        if _LOCATIVE.search(before) or _PLACE_KEY.search(before):
+            return True
+        if _REGION_AFTER.match(after) or _TOWN_BEFORE.search(before):
+            return True
+    return False
 
 
 def another_case(question: str, sentence: str) -> bool:

@@ -33,6 +33,15 @@ from tests.unit.pipeline.stage_data import passage
         ("Which city are the EU servers in?", "EU workspaces are hosted in our own data centre.", False),
         ("Where is the support team based?", "US base URL: https://us.api.example.invalid", False),
         ("Where is the support team based?", "Support hubs: Dublin and Austin", True),
+        ("Where is the support team based?", "Our support team works from Dublin and Austin.", True),
+        ("Where do repairs from Germany go?", "Repair centre: Tilburg, Netherlands; Turnaround: 7 days", True),
+        ("Which city are the EU servers in?", "EU region – Frankfurt, Germany (AWS eu-central-1)", True),
+        (  # names, none of them in a place's position
+            "Where is Brightloom's support team based?",
+            'This Service Level Agreement ("SLA") is part of the agreement between Brightloom Labs Ltd. and customers'
+            " on the Team+ and Enterprise plans.",
+            False,
+        ),
         ("Who heads security?", "Security is led by Hannah Lindqvist.", True),
         ("Who were the first cardinals?", "The first cardinals were the deacons of the city.", True),
         ("Is there a free trial?", "Every workspace starts on a trial.", True),
