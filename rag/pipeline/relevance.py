@@ -5,6 +5,11 @@ the part asks for (rag/pipeline/understand.py, `answer_type`): an amount, count 
 answer to "Which office does the design team work from?": delivering it would look checked while
 saying nothing. Such a part is unanswered, and the completeness note says so.
 
+An amount or a date counts in a clause about what the question names: "On Team+ you get a first
+reply within 8 working hours, and Enterprise customers have a dedicated line" states no reply time
+for Enterprise. A place is a name in a place's position ("based in Dublin", "Reno, Nevada",
+"Repair centre: Tilburg"), not any name the question lacks.
+
 Person, yes/no, procedure and other questions have no value to check: any supported sentence may
 answer them ("who approves leave?" is answered by "your line manager" as often as by a name).
 
@@ -64,7 +69,35 @@ _FREQUENCY = re.compile(
 
 
 def states(wanted: str, sentence: str, question: str = "") -> bool:
-    """Whether `sentence` holds a value of the kind `wanted` (answer types outside CHECKED_KINDS: always)."""
+    """Whether `sentence` holds a value of the kind `wanted` (answer types outside CHECKED_KINDS:
+    always). A value counts only in a clause about what the question names (`_about_another`)."""
+    if wanted in ("quantity", "date"):
+        clauses = _PROSE_BREAK.split(sentence) if _ROW.match(sentence) else _CLAUSE_BREAK.split(sentence)
+        own = [c for c in clauses if not _about_another(c, sentence, question)]
+        return any(_states(wanted, c, question) for c in own)
+    return _states(wanted, sentence, question)
+
+
+_PROSE_BREAK = re.compile(r",\s+(?:and|but|while|whereas)\s+|\s+(?:whereas|while)\s+")
+_CLAUSE_BREAK = re.compile(rf";\s+|{_PROSE_BREAK.pattern}")
+_ROW = re.compile(r"^[^:;]{1,40}:\s+[^;]+;")
+"""A table row read with its header ("Plan: Team+; Uptime commitment: 99.9%"): its cells are all
+about the row's first one, so they are not clauses of their own."""
+
+
+def _about_another(clause: str, sentence: str, question: str) -> bool:
+    """A clause naming another thing and not the question's, in a sentence that names the
+    question's elsewhere: "On Team+ you get a first reply within 8 hours, and Enterprise customers
+    have a dedicated line" says nothing of Enterprise's reply time."""
+    asked = names(question) | codes(question)
+    if not asked or not any(mentions(sentence, n) for n in asked):
+        return False
+    if any(mentions(clause, n) for n in asked):
+        return False
+    return any(not mentions(question, n) for n in names(clause) | codes(clause))
+
+
+def _states(wanted: str, sentence: str, question: str) -> bool:
     if wanted == "quantity":
         in_codes = " ".join(codes(sentence))  # the 9 of "RT-9" counts nothing
         given = {v.key for v in values(question)}  # "uptime was 99.5%: what credit?" asks for another

@@ -36,6 +36,22 @@ from tests.unit.pipeline.stage_data import passage
         ("Where is the support team based?", "Our support team works from Dublin and Austin.", True),
         ("Where do repairs from Germany go?", "Repair centre: Tilburg, Netherlands; Turnaround: 7 days", True),
         ("Which city are the EU servers in?", "EU region – Frankfurt, Germany (AWS eu-central-1)", True),
+        (  # the value is in a clause about another plan
+            "We're on Enterprise. How quickly should support respond?",
+            "On Team+ you get a first reply within 8 working hours, and Enterprise customers have a dedicated"
+            " support line.",
+            False,
+        ),
+        (
+            "We're on Enterprise. How quickly should support respond?",
+            "On Enterprise you get a first reply within 1 hour, and Team+ customers have a support line.",
+            True,
+        ),
+        (  # a table row's cells are all about its first cell
+            "What uptime percentage do you commit to for Team+ customers?",
+            "Plan: Team+; Monthly Uptime Percentage commitment: 99.9%",
+            True,
+        ),
         (  # names, none of them in a place's position
             "Where is Brightloom's support team based?",
             'This Service Level Agreement ("SLA") is part of the agreement between Brightloom Labs Ltd. and customers'
