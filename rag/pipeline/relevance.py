@@ -7,8 +7,10 @@ saying nothing. Such a part is unanswered, and the completeness note says so.
 
 An amount or a date counts in a clause about what the question names: "On Team+ you get a first
 reply within 8 working hours, and Enterprise customers have a dedicated line" states no reply time
-for Enterprise. A place is a name in a place's position ("based in Dublin", "Reno, Nevada",
-"Repair centre: Tilburg"), not any name the question lacks.
+for Enterprise, nor does a clause saying none of the question's words ("...; events can be
+replayed for up to 7 days" for how long a webhook may take to answer). A place is a name in a
+place's position ("based in Dublin", "Reno, Nevada", "Repair centre: Tilburg"), not any name the
+question lacks.
 
 Person, yes/no, procedure and other questions have no value to check: any supported sentence may
 answer them ("who approves leave?" is answered by "your line manager" as often as by a name).
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.pipeline.understand import answer_type
-from rag.text.facts import network_addresses, values
+from rag.text.facts import content_words, network_addresses, values
 from rag.text.names import codes, mentions, names
 from rag.text.swaps import reversed_polarity, swapped
 
@@ -74,6 +76,9 @@ def states(wanted: str, sentence: str, question: str = "") -> bool:
     if wanted in ("quantity", "date"):
         clauses = _PROSE_BREAK.split(sentence) if _ROW.match(sentence) else _CLAUSE_BREAK.split(sentence)
         own = [c for c in clauses if not _about_another(c, sentence, question)]
+        if len(clauses) > 1:  # a clause saying none of the question's words is about something else
+            asked = content_words(question)
+            own = [c for c in own if content_words(c) & asked]
         return any(_states(wanted, c, question) for c in own)
     return _states(wanted, sentence, question)
 

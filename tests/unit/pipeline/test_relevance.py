@@ -47,6 +47,17 @@ from tests.unit.pipeline.stage_data import passage
             "On Enterprise you get a first reply within 1 hour, and Team+ customers have a support line.",
             True,
         ),
+        (  # the only duration is in a clause saying none of the question's words
+            "How long can my server take to answer a webhook before you count it as a failure?",
+            "Re-enable it from the Webhooks page once your server is fixed; events from the period when it was"
+            " disabled can be replayed from the same page for up to 7 days.",
+            False,
+        ),
+        (
+            "How long can my server take to answer a webhook?",
+            "Your server must answer within 10 seconds; otherwise the delivery fails.",
+            True,
+        ),
         (  # a table row's cells are all about its first cell
             "What uptime percentage do you commit to for Team+ customers?",
             "Plan: Team+; Monthly Uptime Percentage commitment: 99.9%",
