@@ -29,6 +29,9 @@ election did Sassou *lose*?" against "Sassou also *won* the following presidenti
 (irregular forms read as their verb: "won" is "win"). Only the listed opposites: a negative prefix
 away from its place is often a reworded clause ("all agree" against "might disagree about").
 
+So does a year the question gives when the sentence gives another and not it ("a deal in 1948"
+against "in 1950 ... made a deal").
+
 The question's word must be nowhere in the sentence: "the ninth century, not the eighth" is about
 both. A stretch holding the question word ("who", "how many") is the answer's slot, not a swap.
 
@@ -160,7 +163,20 @@ def swapped(question: str, sentence: str) -> Swap | None:
                 break
     if found:
         return min(found, key=lambda f: f[0])[1]  # "eighth", not "as the eighth"
-    return _opposite_anywhere(asked, stated, said, set(ours_stems))
+    return _opposite_anywhere(asked, stated, said, set(ours_stems)) or _another_year(asked, stated)
+
+
+_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
+
+
+def _another_year(asked: Sequence[str], stated: Sequence[str]) -> Swap | None:
+    """A year the question gives and the sentence does not, while the sentence gives another:
+    "What deal did Wasserman make in 1948?" against "in 1950 MCA agent Lew Wasserman made a deal"."""
+    ours = {t for t in asked if _YEAR.fullmatch(t)}
+    theirs = [t for t in stated if _YEAR.fullmatch(t)]
+    if not ours or ours & set(theirs) or not theirs:
+        return None
+    return Swap("number", sorted(ours)[0], theirs[0])
 
 
 def _opposite_anywhere(asked: Sequence[str], stated: Sequence[str], said: set[str], ours: set[str]) -> Swap | None:

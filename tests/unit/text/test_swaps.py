@@ -84,6 +84,11 @@ from rag.text.swaps import OPPOSITES, Swap, filled_differently, reversed_polarit
             "The term Nasara rose to prominence in July 2014.",
             None,
         ),
+        (  # a year the question gives, another the sentence gives
+            "What company did Lew Wasserman make a deal with in 1948?",
+            "In 1950 MCA agent Lew Wasserman made a deal with Universal for his client James Stewart.",
+            Swap("number", "1948", "1950"),
+        ),
         ("What follows the most inefficient route?", "Data follows the most efficient route.", None),
         ("What is the maximum credit on Team+?", "The minimum credit on Team+ is 5%.", None),
         ("What does the monthly plan cost?", "The annual plan costs $16 per seat.", None),
@@ -120,6 +125,7 @@ def test_a_swapped_case_is_found(question: str, sentence: str, swap: Swap | None
             " significance.",
         ),
         ("Who won the election after losing in 2002?", "Sassou won the election in 2009, having lost in 2002."),
+        ("What deal did Wasserman make in 1950?", "That year Wasserman made a deal with Universal."),  # no year
         (  # both names in both, in the same order: a list, no trade
             "Who controlled the Dutch East India Company and the Dutch West India Company?",
             "The States General controlled the Dutch East India Company and the Dutch West India Company.",
