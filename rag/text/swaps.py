@@ -37,7 +37,9 @@ both. A stretch holding the question word ("who", "how many") is the answer's sl
 
 `reversed_polarity(question, sentence)`: a question negated ("Which see does *not* have a
 bishop?") and a sentence that negates nothing and makes no exception ("Each see has its own
-bishop.") answers the opposite question.
+bishop.") answers the opposite question; so does one that says the negated word itself
+un-negated, whatever else it negates ("What canon does not *require* ...?" against "Canon 351
+*requires* ..., and those who are not bishops ...").
 
 Yes/no questions are not checked by the callers: "Is the office open on Sundays?" is answered by
 "The office is closed on Sundays."
@@ -229,7 +231,34 @@ def reversed_polarity(question: str, sentence: str) -> bool:
     main_clause = _CONDITION.sub(" ", re.sub(r"(?i)\bnot only\b", " ", question))
     negations = _QUESTION_NEGATION.findall(main_clause)
     asks_negated = len(negations) == 1 and negations[0].lower() in ("not", "n't", "never")  # "can't ... without": no
-    return asks_negated and not negated(sentence) and not _EXCEPTIONS.search(sentence)
+    if not asks_negated or _EXCEPTIONS.search(sentence):
+        return False
+    return not negated(sentence) or _affirms(_negated_verb(main_clause), sentence)
+
+
+_NEGATED_VERB = re.compile(
+    r"(?:\bnot|\bnever|n't)\s+(?:(?:be|been|have|always|usually|necessarily)\s+)?([a-z]{3,})", re.IGNORECASE
+)
+
+
+def _negated_verb(question: str) -> str | None:
+    """The word the question negates: "does not *require*", "wasn't *opened*"."""
+    found = _NEGATED_VERB.search(question)
+    return found.group(1) if found else None
+
+
+def _affirms(word: str | None, sentence: str) -> bool:
+    """The sentence says the negated word itself, un-negated ("canon 351 *requires* that ..."),
+    whatever else it negates ("... those who are not already bishops")."""
+    if word is None or word.lower() in STOP_WORDS:
+        return False
+    tokens, stems = _tokens(sentence)
+    stem = _stem(word)
+    for i, s in enumerate(stems):
+        before = tokens[max(0, i - 3) : i]
+        if s == stem and not any(_QUESTION_NEGATION.fullmatch(t) or t.lower().endswith("n't") for t in before):
+            return True
+    return False
 
 
 def _kind(ours: Sequence[str], theirs: Sequence[str]) -> str | None:

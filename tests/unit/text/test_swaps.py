@@ -158,6 +158,12 @@ def test_rewordings_and_the_answers_slot_are_no_swap(question: str, sentence: st
         ("What page size is used if I don't pass limit?", "Default page size: 50.", False),
         ("Which staff are not only paid but also insured?", "All staff are insured.", False),
         ("Which see has its own bishop?", "Each see has its own bishop.", False),
+        (  # the question's negated word said un-negated, whatever else the sentence negates
+            "What canon does not require that a cardinal be a priest?",
+            "Canon 351 requires that a cardinal be a priest, and those who are not bishops must be consecrated.",
+            True,
+        ),
+        ("Which plans do not require a card?", "Team does not require a card, though others are not free.", False),
     ],
 )
 def test_a_negated_question_is_not_answered_by_a_sentence_negating_nothing(
