@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from rag.model.evidence import Checked, Draft, DraftSentence, PartEvidence, Ranked, ScoredSentence
 from rag.model.types import Passage
 from rag.text.facts import clean_sentence, content_words
-from rag.text.names import mentions, names, new_names
+from rag.text.names import fold, mentions, names, new_names
 
 _RELATIVE = re.compile(
     r"\bthe (\w+) (?:that|which|with) (.+?)(?=\s+(?:cost|costs|is|are|do|does|have|has|keep|keeps|get|gets)\b|[?,]|$)",
@@ -75,13 +75,14 @@ def _by_link(question: str, sentences: Sequence[ScoredSentence]) -> Bridge | Non
     if not asked:
         return None
     for s in sorted(sentences, key=lambda s: -s.score):
-        if not _LINK.search(s.text):
-            continue
+        link = _LINK.search(s.text)
+        if not link or not s.text[: link.start()].strip():
+            continue  # "Use the Tervane app ..." instructs; it links nothing
         for name in sorted(asked):
             if not mentions(s.text, name):
                 continue
             others = sorted(new_names(s.text, question), key=lambda n: (-len(n.split()), n))
-            others = [o for o in others if not mentions(name, o)]
+            others = [o for o in others if not _kin(o, name) and not _LINK.fullmatch(o)]
             if not others:
                 continue
             phrase = re.compile(rf"\b(?:the )?{re.escape(name)}(?: plan| tier| product)?\b")
@@ -89,6 +90,12 @@ def _by_link(question: str, sentences: Sequence[ScoredSentence]) -> Bridge | Non
             if rewritten != question:
                 return Bridge(rewritten, others[0], s)
     return None
+
+
+def _kin(other: str, name: str) -> bool:
+    """The same name grown or a sibling of it, not another thing: "Tervane Systems" of "Tervane",
+    "Care+ Standard" of "Care+ Premium"."""
+    return bool(set(fold(other).split()) & set(fold(name).split()))
 
 
 @dataclass(frozen=True, slots=True)

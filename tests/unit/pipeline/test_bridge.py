@@ -39,3 +39,14 @@ def test_no_bridge_without_a_link_or_a_description() -> None:
     assert not describes("How many days of annual leave do I get?")
     assert find_bridge("How many days of annual leave do I get?", ranked("Employees get 24 days.")) is None
     assert find_bridge("What does the Team plan cost?", ranked("The Team plan costs $15 per month.")) is None
+
+
+def test_a_name_grown_a_sibling_or_an_instruction_is_no_bridge() -> None:
+    """ "Tervane Systems" is Tervane itself, "Care+ Standard" a sibling of "Care+ Premium", and
+    "Use the ..." an instruction: none links the asked name to another thing."""
+    question = "How many days do I have to send back a camera bought on the Tervane online shop?"
+    assert find_bridge(question, ranked("The Tervane online shop uses the couriers of Tervane Systems.")) is None
+    premium = "If I'm on Care+ Premium and I drop my router, what do I pay?"
+    assert find_bridge(premium, ranked("Care+ Premium includes everything in Care+ Standard.")) is None
+    brand = "Where is Brightloom's support team based?"
+    assert find_bridge(brand, ranked("Use the Brightloom status page to see incidents.")) is None
