@@ -23,6 +23,7 @@ from rag.model.evidence import Checked, Draft, DraftSentence, PartEvidence, Rank
 from rag.model.types import Passage
 from rag.text.facts import clean_sentence, content_words
 from rag.text.names import fold, mentions, names, new_names
+from rag.text.quotable import readable
 
 _RELATIVE = re.compile(
     r"\bthe (\w+) (?:that|which|with) (.+?)(?=\s+(?:cost|costs|is|are|do|does|have|has|keep|keeps|get|gets)\b|[?,]|$)",
@@ -61,8 +62,8 @@ def _by_description(question: str, sentences: Sequence[ScoredSentence]) -> Bridg
         return None
     named_head = re.compile(rf"\b([A-Z][\w-]*(?: [A-Z][\w-]*)*) {re.escape(head)}s?\b")
     for s in sorted(sentences, key=lambda s: -s.score):
-        if len(wanted & content_words(s.text)) / len(wanted) < MIN_DESCRIPTION_COVERAGE:
-            continue
+        if len(wanted & content_words(s.text)) / len(wanted) < MIN_DESCRIPTION_COVERAGE or not readable(s.text):
+            continue  # the linking sentence is quoted: a whole one
         found = named_head.search(s.text)
         if found and found.group(1).lower() not in ("the", "a", "each", "every"):
             name = f"{found.group(1)} {head}"
@@ -76,8 +77,8 @@ def _by_link(question: str, sentences: Sequence[ScoredSentence]) -> Bridge | Non
         return None
     for s in sorted(sentences, key=lambda s: -s.score):
         link = _LINK.search(s.text)
-        if not link or not s.text[: link.start()].strip():
-            continue  # "Use the Tervane app ..." instructs; it links nothing
+        if not link or not s.text[: link.start()].strip() or not readable(s.text):
+            continue  # "Use the Tervane app ..." instructs; "If you want to use the API:" leads in
         for name in sorted(asked):
             if not mentions(s.text, name):
                 continue

@@ -48,5 +48,7 @@ def test_a_name_grown_a_sibling_or_an_instruction_is_no_bridge() -> None:
     assert find_bridge(question, ranked("The Tervane online shop uses the couriers of Tervane Systems.")) is None
     premium = "If I'm on Care+ Premium and I drop my router, what do I pay?"
     assert find_bridge(premium, ranked("Care+ Premium includes everything in Care+ Standard.")) is None
+    sdk = "Which API version does brightloom-js 3.8 call?"
+    assert find_bridge(sdk, ranked("If you want to use the Brightloom API or the brightloom-js SDK:")) is None
     brand = "Where is Brightloom's support team based?"
     assert find_bridge(brand, ranked("Use the Brightloom status page to see incidents.")) is None
