@@ -223,7 +223,8 @@ def _body_blocks(answer: Answer, sources: dict[int, Source]) -> list[Block]:
 def _sentence(sentence: AnswerSentence, sources: dict[int, Source]) -> str:
     markers = "".join(_marker(n, sources) for n in dict.fromkeys(sentence.citations))
     unverified = " _(not verified)_" if not sentence.supported else ""
-    return f"{to_mrkdwn(sentence.text.strip())} {markers}{unverified}".strip()
+    disputed = " _(disputed: see below)_" if sentence.disputed else ""
+    return f"{to_mrkdwn(sentence.text.strip())} {markers}{unverified}{disputed}".strip()
 
 
 def _marker(n: int, sources: dict[int, Source]) -> str:

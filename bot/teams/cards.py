@@ -265,6 +265,8 @@ def _sentence(sentence: AnswerSentence, sources: dict[int, Source]) -> _Line:
     text = " ".join(piece for piece in (escape(sentence.text), *(f"[{n}]" for n in cited)) if piece)
     if not sentence.supported:
         text += " _(not verified)_"
+    if sentence.disputed:
+        text += " _(disputed: see below)_"
     return _Line(text.strip(), cited)
 
 

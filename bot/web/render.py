@@ -82,12 +82,13 @@ def _text_html(answer: Answer, anchor: str, sources: dict[int, Source]) -> str:
 
 def _sentence_html(sentence: AnswerSentence, anchor: str, sources: dict[int, Source]) -> str:
     marks = "".join(_citation_html(n, anchor, sources) for n in dict.fromkeys(sentence.citations))
-    if sentence.supported:
-        return f'<span class="sentence">{escape(sentence.text)}{marks}</span>'
-    return (
-        f'<span class="sentence unsupported" title="not verified against its sources">'
-        f"{escape(sentence.text)}{marks}</span>"
-    )
+    classes, title = "sentence", ""
+    if not sentence.supported:
+        classes, title = f"{classes} unsupported", "not verified against its sources"
+    if sentence.disputed:
+        classes, title = f"{classes} disputed", "disputed: another source says otherwise (see below)"
+    titled = f' title="{title}"' if title else ""
+    return f'<span class="{classes}"{titled}>{escape(sentence.text)}{marks}</span>'
 
 
 def _citation_html(n: int, anchor: str, sources: dict[int, Source]) -> str:

@@ -195,13 +195,18 @@ def _label(p: Passage) -> str:
     return f"{p.title} ({p.effective_date.isoformat()})" if p.effective_date else p.title
 
 
+def _cited(sentence: AnswerSentence) -> str:
+    text = f"{sentence.text} {''.join(f'[{n}]' for n in sentence.citations)}"
+    return f"{text} (disputed: see below)" if sentence.disputed else text
+
+
 def _text(
     sentences: Sequence[AnswerSentence],
     conflicts: Sequence[Conflict],
     unanswered: Sequence[str],
     caveats: Sequence[str],
 ) -> str:
-    lines = [" ".join(f"{s.text} {''.join(f'[{n}]' for n in s.citations)}" for s in sentences)]
+    lines = [" ".join(_cited(s) for s in sentences)]
     lines.extend(c.note for c in conflicts)
     lines.extend(unanswered)
     lines.extend(caveats)

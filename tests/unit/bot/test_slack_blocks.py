@@ -135,6 +135,19 @@ def test_an_unverified_sentence_is_marked() -> None:
     )
 
 
+def test_each_side_of_an_unsettled_disagreement_is_marked_disputed() -> None:
+    made = answer(
+        sentences=(
+            AnswerSentence("Leave is 24 days.", (1,), disputed=True),
+            AnswerSentence("Leave is 20 days.", (2,), disputed=True),
+        ),
+        sources=(source(1, url=None), source(2, url=None)),
+    )
+    assert texts(answer_messages(made))[0] == (
+        "Leave is 24 days. [1] _(disputed: see below)_ Leave is 20 days. [2] _(disputed: see below)_"
+    )
+
+
 def test_sources_show_link_date_heading_and_a_quoted_snippet() -> None:
     long_excerpt = "Staff accrue leave monthly. " * 20
     made = answer(sources=(source(1), source(2, url=None, excerpt=long_excerpt), source(3, excerpt=" ")))

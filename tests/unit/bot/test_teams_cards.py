@@ -103,6 +103,13 @@ def test_an_unverified_sentence_is_marked() -> None:
     assert activity["text"] == "Perhaps 30 days. [1] _(not verified)_"
 
 
+def test_each_side_of_an_unsettled_disagreement_is_marked_disputed() -> None:
+    made = answer(sentences=(AnswerSentence("Leave is 24 days.", (1,), disputed=True),))
+    activity = answer_activity(made)
+    check(activity)
+    assert activity["text"] == "Leave is 24 days. [1] _(disputed: see below)_"
+
+
 def test_citation_appearance_is_cut_to_teams_limits() -> None:
     long_title = "A very long policy title that goes on " * 5
     long_excerpt = "Staff accrue leave monthly and may carry over five days. " * 10

@@ -156,6 +156,16 @@ def test_conflict_without_preference_says_so() -> None:
     assert "(preferred)" not in html
 
 
+def test_each_side_of_an_unsettled_disagreement_is_marked_disputed() -> None:
+    sides = (
+        AnswerSentence("Leave is 24 days.", (1,), disputed=True),
+        AnswerSentence("Leave is 20 days.", (2,), disputed=True),
+    )
+    html = answer_html(answer(sentences=sides, conflicts=(replace(CONFLICT, preferred=None, reason=""),)))
+    assert len(re.findall(r'<span class="sentence disputed" title="disputed: [^"]+">Leave is \d+ days\.', html)) == 2
+    assert '<span class="sentence">' not in html
+
+
 def test_unanswered_parts_are_listed() -> None:
     html = answer_html(answer(unanswered_parts=("Can I carry <b>leave</b> over?",)))
     assert UNANSWERED_NOTE in html

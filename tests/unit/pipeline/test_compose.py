@@ -112,6 +112,7 @@ def test_sources_neither_date_nor_authority_decides_between_are_both_given_and_n
     cited = {composed.sources[s.citations[0] - 1].title: s.text for s in composed.sentences}
     assert cited == {"Leave Policy": LEAVE.text, "Employee FAQ (2024)": old.text}
     assert composed.sentences[0].as_json()["disputed"] is True
+    assert composed.text.count("(disputed: see below)") == 2
 
 
 def test_a_preferred_source_is_asserted_alone_and_not_disputed() -> None:
