@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from rag.errors import QuestionError
 from rag.model.answers import Question, Turn
-from rag.text.names import codes, names
+from rag.text.names import codes, mentions, names
 
 MAX_QUESTION_CHARS = 4000
 """Longer questions (as typed, and as rewritten from the thread) are refused with a clear message."""
@@ -186,7 +186,7 @@ def _split(text: str) -> tuple[str, ...]:
             if len(re.findall(r"[\w'-]+", sub)) >= 3:
                 parts.append(_as_question(sub))
     if len(parts) > 1:
-        parts = [parts[0], *(_standalone(p, parts[0]) for p in parts[1:])]
+        parts = [parts[0], *(_named_as_before(_standalone(p, parts[0]), parts[0]) for p in parts[1:])]
     if any(_PRONOUN.search(p) for p in parts[1:]):
         return (text,)  # "..., and do I need a card to start it?": the later part leans on the first
     parts = [each for part in parts for each in (_by_named_thing(part) or _by_attribute(part) or [part])]
@@ -209,6 +209,29 @@ def _standalone(part: str, first: str) -> str:
     thing = found[0]
     part = re.sub(r"\bits\b", f"{thing}'s", part)
     return re.sub(r"\bit\b", thing, part)
+
+
+def _named_as_before(part: str, first: str) -> str:
+    """A later part saying a noun the first part gave a name to says the name too: "How long do I
+    have to claim an SLA credit, and what's the maximum credit I can get?" asks of the SLA credit.
+    Both sides are noun phrases after a determiner ("an SLA credit", "the maximum credit"): "did
+    Acme stop" names no stop."""
+    for found in _NAMED_NOUN.finditer(first):
+        name, noun = found.group("name"), found.group("noun")
+        if mentions(part, name):
+            continue
+        phrase = re.compile(rf"\b({_DETERMINER}\s+(?:[a-z]+\s+)?)({re.escape(noun)})\b")
+        part = phrase.sub(rf"\g<1>{_escaped(name)} \g<2>", part, count=1)
+    return part
+
+
+def _escaped(text: str) -> str:
+    """`text` as a literal in a replacement template."""
+    return text.replace("\\", "\\\\")
+
+
+_DETERMINER = r"(?:the|a|an|your|our|my|its|their|this|that)"
+_NAMED_NOUN = re.compile(rf"\b{_DETERMINER}\s+(?P<name>(?:[A-Z][\w+-]*)(?:\s+[A-Z][\w+-]*)*)\s+(?P<noun>[a-z]{{3,}})\b")
 
 
 _KINDS = r"plans?|products?|models?|routers?|cameras?|devices?|services?|apps?|tiers?|editions?|versions?"

@@ -264,6 +264,18 @@ def test_split_parts_keeps_one_question_whole(question: str) -> None:
             "What is the NX-6 Pro's price and what is its WAN speed?",
             ("What is the NX-6 Pro's price?", "What is NX-6 Pro's WAN speed?"),
         ),
+        (  # a noun the first part gave a name to keeps the name
+            "How long do I have to claim an SLA credit, and what's the maximum credit I can get?",
+            ("How long do I have to claim an SLA credit?", "What's the maximum SLA credit I can get?"),
+        ),
+        (
+            "What is the Team plan price and what is the plan limit?",
+            ("What is the Team plan price?", "What is the Team plan limit?"),
+        ),
+        (  # another name of its own, and a verb after a name: left alone
+            "How much does the Team plan cost, and what does the Business plan include?",
+            ("How much does the Team plan cost?", "What does the Business plan include?"),
+        ),
     ],
 )
 def test_a_later_part_saying_it_of_a_named_thing_is_split_and_says_the_name(
