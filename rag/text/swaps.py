@@ -165,7 +165,39 @@ def swapped(question: str, sentence: str) -> Swap | None:
                 break
     if found:
         return min(found, key=lambda f: f[0])[1]  # "eighth", not "as the eighth"
-    return _opposite_anywhere(asked, stated, said, set(ours_stems)) or _another_year(asked, stated)
+    return (
+        _opposite_anywhere(asked, stated, said, set(ours_stems))
+        or _another_year(asked, stated)
+        or _another_count(asked, ours_stems, stated, their_stems)
+    )
+
+
+def _number_start(tokens: Sequence[str], end: int) -> int:
+    """Where the number ending before `end` starts: "four hundred", not "hundred" (`end` when none)."""
+    start = end
+    while start > 0 and end - start < _MAX_STRETCH and _amount(tokens[start - 1 : start]) is not None:
+        start -= 1
+    return start
+
+
+def _another_count(
+    asked: Sequence[str], ours: Sequence[str], stated: Sequence[str], theirs: Sequence[str]
+) -> Swap | None:
+    """A count of something the question gives and the sentence gives another count of, before the
+    same word, more than a stop word: "Which *two* short-wave stations ...?" against "about *one*
+    short-wave and ten FM stations"."""
+    for i in range(len(asked) - 1):
+        first = _number_start(asked, i + 1)
+        number = _amount(asked[first : i + 1]) if first <= i else None
+        right = ours[i + 1]
+        if number is None or right in STOP_WORDS or any(t in theirs for t in ours[first : i + 1]):
+            continue
+        for j in range(1, len(theirs)):
+            start = _number_start(stated, j)
+            other = _amount(stated[start:j]) if theirs[j] == right and start < j else None
+            if other is not None and other != number:
+                return Swap("number", asked[i], " ".join(stated[start:j]))
+    return None
 
 
 _YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")

@@ -89,6 +89,11 @@ from rag.text.swaps import OPPOSITES, Swap, filled_differently, reversed_polarit
             "In 1950 MCA agent Lew Wasserman made a deal with Universal for his client James Stewart.",
             Swap("number", "1948", "1950"),
         ),
+        (  # a count of the same thing, whatever comes before it
+            "Which two short-wave stations broadcast from the capital?",
+            "In total, about one short-wave and ten FM stations broadcast from the capital.",
+            Swap("number", "two", "one"),
+        ),
         ("What follows the most inefficient route?", "Data follows the most efficient route.", None),
         ("What is the maximum credit on Team+?", "The minimum credit on Team+ is 5%.", None),
         ("What does the monthly plan cost?", "The annual plan costs $16 per seat.", None),
@@ -126,6 +131,8 @@ def test_a_swapped_case_is_found(question: str, sentence: str, swap: Swap | None
         ),
         ("Who won the election after losing in 2002?", "Sassou won the election in 2009, having lost in 2002."),
         ("What deal did Wasserman make in 1950?", "That year Wasserman made a deal with Universal."),  # no year
+        ("Which two stations broadcast from the capital?", "Of the two stations, one broadcasts from the capital."),
+        ("Who vetoed four hundred bills?", "Cleveland vetoed 400 bills in his first term."),
         (  # both names in both, in the same order: a list, no trade
             "Who controlled the Dutch East India Company and the Dutch West India Company?",
             "The States General controlled the Dutch East India Company and the Dutch West India Company.",
