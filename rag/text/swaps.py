@@ -32,8 +32,10 @@ away from its place is often a reworded clause ("all agree" against "might disag
 So does a year the question gives when the sentence gives another and not it ("a deal in 1948"
 against "in 1950 ... made a deal").
 
-The question's word must be nowhere in the sentence: "the ninth century, not the eighth" is about
-both. A stretch holding the question word ("who", "how many") is the answer's slot, not a swap.
+The question's word must not be in the sentence beside the same words: "the ninth century, not
+the eighth" is about both. Said elsewhere it is another use of the word ("becoming *more*
+prevalent, and stability is *less* of an issue" still swaps "less prevalent"), except a name.
+A stretch holding the question word ("who", "how many") is the answer's slot, not a swap.
 
 `reversed_polarity(question, sentence)`: a question negated ("Which see does *not* have a
 bishop?") and a sentence that negates nothing and makes no exception ("Each see has its own
@@ -154,14 +156,21 @@ def swapped(question: str, sentence: str) -> Swap | None:
             ours = asked[i : i + k]
             if any(t.lower() in _QUESTION_WORDS for t in ours):
                 break  # the answer's slot: "who" is replaced by the name that answers it
-            # the sentence says the question's word elsewhere: it speaks of both, unless the two
-            # names trade places ("the South African government ... to Congolese farmers")
-            elsewhere = any(ours_stems[n] in said and asked[n].lower() not in STOP_WORDS for n in range(i, i + k))
+            # the sentence says the question's word beside the same words: it speaks of both ("the
+            # ninth century, not the eighth"), unless two names trade places ("the South African
+            # government ... to Congolese farmers"); said elsewhere, it may be another use of the
+            # word ("less of an issue" is no "less prevalent"), but a name said elsewhere is there
+            content = [n for n in range(i, i + k) if asked[n].lower() not in STOP_WORDS]
+            beside = any(_beside(ours_stems, i, k, their_stems, ours_stems[n], said) for n in content)
+            elsewhere = any(ours_stems[n] in said for n in content)
             for theirs in _between(ours_stems, i, k, their_stems, stated, after):
-                kind = _kind(ours, theirs) if not elsewhere else _traded(ours, theirs, ours_stems, their_stems)
+                kind = _traded(ours, theirs, ours_stems, their_stems) if elsewhere else None
+                if kind is None and not beside:
+                    kind = _kind(ours, theirs)
+                    kind = None if elsewhere and kind == "name" else kind
                 if kind is not None:
                     found.append((k + len(theirs), Swap(kind, " ".join(ours), " ".join(theirs))))
-            if elsewhere:
+            if beside:
                 break
     if found:
         return min(found, key=lambda f: f[0])[1]  # "eighth", not "as the eighth"
@@ -170,6 +179,18 @@ def swapped(question: str, sentence: str) -> Swap | None:
         or _another_year(asked, stated)
         or _another_count(asked, ours_stems, stated, their_stems)
     )
+
+
+def _beside(ours: Sequence[str], i: int, k: int, theirs: Sequence[str], stem: str, said: set[str]) -> bool:
+    """The sentence says `stem` (a word of the stretch `ours[i:i+k]`) next to a word the stretch has
+    beside it in the question, or the stretch has no neighbour of more than a stop word."""
+    if stem not in said:
+        return False
+    neighbours = {w for w in (ours[i - 1] if i > 0 else "", ours[i + k] if i + k < len(ours) else "") if w}
+    if not neighbours - STOP_WORDS:
+        return True
+    at = [j for j, s in enumerate(theirs) if s == stem]
+    return any({theirs[j - 1] if j > 0 else "", theirs[j + 1] if j + 1 < len(theirs) else ""} & neighbours for j in at)
 
 
 def _number_start(tokens: Sequence[str], end: int) -> int:

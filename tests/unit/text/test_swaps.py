@@ -94,6 +94,11 @@ from rag.text.swaps import OPPOSITES, Swap, filled_differently, reversed_polarit
             "In total, about one short-wave and ten FM stations broadcast from the capital.",
             Swap("number", "two", "one"),
         ),
+        (  # the question's word said elsewhere, in another use: still a swap
+            "What is becoming less prevalent when making paper?",
+            "Non-acidic additives are becoming more prevalent, and stability is less of an issue.",
+            Swap("opposite", "less", "more"),
+        ),
         ("What follows the most inefficient route?", "Data follows the most efficient route.", None),
         ("What is the maximum credit on Team+?", "The minimum credit on Team+ is 5%.", None),
         ("What does the monthly plan cost?", "The annual plan costs $16 per seat.", None),
