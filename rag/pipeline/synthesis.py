@@ -20,6 +20,11 @@ from rag.text.quotable import about_the_page, asks, looks_like_instruction, read
 
 STATING_MARGIN = 0.1
 """A sentence stating the kind of value asked is chosen over a better-scored one this close ahead."""
+ANOTHER_CASE_MARGIN = 0.1
+"""When the best-scored sentence is about another case than the one asked, another sentence answers
+only this close behind it: the same statement for the asked case scores about as high ("the
+minimum credit is 5%" beside "the maximum credit is 50%"); one far behind says something else, and
+the documents cover the other case, not this one."""
 SECOND_SENTENCE_MARGIN = 0.12
 """A sentence this close behind the best one completes it when it adds a value or several words."""
 
@@ -116,9 +121,10 @@ class ExtractiveSynthesizer:
             (s for s in (_candidates(part) if pool is None else pool) if clean_sentence(s.text) not in exclude),
             key=lambda s: -s.score,
         )
-        # about another case than the one asked (rag/text/swaps.py): read in score order, as few as needed
+        # about another case than the one asked (rag/text/swaps.py): read in score order, as few as
+        # needed; the asked case's own sentence is close behind the other case's or nowhere
         best = next((s for s in ordered if not another_case(part.text, s.text)), None)
-        if best is None:
+        if best is None or (ordered and best is not ordered[0] and best.score < ordered[0].score - ANOTHER_CASE_MARGIN):
             return None
         wanted = answer_type(part.text)
         floor = max(best.score - STATING_MARGIN, self.answer_threshold)

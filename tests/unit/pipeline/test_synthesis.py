@@ -58,11 +58,21 @@ def test_a_sentence_about_another_case_is_never_the_answer() -> None:
         question,
         {
             "The term cardinal was applied to any priest permanently assigned to a church.": 0.9,
-            "A priest temporarily assigned to a church was called a commendatory.": 0.7,
+            "A priest temporarily assigned to a church was called a commendatory.": 0.85,
         },
     )
     best = ExtractiveSynthesizer(answer_threshold=0.6).best(evidence)
     assert best is not None and best.text.endswith("was called a commendatory.")
+    # far behind the other case's sentence, a sentence says something else: the documents cover
+    # the other case, not the one asked
+    far = part(
+        question,
+        {
+            "The term cardinal was applied to any priest permanently assigned to a church.": 0.9,
+            "Priests were assigned to the churches of Rome.": 0.7,
+        },
+    )
+    assert ExtractiveSynthesizer(answer_threshold=0.6).best(far) is None
     alone = part(question, {"The term cardinal was applied to any priest permanently assigned to a church.": 0.9})
     assert ExtractiveSynthesizer(answer_threshold=0.6).best(alone) is None
 
