@@ -3,7 +3,7 @@
 `answer_value` reads the value a sentence gives for what the question asks (the kind asked, in the
 clause sharing most of the question's words, a table cell with its row); `differing_answers`
 compares two sources' values for it, and `differing_fills` finds one sentence with another answer
-filled in (rag/text/swaps.py). rag/pipeline/contradictions.py asks them after its own same-fact
+filled in (rag/text/copies.py). rag/pipeline/contradictions.py asks them after its own same-fact
 checks, for the pairs whose wording differs.
 """
 
@@ -15,6 +15,7 @@ from rag.model.evidence import ScoredSentence
 from rag.pipeline.relevance import states
 from rag.pipeline.understand import answer_type
 from rag.text.claims import sibling_names
+from rag.text.copies import filled_differently
 from rag.text.facts import (
     CURRENCY_CODES,
     Value,
@@ -27,7 +28,7 @@ from rag.text.facts import (
     variant_qualifiers,
 )
 from rag.text.names import codes, fold, mentions, names
-from rag.text.swaps import filled_differently, is_name
+from rag.text.words import is_name
 
 
 def differing_answers(a: ScoredSentence, b: ScoredSentence, question: str) -> tuple[Value, Value] | None:
@@ -59,7 +60,7 @@ def differing_answers(a: ScoredSentence, b: ScoredSentence, question: str) -> tu
 
 def differing_fills(a: ScoredSentence, b: ScoredSentence, question: str) -> tuple[Value, Value] | None:
     """One sentence with another answer filled in: "Airways International was an airline based in
-    Miami, Florida." against "... based in Anchorage, Alaska." (rag/text/swaps.py,
+    Miami, Florida." against "... based in Anchorage, Alaska." (rag/text/copies.py,
     `filled_differently`), when what differs is the kind of answer the question asks for (a date
     for "when", an amount for "how much"; for other questions a name or a value on each side) and
     not the question's own subject ("RT-9" against "RT-9i" is two products). A yes/no question is

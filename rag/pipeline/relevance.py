@@ -16,8 +16,8 @@ Person, yes/no, procedure and other questions have no value to check: any suppor
 answer them ("who approves leave?" is answered by "your line manager" as often as by a name).
 
 Whatever the kind, a sentence about another case than the one asked answers nothing
-(rag/text/swaps.py): "permanently assigned" for "temporarily assigned", the ninth century for the
-eighth, "Each see has its own bishop." for "Which see does not have one?".
+(rag/text/swaps.py, polarity.py): "permanently assigned" for "temporarily assigned", the ninth
+century for the eighth, "Each see has its own bishop." for "Which see does not have one?".
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from typing import Any
 from rag.pipeline.understand import answer_type
 from rag.text.facts import content_words, network_addresses, values
 from rag.text.names import codes, mentions, names
-from rag.text.swaps import reversed_polarity, swapped
+from rag.text.polarity import reversed_polarity
+from rag.text.swaps import swapped
 
 CHECKED_KINDS = frozenset({"quantity", "date", "place", "address"})
 _NOT_AMOUNTS = frozenset({"date", "address", "version"})
@@ -164,7 +165,7 @@ def another_case(question: str, sentence: str) -> bool:
 def why_another_case(question: str, sentence: str) -> str | None:
     """How the sentence is about another case than the question asks about, or None: a different
     number, an opposite, another name, two names trading places ("opposite: 'temporarily' ->
-    'permanently'"), or nothing of the question's "not" (rag/text/swaps.py). A yes/no question is
+    'permanently'"), or nothing of the question's "not" (rag/text/swaps.py, polarity.py). A yes/no question is
     answered by exactly that ("Is it open on Sundays?" - "It is closed on Sundays.")."""
     if answer_type(question) == "yesno":
         return None

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from rag.text.facts import clean_sentence, content_words, same_amount, same_dimension, values
 from rag.text.names import acronyms, codes, fold, mentions, names, new_names, people
-from rag.text.quotable import about_the_page, readable
+from rag.text.quotable import about_the_page
 
 
 def keys(text: str) -> list[tuple[str, str]]:
@@ -226,48 +226,6 @@ def test_clean_sentence(raw: str, clean: str) -> None:
     assert clean_sentence(raw) == clean
 
 
-# ---------------------------------------------------------------- readable
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Full-time employees receive 24 days of paid annual leave.",
-        "$15 per user per month on monthly billing.",
-        "2,000 hosts are supported by the NW-200X collector.",
-        '"Beacon Pro" keeps results for 365 days.',
-        "2.) the president becomes the Commander in Chief of the Army and Navy.",  # a list marker's parenthesis
-        # works with their years in prose
-        "His early films included Show Boat (1929), the musical Broadway (1929) and the first all-colour feature"
-        " (1930), King of Jazz.",
-    ],
-)
-def test_readable_sentences(text: str) -> None:
-    assert readable(text)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Annual leave",  # a heading
-        "Leave policy 2026",  # a short fragment
-        "Short one here.",  # under 20 characters
-        "The following rules apply to every employee:",  # a list intro
-        "and then employees receive 24 days of leave.",  # starts mid-sentence
-        "",
-        # a web page's furniture, copied with its text
-        "External links [ edit ] Lahu Ke Do Rang at IMDb v t e Films and television series by Raj Kapoor.",
-        "Ardhangini - Wikiwand English Sign in Top Qs Timeline Chat Perspective AI tools All Articles.",
-        "Related changes Permanent link Page information Cite this page Print/export Create a book.",
-        "1885-1955 ) ; Edmund Maurice Burke Roche, 4th Baron Fermoy ; Maurice Roche.",  # a parenthesis's tail
-        # a list of works, not a sentence
-        "Cadillac Rag (1991) Goin' Back to Dixie (1992) The Walls We Bounce Off Of (1994) No End of Love (1996).",
-    ],
-)
-def test_unreadable_fragments(text: str) -> None:
-    assert not readable(text)
-
-
 # ---------------------------------------------------------------- codes and names matched whole
 
 
@@ -317,25 +275,6 @@ def test_a_code_with_a_suffix_word_is_not_the_code_without_it(code: str) -> None
     sibling = f"{code} Pro"
     assert codes(f"The {sibling} is new.") == {sibling}
     assert not mentions(f"The {code} is old.", sibling)
-
-
-@pytest.mark.parametrize(
-    ("text", "signpost"),
-    [
-        ("This page lists the releases of the last eighteen months.", True),
-        ("Below you'll find answers to the questions we hear most often.", True),
-        ("Tip: skim the Security page before you invite others.", True),
-        ("Tags: reset, nx-6, nx-6-pro, howto", True),  # a forum post's labels
-        ("The page size defaults to 50 items.", False),
-        ("Invitations expire after 7 days.", False),
-    ],
-)
-def test_sentences_about_the_page_itself_are_signposts(text: str, signpost: bool) -> None:
-    assert about_the_page(text) is signpost
-
-
-def test_a_list_intro_is_not_readable_once_cleaned() -> None:
-    assert not readable(clean_sentence("If an Owner has lost their second factor and no Admin can help:"))
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """`rag.text.swaps`: a sentence that says the same thing of another case than the question asks
-about (a different number, an opposite, the question's "not" left out) is found; rewordings, the
-answer's own slot and sentences that speak of both cases are not."""
+about (a different number or year, an opposite, another name, two names trading places) is found;
+rewordings, the answer's own slot and sentences that speak of both cases are not."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.text.swaps import OPPOSITES, Swap, filled_differently, reversed_polarity, swapped
+from rag.text.swaps import Swap, swapped
+from rag.text.words import OPPOSITES
 
 
 @pytest.mark.parametrize(
@@ -153,37 +154,6 @@ def test_rewordings_and_the_answers_slot_are_no_swap(question: str, sentence: st
     assert swapped(question, sentence) is None
 
 
-@pytest.mark.parametrize(
-    ("question", "sentence", "reversed_"),
-    [
-        ("Which see does not have its own bishop?", "Each see has its own bishop.", True),
-        ("Which see doesn't have its own bishop?", "Each see has its own bishop.", True),
-        ("Which group never signed the treaty?", "The northern tribes signed the treaty in 1880.", True),
-        ("Which see doesn't have its own bishop?", "Each see has its own bishop, with the exception of Ostia.", False),
-        ("Which plans do not include SSO?", "SSO is not included on Starter.", False),
-        (
-            "Which publisher used formats that were not traditional?",
-            "L'Association used non-traditional formats.",
-            False,
-        ),
-        ("What organisms can't survive without each other?", "Obligate symbionts depend on each other.", False),
-        ("What page size is used if I don't pass limit?", "Default page size: 50.", False),
-        ("Which staff are not only paid but also insured?", "All staff are insured.", False),
-        ("Which see has its own bishop?", "Each see has its own bishop.", False),
-        (  # the question's negated word said un-negated, whatever else the sentence negates
-            "What canon does not require that a cardinal be a priest?",
-            "Canon 351 requires that a cardinal be a priest, and those who are not bishops must be consecrated.",
-            True,
-        ),
-        ("Which plans do not require a card?", "Team does not require a card, though others are not free.", False),
-    ],
-)
-def test_a_negated_question_is_not_answered_by_a_sentence_negating_nothing(
-    question: str, sentence: str, reversed_: bool
-) -> None:
-    assert reversed_polarity(question, sentence) is reversed_
-
-
 _THINGS = st.sampled_from(["units", "seats", "licences", "routers", "days of leave"])
 
 
@@ -206,23 +176,3 @@ def test_every_opposite_pair_is_read_both_ways(pair: tuple[str, str]) -> None:
     assert swapped(
         f"Which report covers the {a} figures for Leeds?", f"The annex covers the {b} figures for Leeds."
     ) == (Swap("opposite", a, b))
-
-
-def test_two_copies_of_a_sentence_differing_in_one_stretch_are_found() -> None:
-    assert filled_differently(
-        "Airways International was an airline based in Anchorage, Alaska.",
-        "Airways International was an airline based in Miami, Florida.",
-    ) == ("Anchorage, Alaska", "Miami, Florida")
-    # the same fill wherever they differ
-    assert filled_differently(
-        "War Music (Jay-Z album) War Music is the street album by American rapper Jay-Z, hosted by DJ Whoo Kid.",
-        "War Music (Slim the Mobster album) War Music is the street album by American rapper Slim the Mobster, hosted"
-        " by DJ Whoo Kid.",
-    ) == ("Jay-Z", "Slim the Mobster")
-    # a code is itself: two differing stretches, not one
-    assert filled_differently("The RT-9 battery lasts up to 5 hours.", "The RT-9i battery lasts up to 8 hours.") is None
-    # too little in common
-    assert filled_differently("Support is based in Dublin.", "Sales are based in Austin.") is None
-    assert (
-        filled_differently("The same sentence twice, word for word.", "The same sentence twice, word for word.") is None
-    )
