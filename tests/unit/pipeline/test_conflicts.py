@@ -302,6 +302,12 @@ def answering(text: str, document_id: int, effective: date, *, terms: float = 0.
             "Price: €59 per device per year (UK £52, US $64, Canada C$86)",
             ("49 EUR", "€59"),
         ),
+        (  # a bare year answers "when"
+            "When was Robert Hutchinson elected to a public office?",
+            "In 1974, Robert Hutchinson was elected to a public office.",
+            "Robert Hutchinson was elected to a public office in 1898, as mayor of Geraldton.",
+            ("1974", "1898"),
+        ),
         (  # a table's bare number whose column names what it counts, against an abbreviated unit
             "How many API calls per minute is a Plus workspace allowed?",
             "Plus — 200 requests/min, up to 25,000 requests a day",
