@@ -21,6 +21,7 @@ from rag.text.facts import (
     Value,
     clauses,
     content_words,
+    is_year,
     numbers,
     same_amount,
     same_dimension,
@@ -177,15 +178,12 @@ def _without(text: str, removed: set[str]) -> str:
     return text
 
 
-_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
-
-
 def _answers_kind(wanted: str, value: Value) -> bool:
     """Values that can answer the question: a date for "when", an amount, count or duration for
     "how many / how much / how long", a version or an address for other questions (yes/no
     questions have no value to compare)."""
     if wanted == "date":  # a bare year is a date: "In 1974, he was elected"
-        return value.kind == "date" or (value.kind == "number" and _YEAR.fullmatch(value.amount) is not None)
+        return value.kind == "date" or (value.kind == "number" and is_year(value.amount))
     if wanted == "quantity":
         return value.kind not in ("date", "time", "version", "address")
     if wanted in ("other", "address"):

@@ -224,6 +224,14 @@ def numbers(text: str) -> list[float]:
     return [float(n.replace(",", "")) for n in re.findall(_NUMBER, text)]
 
 
+_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
+
+
+def is_year(token: str) -> bool:
+    """A year written alone: "1974", "2025" (not "450" nor "3000")."""
+    return _YEAR.fullmatch(token) is not None
+
+
 def same_dimension(a: Value, b: Value) -> bool:
     """Comparable values: the same kind, or two durations counted in days, weeks, months or years."""
     return a.kind == b.kind or (a.kind in DAYS_IN and b.kind in DAYS_IN)

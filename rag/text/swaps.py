@@ -46,11 +46,10 @@ sources' copies of one sentence with another answer filled in, rag/text/copies.p
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.text.facts import STOP_WORDS
+from rag.text.facts import STOP_WORDS, is_year
 from rag.text.words import amount, listed_opposite, named, opposite, same_name, stem, stems, tokens
 
 _QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
@@ -156,14 +155,11 @@ def _another_count(
     return None
 
 
-_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
-
-
 def _another_year(asked: Sequence[str], stated: Sequence[str]) -> Swap | None:
     """A year the question gives and the sentence does not, while the sentence gives another:
     "What deal did Wasserman make in 1948?" against "in 1950 MCA agent Lew Wasserman made a deal"."""
-    ours = {t for t in asked if _YEAR.fullmatch(t)}
-    theirs = [t for t in stated if _YEAR.fullmatch(t)]
+    ours = {t for t in asked if is_year(t)}
+    theirs = [t for t in stated if is_year(t)]
     if not ours or ours & set(theirs) or not theirs:
         return None
     return Swap("number", sorted(ours)[0], theirs[0])
