@@ -29,6 +29,7 @@ from typing import Any
 
 from rag.pipeline.understand import answer_type
 from rag.text.facts import content_words, network_addresses, values
+from rag.text.measures import answers_measure, asked_measure, counts_measure
 from rag.text.names import codes, mentions, names
 from rag.text.polarity import reversed_polarity
 from rag.text.swaps import swapped
@@ -108,13 +109,21 @@ def _states(wanted: str, sentence: str, question: str) -> bool:
         in_codes = " ".join(codes(sentence))  # the 9 of "RT-9" counts nothing
         given = {v.key for v in values(question)}  # "uptime was 99.5%: what credit?" asks for another
         # a date, an address or a version is no amount: "14 Wharf Street" says nothing of "how much"
+        # and a measure is no other measure: "10 miles northwest of" gives no population
+        measure = asked_measure(question)
         stated = [
             v
             for v in values(sentence)
-            if v.kind not in _NOT_AMOUNTS and v.surface not in in_codes and v.key not in given
+            if v.kind not in _NOT_AMOUNTS
+            and v.surface not in in_codes
+            and v.key not in given
+            and (measure is None or answers_measure(measure, v, sentence))
         ]
+        counted = any(
+            measure is None or counts_measure(measure, sentence[m.end() :]) for m in _COUNT_WORD.finditer(sentence)
+        )
         often = "how often" in question.lower() and bool(_FREQUENCY.search(sentence))
-        return bool(stated) or bool(_COUNT_WORD.search(sentence)) or often
+        return bool(stated) or counted or often
     if wanted == "date":
         dated = any(v.kind in ("date", "time") for v in values(sentence))
         return dated or bool(_WHEN.search(sentence) or _NAMED_WHEN.search(sentence))

@@ -287,6 +287,8 @@ def _by_attribute(part: str) -> list[str] | None:
     has_comma = "," in found["items"]
     if len(items) < 2 or any(len(i.split()) > 5 for i in items):
         return None
+    if any(re.fullmatch(_NAME, i) for i in items[1:]):
+        return None  # "the population of Sandusky Township, Ohio": a place and its region, one name
     if not has_comma and not (len(items) == 2 and _DETERMINER_START.match(items[1])):
         return None
     first_determiner = _DETERMINER_START.match(items[0])
@@ -325,7 +327,7 @@ def _as_question(text: str) -> str:
 _QUANTITY = re.compile(
     r"^(?:how (?:many|much|long|often|fast|soon|quickly|big|large|far|old|high|low|early|late)\b"
     r"|(?:what|which)(?:'s| is| are| was| were)? (?:the |a |an )?(?:[\w+-]+ ){0,3}"
-    r"(?:price|cost|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period"
+    r"(?:price|cost|population|distance|weight|height|depth|temperature|limit|minimum|maximum|number|amount|length|size|rate|percentage|fee|allowance|interval|period"
     r"|capacity|budget|salary|band|duration|threshold|discount|count|quota|speed|uptime"
     r"|percent|timeout|version)s?\b"
     r"|what(?:'s| is| are)? (?:the )?(?:biggest|largest|smallest|highest|lowest|max|min)\b"
