@@ -9,9 +9,9 @@ Calibration sets (thresholds are chosen on these only):
 - the SQuAD 2.0 calibration half (article titles at even positions, see `split_by_title`): every
   paragraph is its own knowledge base and every question is asked of its own paragraph only
   (benchmarks/squad_kb.py);
-- the blind development corpora eval/blind/hardware and eval/blind/saas (documents and questions
+- the blind development corpora eval/blind/hardware, saas and transit (documents and questions
   written by helpers that never saw Candor: eval/blind/README.md), each in a knowledge base of its
-  own in a cached home. The third blind corpus, eval/blind/handbook, is held back: never calibrated on.
+  own in a cached home. The held-back corpora, eval/blind/handbook and campus, are never calibrated on.
 
 Report sets (only printed as a check, never used to choose): the SQuAD report half, and
 sample/golden.yaml asked through the same handbook home.
@@ -61,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import handbook_kb
 from benchmarks.common import CACHE, REPO, cached_home, load_squad, split_by_title
+from benchmarks.generalisation import DEVELOPMENT
 from benchmarks.squad_kb import (
     Record,
     ask_all,
@@ -79,8 +80,8 @@ RECORDS = CACHE / "calibration-records.json"
 HANDBOOK_RECORDS = {"dev": CACHE / "calibration-dev-records.json", "golden": CACHE / "calibration-golden-records.json"}
 BLIND_RECORDS = CACHE / "calibration-blind-records.json"
 BLIND_HOME = CACHE / "blind-calibration-home"
-BLIND_DEV = ("hardware", "saas")
-"""The blind corpora calibrated on; eval/blind/handbook is held back."""
+BLIND_DEV = DEVELOPMENT
+"""The blind corpora calibrated on; the held-back ones (generalisation.HELD_BACK) never are."""
 DEV = REPO / "sample" / "dev.yaml"
 GOLDEN = REPO / "sample" / "golden.yaml"
 MAX_RETRIEVAL_BLOCK = 0.02
