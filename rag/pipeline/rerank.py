@@ -138,10 +138,23 @@ class EvidenceReranker:
         if asked_names:
             named = sum(mentions(where, name) for name in asked_names) / len(asked_names)
             score -= NAME_PENALTY * (1.0 - named)
-            if sibling_names(sentence.text, asked_names, query.text):
+            if only_siblings(sentence.text, asked_names, query.text):
                 score -= NAME_PENALTY  # "Beacon Pro" answering a question about "Beacon"
         answers = faq.text if faq is not None else ""
         return ScoredSentence(passage, sentence.position, sentence.text, score, meaning, terms, fits, vector, answers)
+
+
+def only_siblings(text: str, asked: set[str], question: str) -> bool:
+    """Whether `text` names a sibling of an asked name ("Beacon Pro" for "Beacon") and not the asked
+    name itself: a table row giving "FlexPass 10-Trip: €39.00; FlexPass 10-Trip Off-Peak: €31.00"
+    answers for both."""
+    siblings = sibling_names(text, asked, question)
+    if not siblings:
+        return False
+    rest = text
+    for sibling in sorted(siblings, key=len, reverse=True):
+        rest = rest.replace(sibling, " ")
+    return not all(mentions(rest, name) for name in asked)
 
 
 FAQ_ANSWER_SENTENCES = 4

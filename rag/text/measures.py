@@ -104,9 +104,11 @@ _ASKED = (
     (frozenset({PEOPLE}), re.compile(r"\bpopulation\b")),
     (frozenset({PERCENT}), re.compile(r"\bwhat (?:percentage|percent|proportion)\b|\bhow many percent\b")),
     (
-        frozenset({MONEY, PERCENT}),  # "what's the restocking fee?" is "10% of the price paid"
+        # "what's the restocking fee?" is "10% of the price paid"; pay is not asked for as money
+        # ("how much severance pay": "four weeks' pay"), nor is anything "paid" ("paid leave")
+        frozenset({MONEY, PERCENT}),
         re.compile(
-            r"\bhow much\b.*\b(?:cost|costs|pay|paid|charge|charged|spend|spent|earn|earned|worth|owe|owed)\b"
+            r"\bhow much\b.*\b(?:cost|costs|charge|charged|spend|spent)\b"
             r"|\bwhat(?:'s|\s+(?:is|was|are|were))?\s+(?:the\s+)?(?:[\w+-]+\s+){0,2}(?:price|cost|fee|salary|budget)s?\b"
         ),
     ),
@@ -123,9 +125,12 @@ def asked_measure(question: str) -> frozenset[str] | None:
     found: list[tuple[int, frozenset[str] | None]] = [(m.start(), None) for m in _UNSAID.finditer(text)]
     for measures, pattern in _ASKED:
         found += [(m.start(), measures) for m in pattern.finditer(text)]
-    for m in re.finditer(r"\bhow many\s+([a-z]+)", text):
-        unit = unit_measure(" " + m.group(1))
-        found.append((m.start(), frozenset({unit if unit not in (None, THING, PEOPLE) else COUNT})))
+    for m in re.finditer(r"\bhow many((?:\s+[a-z+-]+){1,4})", text):  # "how many unused annual leave days"
+        words = m.group(1).split()
+        head = words[: next((i for i, w in enumerate(words) if w in STOP_WORDS), len(words))]
+        units = [unit_measure(" " + word) for word in head]  # "how many times a year": a count
+        unit = next((u for u in units if u not in (None, THING, PEOPLE)), COUNT)
+        found.append((m.start(), frozenset({unit})))
     if not found:
         return None
     return min(found, key=lambda f: (f[0], f[1] is None))[1]

@@ -27,7 +27,10 @@ _VERSION = re.compile(
 )
 """A version as a version is written: "v3.2.1", "v2.2-beta", "3.2.1" (three parts), "version 2.3";
 never a bare "2.5", which is as often an amount, nor an IP address."""
-_NAME = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:\+|\b)(?:[ -][A-Z][a-zA-Z0-9]+(?:\+|\b))*")
+_NAME_WORD = r"(?:[A-Z][a-zA-Z0-9]+|\d+-[A-Z][a-zA-Z0-9]+)(?:\+|\b)"
+_NAME = re.compile(rf"(?<![\w-]){_NAME_WORD}(?:[ -]{_NAME_WORD})*")
+"""Capitalised words in a run; a count joined to a capitalised word belongs to the name
+("FlexPass 10-Trip", not "FlexPass" and "Trip")."""
 
 
 _NOT_PEOPLE = frozenset(

@@ -92,6 +92,12 @@ from tests.unit.pipeline.stage_data import passage
         ("How many staff work in the eighth district?", "40 staff work in the ninth district.", False),
         ("Which see does not have its own bishop?", "Each see has its own bishop.", False),
         ("Is the office open on Sundays?", "The office is closed on Sundays.", True),  # yes/no: that is the answer
+        # a value of another measure than the one asked (rag/text/measures.py)
+        ("What is the population of Broken Bow?", "The centre lies 10 miles northwest of Broken Bow.", False),
+        ("What is the population of Rush Township?", "Rush Township is one of the sixteen townships.", False),
+        ("What is the population of Port Vincent?", "Port Vincent had a population of 472.", True),
+        ("How much does a repair cost?", "Repairs take 5 business days.", False),
+        ("How many unused leave days can I carry over?", "You can carry over up to 5 days.", True),
     ],
 )
 def test_an_answer_states_the_kind_of_value_asked(question: str, sentence: str, stated: bool) -> None:

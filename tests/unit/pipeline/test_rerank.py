@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.pipeline.rerank import type_match
+from rag.pipeline.rerank import only_siblings, type_match
 
 
 @pytest.mark.parametrize(
@@ -27,3 +27,12 @@ def test_an_address_answers_whom_to_tell() -> None:
     contact = "Report vulnerabilities to psirt@tervane.invalid."
     assert type_match("person", contact, "Who do I tell if I found a security hole?") == 1.0
     assert type_match("person", contact, "Who heads up security?") == 0.0
+
+
+def test_a_sibling_alone_is_penalised_but_a_row_naming_both_is_not() -> None:
+    question = "How much is a FlexPass 10-Trip for two zones?"
+    asked = {"FlexPass 10-Trip"}
+    assert only_siblings("The FlexPass 10-Trip Off-Peak costs €31.00.", asked, question)
+    row = "Zones covered: 2 zones; FlexPass 10-Trip (Adult): €39.00; FlexPass 10-Trip Off-Peak (Adult): €31.00"
+    assert not only_siblings(row, asked, question)
+    assert not only_siblings("The FlexPass 10-Trip costs €39.00.", asked, question)

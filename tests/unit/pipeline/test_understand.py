@@ -243,6 +243,7 @@ def test_split_parts_splits_independent_questions(question: str, parts: tuple[st
         "I'm in Leeds, so how long does the repair take and how much will it cost?",  # "it" is no place
         "How much does the RT-9 cost and how do I contact IT about it?",  # IT is a team
         "We're on Team+. What is the fee?",  # one question after what is said
+        "What is the population of Sandusky Township, Ohio?",  # a place and its region: one name
     ],
 )
 def test_split_parts_keeps_one_question_whole(question: str) -> None:
@@ -424,6 +425,8 @@ def test_is_follow_up(text: str, expected: bool) -> None:
         ("Which base URL should the integration call?", "address"),
         ("What email address do I write to?", "address"),
         ("Which address is the office at?", "place"),  # a street address: a place
+        ("What is the population of Broken Bow?", "quantity"),
+        ("What is the distance from the depot to the station?", "quantity"),
     ],
 )
 def test_answer_type(question: str, kind: str) -> None:

@@ -128,6 +128,8 @@ def test_names_are_capitalised_terms_not_at_the_start() -> None:
     assert names("What is the minimum check interval in Beacon Pro?") == {"Beacon Pro"}
     assert names("The Team plan includes Beacon Pro.") == {"Team", "Beacon Pro"}
     assert names("Our CEO is Priya Raman.") == {"CEO", "Priya Raman"}
+    assert names("Is a FlexPass 10-Trip valid on buses?") == {"FlexPass 10-Trip"}  # a count joined to a word
+    assert names("Connect to Wi-Fi with Care+ Premium.") == {"Wi-Fi", "Care+ Premium"}
 
 
 def test_the_first_word_of_a_sentence_is_not_a_name() -> None:
