@@ -28,6 +28,7 @@ from rag.text.facts import (
     values,
     variant_qualifiers,
 )
+from rag.text.measures import answers_measure, asked_measure
 from rag.text.names import codes, fold, mentions, names
 from rag.text.words import is_name
 
@@ -124,6 +125,7 @@ def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
     asked = names(question) | codes(question)
     asked_words = content_words(question) - content_words(" ".join(asked))
     asked_variants = variant_qualifiers(question)
+    measure = asked_measure(question)
     best: tuple[int, Value, str] | None = None
     parts = clauses(sentence)
     key = sentence.split(";")[0].strip()
@@ -138,7 +140,11 @@ def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
             continue  # about a sibling ("Beacon Pro" when "Beacon" is asked), not also about the asked
         body = rest[len(row_key) :] if row_key and rest.startswith(row_key) else rest  # a row's label gives no value
         in_codes = " ".join(codes(body))
-        stated = [v for v in values(body) if _answers_kind(wanted, v) and v.surface not in in_codes]
+        stated = [
+            v
+            for v in values(body)
+            if _answers_kind(wanted, v) and v.surface not in in_codes and _measures(wanted, measure, v, body)
+        ]
         if not stated:
             continue
         value = _nearest(stated, body, asked)
@@ -189,6 +195,12 @@ def _answers_kind(wanted: str, value: Value) -> bool:
     if wanted in ("other", "address"):
         return value.kind in ("version", "address") if wanted == "other" else value.kind == "address"
     return False
+
+
+def _measures(wanted: str, measure: frozenset[str] | None, value: Value, text: str) -> bool:
+    """An amount of the measure asked, and no year ("built in 2019" counts no wheelchair spaces):
+    rag/text/measures.py."""
+    return wanted != "quantity" or answers_measure(measure, value, text)
 
 
 def where(sentence: ScoredSentence) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.model.ports import Embedder
-from rag.text.facts import STOP_WORDS, content_words
+from rag.text.facts import STOP_WORDS, content_words, values
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
@@ -82,17 +82,23 @@ def candidates(part: str, covered_text: str, common: frozenset[str] = frozenset(
     words that only modify a covered word right after them, and words the corpus uses everywhere
     (`common`: their full-text lexemes; "Tervane" in Tervane's own manuals names no subject)."""
     covered = content_words(covered_text)
+    currencies = {v.kind.removeprefix("money") for v in values(covered_text) if v.kind.startswith("money")}
     tokens = _WORD.findall(asked(part))
     out: list[str] = []
     for i, token in enumerate(tokens):
         stems = _stems(token)
         if not stems or stems <= covered or token.lower() in out or _is_common(token, common):
             continue
+        if _CURRENCY_WORDS.get(token.lower().rstrip("s")) in currencies:
+            continue  # "in euros" is answered by "49 EUR" and "€59"
         following = _stems(tokens[i + 1]) if i + 1 < len(tokens) else set()
         if following and following <= covered:
             continue  # "phone extension": the head noun is answered, the modifier rides along
         out.append(token.lower())
     return out
+
+
+_CURRENCY_WORDS = {"euro": "€", "dollar": "$", "pound": "£", "sterling": "£"}
 
 
 def asked(part: str) -> str:

@@ -117,11 +117,9 @@ def _states(wanted: str, sentence: str, question: str) -> bool:
             if v.kind not in _NOT_AMOUNTS
             and v.surface not in in_codes
             and v.key not in given
-            and (measure is None or answers_measure(measure, v, sentence))
+            and answers_measure(measure, v, sentence)
         ]
-        counted = any(
-            measure is None or counts_measure(measure, sentence[m.end() :]) for m in _COUNT_WORD.finditer(sentence)
-        )
+        counted = any(counts_measure(measure, sentence[m.end() :]) for m in _COUNT_WORD.finditer(sentence))
         often = "how often" in question.lower() and bool(_FREQUENCY.search(sentence))
         return bool(stated) or counted or often
     if wanted == "date":

@@ -203,10 +203,8 @@ heads security?" asks for a person."""
 def type_match(wanted: str, text: str, question: str = "") -> float:
     """1 when the sentence holds the kind of value the question asks for; neutral kinds score 1. A
     person is one the question does not name ("Who heads security at Brightloom?")."""
-    if wanted == "quantity":  # a date, an address or a version is no amount, nor one the question gives
-        given = {v.key for v in values(question)}
-        amounts = [v for v in values(text) if v.kind not in ("date", "address", "version") and v.key not in given]
-        return 1.0 if amounts else 0.0
+    if wanted == "quantity":  # as the relevance gate reads it: an amount of the measure asked, a count
+        return 1.0 if states("quantity", text, question) else 0.0
     if wanted == "address":
         return 1.0 if network_addresses(text) else 0.0
     if wanted == "date":

@@ -97,6 +97,20 @@ def _section_number(m: re.Match[str]) -> bool:
     return bool(bare) and bool(_SECTION_NUMBER.match(m.string))
 
 
+_NUMBERED = re.compile(
+    r"\b(?:class|platform|route|gate|terminal|track|line|bay|stand|car|coach|room|level|floor|building|block"
+    r"|unit|section|chapter|article|clause|rule|phase|stage|step|type|model|series|zone|tier|exit|door|pier"
+    r"|highway|interstate|channel|no\.|number|#)\s*$",
+    re.IGNORECASE,
+)
+"""Nouns that a number names rather than counts: "Class 48", "Platform 1", "car 2", "Route 97"."""
+
+
+def _numbered(m: re.Match[str]) -> bool:
+    bare = m.group("num") and not (m.group("unit") or m.group("pct") or m.group("after"))
+    return bool(bare) and _NUMBERED.search(m.string, max(0, m.start() - 12), m.start()) is not None
+
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•+]\s+|\d+[.)]\s+|[a-z][.)]\s+|>\s+)")
 _MARKDOWN = re.compile(r"(\*\*|__|`|~~)")
@@ -149,7 +163,7 @@ def values(text: str) -> list[Value]:
 def _values(text: str) -> tuple[Value, ...]:
     found: list[Value] = []
     for m in _VALUE.finditer(text):
-        if _NOT_A_VALUE.match(text, m.start()) or (m.start() == 0 and _section_number(m)):
+        if _NOT_A_VALUE.match(text, m.start()) or (m.start() == 0 and _section_number(m)) or _numbered(m):
             continue
         if m.group("street"):  # the 14 of "14 Wharf Street" is no amount
             found.append(Value("address", " ".join(m.group("street").split()), m.group(0)))

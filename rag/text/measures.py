@@ -10,20 +10,23 @@ A number's measure is read from its unit: the value's own kind, or the word afte
 much does ... cost", "how many miles", "population"); the wording nearest the start decides, and
 "how long" says nothing (a trial lasts, a river is long). Either may be unknown: a bare number
 measures anything, and "how many" of an unlisted thing ("how many seats") asks for a whole
-number that measures nothing else, whatever it counts ("40 licences" may count seats).
+number that measures nothing else, whatever it counts ("40 licences" may count seats). A number
+of things answers only a count: "1 zone" is no price, "5 seats" no distance.
 """
 
 from __future__ import annotations
 
 import re
 
-from rag.text.facts import DAYS_IN, STOP_WORDS, Value
+from rag.text.facts import DAYS_IN, STOP_WORDS, Value, is_year
 
 MONEY, PERCENT, DURATION, LENGTH, MASS, DATA = "money", "percent", "duration", "length", "mass", "data"
 COUNT, PEOPLE = "count", "people"
 """A whole number of things; a whole number of people (a population)."""
 THING = "thing"
 """A number before some other noun: "sixteen townships"."""
+YEAR = "year"
+"""A year after a preposition: "built in 2019" measures nothing."""
 
 _UNIT_MEASURES = {
     LENGTH: "miles? km kilometres? kilometers? metres? meters? m ft feet foot inch(?:es)? yards? cm mm",
@@ -54,7 +57,12 @@ def measure_of(value: Value, text: str) -> str | None:
     if value.kind != "number":
         return THING  # "40 seats", "3 checks": a count of something named
     end = text.find(value.surface)
+    if end >= 0 and is_year(value.amount) and _YEAR_BEFORE.search(text, 0, end):
+        return YEAR
     return unit_measure(text[end + len(value.surface) :] if end >= 0 else "")
+
+
+_YEAR_BEFORE = re.compile(r"\b(?:in|since|from|by|until|till|before|after|of|around|circa|c\.)\s+$", re.IGNORECASE)
 
 
 def unit_measure(after: str) -> str | None:
@@ -69,10 +77,13 @@ def unit_measure(after: str) -> str | None:
     return None
 
 
-def answers_measure(asked: frozenset[str], value: Value, text: str) -> bool:
+def answers_measure(asked: frozenset[str] | None, value: Value, text: str) -> bool:
     """Whether `value` in `text` could give the measure `asked`: its measure is one asked, or a
-    count answers a count. A count is a whole number; a population counts people, not townships."""
+    count answers a count. A count is a whole number; a population counts people, not townships.
+    With nothing asked, any amount but a year does."""
     measure = measure_of(value, text)
+    if asked is None or measure == YEAR:
+        return measure != YEAR
     if measure in asked:
         return True
     whole = value.kind != "number" or _WHOLE.fullmatch(value.amount) is not None
@@ -80,17 +91,21 @@ def answers_measure(asked: frozenset[str], value: Value, text: str) -> bool:
         return measure is None and whole
     if COUNT in asked:
         return measure in (None, THING, PEOPLE) and whole
-    return measure in (None, THING)
+    return measure is None  # "1 zone", "5 seats" cost nothing and last no time
 
 
-def counts_measure(asked: frozenset[str], after: str) -> bool:
-    """Whether a number written in words ("sixteen"), followed by `after`, could give `asked`."""
+def counts_measure(asked: frozenset[str] | None, after: str) -> bool:
+    """Whether a number written in words ("sixteen"), followed by `after`, could give `asked`: a
+    count for a count ("two plans" answers how many plans), a measure for its own; with nothing
+    asked, only a measure ("two plans" is no price, duration or size)."""
     measure = unit_measure(after)
+    if asked is None:
+        return measure not in (None, THING, PEOPLE)
     if measure in asked:
         return True
     if PEOPLE in asked:
         return measure is None
-    return measure in (None, THING, PEOPLE) if COUNT in asked else measure in (None, THING)
+    return measure in (None, THING, PEOPLE) if COUNT in asked else measure is None
 
 
 _ASKED = (
@@ -102,6 +117,7 @@ _ASKED = (
     ),
     (frozenset({MASS}), re.compile(r"\bhow heavy\b|\bweigh(?:s|ed)?\b|\bweight\b")),
     (frozenset({PEOPLE}), re.compile(r"\bpopulation\b")),
+    (frozenset({COUNT}), re.compile(r"\b(?:number|count) of\b")),
     (frozenset({PERCENT}), re.compile(r"\bwhat (?:percentage|percent|proportion)\b|\bhow many percent\b")),
     (
         # "what's the restocking fee?" is "10% of the price paid"; pay is not asked for as money
@@ -109,6 +125,7 @@ _ASKED = (
         frozenset({MONEY, PERCENT}),
         re.compile(
             r"\bhow much\b.*\b(?:cost|costs|charge|charged|spend|spent)\b"
+            r"|\bwhat\s+(?:does|do|did|will|would)\b.*\bcost\b"
             r"|\bwhat(?:'s|\s+(?:is|was|are|were))?\s+(?:the\s+)?(?:[\w+-]+\s+){0,2}(?:price|cost|fee|salary|budget)s?\b"
         ),
     ),

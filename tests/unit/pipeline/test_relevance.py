@@ -98,6 +98,9 @@ from tests.unit.pipeline.stage_data import passage
         ("What is the population of Port Vincent?", "Port Vincent had a population of 472.", True),
         ("How much does a repair cost?", "Repairs take 5 business days.", False),
         ("How many unused leave days can I carry over?", "You can carry over up to 5 days.", True),
+        ("What does Care+ Premium cost?", "There are two plans, Care+ Standard and Care+ Premium.", False),
+        ("How many plans are there?", "There are two plans, Care+ Standard and Care+ Premium.", True),
+        ("How many wheelchair spaces are on a train?", "Trains are Class 48 units, built in 2019.", False),
     ],
 )
 def test_an_answer_states_the_kind_of_value_asked(question: str, sentence: str, stated: bool) -> None:

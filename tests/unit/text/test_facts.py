@@ -54,6 +54,8 @@ def keys(text: str) -> list[tuple[str, str]]:
         ("2.5 GB of storage is included.", [("gb", "2.5")]),  # an amount opening its sentence
         ("For 5xx errors, send an Idempotency-Key.", []),  # a class of status codes
         ("Plus: 200 requests/min.", [("request", "200")]),
+        ("Class 48 units run from Platform 1, two spaces in car 2.", []),  # numbers that name, not count
+        ("Total 1,234 people", [("number", "1234")]),
     ],
 )
 def test_values(text: str, expected: list[tuple[str, str]]) -> None:

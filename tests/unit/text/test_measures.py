@@ -33,6 +33,8 @@ from rag.text.measures import (
         ("What's the restocking fee?", {MONEY, PERCENT}),
         ("How much paid parental leave does the primary carer get?", None),  # paid leave is no price
         ("How much severance pay do employees get?", None),  # "four weeks' pay"
+        ("What does a year of Care+ Premium cost in euros?", {MONEY, PERCENT}),
+        ("What is the number of stations on the line?", {COUNT}),
         ("What was the weight of the bell?", {MASS}),
         ("What percentage of staff work remotely?", {PERCENT}),
         ("How many unused annual leave days can I carry over?", {DURATION}),  # the head noun, not the first
@@ -77,6 +79,8 @@ def test_a_number_in_words_counts_by_the_noun_after_it() -> None:
     assert counts_measure(frozenset({PEOPLE}), " people live there") is True
     assert counts_measure(frozenset({COUNT}), " stations on the line") is True
     assert counts_measure(frozenset({MONEY}), " miles away") is False
+    assert counts_measure(None, " plans, Standard and Premium.") is False  # with nothing asked, only a measure
+    assert counts_measure(None, " weeks after delivery") is True
 
 
 @given(st.integers(min_value=1, max_value=10**7), st.sampled_from(["miles", "km", "kg", "hours", "days"]))
@@ -90,3 +94,8 @@ def test_a_bare_whole_number_may_give_any_count(number: int) -> None:
     sentence = f"The figure was {number:,}."
     found = values(sentence)
     assert found and all(answers_measure(frozenset({c}), v, sentence) for v in found for c in (PEOPLE, COUNT))
+
+
+@pytest.mark.parametrize("sentence", ["Lisset to Lisset Park: both in Zone B, so 1 zone.", "The plan has 5 seats."])
+def test_a_number_of_things_is_no_price(sentence: str) -> None:
+    assert not any(answers_measure(frozenset({MONEY, PERCENT}), v, sentence) for v in values(sentence))
