@@ -8,11 +8,13 @@ which one was used.
 `find_effective_date` reads the first 3,000 characters and tries three tiers, best first:
 
 1. a date after "effective": "Effective 1 January 2026", "Effective date: 2026-01-01",
-   "effective from 1st March 2026", "comes into effect on ...";
+   "effective from 1st March 2026", "comes into effect on ...", "Valid from 1 January 2023",
+   "applies from ...", "in force from ...";
 2. a date after another label: "last updated", "updated", "last modified", "revised",
    "reviewed", "published", "posted" (a blog's byline), "issued", "dated", "as of", "date:";
 3. a dateline: one of the first ten non-blank lines holding nothing but a date, such as
-   "March 2026" under the title.
+   "March 2026" under the title, or a place and a date ("Corvenna, 14 June 2022", a press
+   release's dateline).
 
 Within a tier the first valid date wins; impossible dates (31 February) are skipped and the
 search goes on. A month without a day means the first of that month; a year alone, a version
@@ -73,7 +75,10 @@ _SEP = (
     r"(?:(?:on|from|as\s+of|as\s+from|since|starting(?:\s+on|\s+from)?|beginning(?:\s+on)?)"
     r"\b[\s:*_]*)?"
 )
-_EFFECTIVE_LABEL = r"\b(?:effective(?:\s+date)?|(?:in|into|takes?)\s+effect)"
+_EFFECTIVE_LABEL = (
+    r"\b(?:effective(?:\s+date)?|(?:in|into|takes?)\s+effect"
+    r"|(?:valid|applies|applicable|in\s+force)(?=\s+(?:from|as\s+of|as\s+from)\b))"
+)
 _OTHER_LABEL = (
     r"\b(?:(?:last\s+)?(?:updated?|modified|revised|reviewed)(?:\s+date)?"
     r"|published|posted|issued|dated|as\s+of|date(?=\s*[:\-\u2013\u2014|*]))"
@@ -83,6 +88,10 @@ _FLAGS = re.IGNORECASE | re.ASCII
 _EFFECTIVE_RE = re.compile(_EFFECTIVE_LABEL + _SEP + f"(?P<date>{_DATE})", _FLAGS)
 _LABELLED_RE = re.compile(_OTHER_LABEL + _SEP + f"(?P<date>{_DATE})", _FLAGS)
 _DATELINE_RE = re.compile(r"[\s#*_>()\[\]|.,\-\u2013\u2014]*" + f"(?P<date>{_DATE})" + r"[\s*_()\[\]|.]*", _FLAGS)
+_PLACE_DATELINE_RE = re.compile(
+    r"(?-i:[A-Z])[A-Za-z.' -]{1,40},\s+" + f"(?P<date>{_DATE})" + r"(?:\s*[\u2013\u2014-]\s.*)?\s*", _FLAGS
+)
+"""A press release's dateline: the place, then the date ("Corvenna, 14 June 2022 – VRT today ...")."""
 _VALUE_RE = re.compile(f"(?P<date>{_DATE})", _FLAGS)
 _ISO_DATETIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]", re.ASCII)
 _SPACES_RE = re.compile(r"[^\S\r\n]")  # any Unicode space but a line break
@@ -127,7 +136,7 @@ def find_effective_date(text: str) -> date | None:
                 return found
     lines = [line for line in head.splitlines() if line.strip()]
     for line in lines[:DATELINE_LINES]:
-        dateline = _DATELINE_RE.fullmatch(line)
+        dateline = _DATELINE_RE.fullmatch(line) or _PLACE_DATELINE_RE.fullmatch(line.strip())
         if dateline is not None:
             found = _to_date(dateline["date"])
             if found is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from rag.model.evidence import ScoredSentence
-from rag.pipeline.relevance import states
+from rag.pipeline.relevance import FROM_EVENT, states
 from rag.pipeline.understand import answer_type
 from rag.text.claims import sibling_names
 from rag.text.copies import filled_differently
@@ -28,7 +28,7 @@ from rag.text.facts import (
     values,
     variant_qualifiers,
 )
-from rag.text.measures import answers_measure, asked_measure
+from rag.text.measures import DURATION, answers_measure, asked_measure, measure_of
 from rag.text.names import codes, fold, mentions, names
 from rag.text.words import is_name
 
@@ -143,7 +143,9 @@ def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
         stated = [
             v
             for v in values(body)
-            if _answers_kind(wanted, v) and v.surface not in in_codes and _measures(wanted, measure, v, body)
+            if (_answers_kind(wanted, v) or _from_event(wanted, v, body))
+            and v.surface not in in_codes
+            and _measures(wanted, measure, v, body)
         ]
         if not stated:
             continue
@@ -195,6 +197,11 @@ def _answers_kind(wanted: str, value: Value) -> bool:
     if wanted in ("other", "address"):
         return value.kind in ("version", "address") if wanted == "other" else value.kind == "address"
     return False
+
+
+def _from_event(wanted: str, value: Value, text: str) -> bool:
+    """A deadline's answer: a time counted from an event ("within 28 days of the journey")."""
+    return wanted == "date" and measure_of(value, text) == DURATION and FROM_EVENT.search(text) is not None
 
 
 def _measures(wanted: str, measure: frozenset[str] | None, value: Value, text: str) -> bool:

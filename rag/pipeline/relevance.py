@@ -37,6 +37,12 @@ from rag.text.swaps import swapped
 CHECKED_KINDS = frozenset({"quantity", "date", "place", "address"})
 _NOT_AMOUNTS = frozenset({"date", "address", "version"})
 """Person is not checked: "who approves leave?" is answered by "your manager" as often as by a name."""
+FROM_EVENT = re.compile(
+    r"\bwithin\s+(?:\w+\s+){0,2}(?:days?|weeks?|months?|hours?|years?|minutes?)\b"
+    r"|\b(?:days?|weeks?|months?|hours?|years?)\s+(?:of|after|before|from|following)\b",
+    re.IGNORECASE,
+)
+"""A time counted from an event: "within 28 days", "14 days after delivery" (a deadline's answer)."""
 _WHEN = re.compile(
     r"\b(?:1\d{3}|20\d{2}|\d{3})\b(?!\s*(?:%|percent|people|users|km|miles))|\b\d{2,4}s\b"
     r"|\b\d+(?:st|nd|rd|th)\s+(?:century|centuries|millennium)\b|\bcentur(?:y|ies)\b|\bdecades?\b"
@@ -45,7 +51,8 @@ _WHEN = re.compile(
     r"|\b(?:hourly|nightly|daily|weekly|fortnightly|monthly|quarterly|annually|yearly)\b"
     r"|\b(?:each|every|per|next|last|first)\s+(?:day|week|month|quarter|year|morning|evening|night)\b"
     r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
-    r"|\bday of (?:the|each|every)\b",
+    r"|\bday of (?:the|each|every)\b"
+    rf"|{FROM_EVENT.pattern}",
     re.IGNORECASE,
 )
 _NAMED_WHEN = re.compile(
@@ -53,8 +60,9 @@ _NAMED_WHEN = re.compile(
     r"|October|November|December)\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d"
 )
 """What answers "when": a year, a century, a decade, "years ago", a time of day, a season, a weekday,
-"each month", "nightly"; `_NAMED_WHEN`: a named war or era and a month, capitalised or beside a day
-("you may cancel" is no date)."""
+"each month", "nightly", a time from an event ("within 28 days", "14 days after delivery");
+`_NAMED_WHEN`: a named war or era and a month, capitalised or beside a day ("you may cancel" is no
+date)."""
 
 
 _COUNT_WORD = re.compile(  # not "one": "combined in one mesh" counts nothing

@@ -25,7 +25,7 @@ import numpy as np
 from rag.model.evidence import Query, Ranked, ScoredSentence
 from rag.model.ports import Embedder
 from rag.model.types import Passage
-from rag.pipeline.relevance import states
+from rag.pipeline.relevance import FROM_EVENT, states
 from rag.pipeline.understand import answer_type
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
@@ -207,8 +207,9 @@ def type_match(wanted: str, text: str, question: str = "") -> float:
         return 1.0 if states("quantity", text, question) else 0.0
     if wanted == "address":
         return 1.0 if network_addresses(text) else 0.0
-    if wanted == "date":
-        return 1.0 if any(v.kind == "date" for v in values(text)) or _YEAR.search(text) else 0.0
+    if wanted == "date":  # a date, a year, or a time from an event ("within 28 days")
+        dated = any(v.kind == "date" for v in values(text)) or _YEAR.search(text) or FROM_EVENT.search(text)
+        return 1.0 if dated else 0.0
     if wanted == "person":  # "who do I tell?" is answered by a name or an email address
         named = any(not mentions(question, p) for p in people(text))
         emailed = _CONTACT.search(question) and any("@" in a for a in network_addresses(text))

@@ -331,14 +331,18 @@ _QUANTITY = re.compile(
     r"|capacity|budget|salary|band|duration|threshold|discount|count|quota|speed|uptime"
     r"|percent|timeout|version)s?\b"
     r"|what(?:'s| is| are)? (?:the )?(?:biggest|largest|smallest|highest|lowest|max|min)\b"
+    r"|what(?:'s| is| are)? (?:the )?(?:most|least|fewest) (?:money|time|days?|hours?|weeks?|months?|years?"
+    r"|people|users?|seats?|data|storage|space|credit)\b"
     r"|what (?:do|does|did|will|would)\b.{0,60}\b(?:pay|cost|costs|charge|charged)\b)"
 )
 _DATE = re.compile(
     r"^(?:when (?:was|were|did|will|is|are|does)\b(?!.*\b(?:counts? as|considered|qualif(?:y|ies)|deemed|treated as)\b)"
-    r"|what (?:date|day|year|time|month)\b|which (?:date|day|year|month)\b"
-    r"|until when\b|by when\b|since when\b)"
+    r"|what (?:date|day|year|time|month)s?\b|which (?:date|day|year|month)s?\b"
+    r"|until when\b|by when\b|since when\b"
+    r"|(?:what|which)(?:'s| is| are)? (?:the )?(?:[\w-]+ )?(?:deadline|time limit|cut-?off)s?\b)"
 )
-"""A date or time; "when does a battery count as defective?" asks for a condition, not a date."""
+"""A date or time; "when does a battery count as defective?" asks for a condition, not a date. A
+deadline is a date or a time from an event ("within 28 days of the journey")."""
 _PLACE = re.compile(
     r"^(?:which|what) (?:city|country|office|region|location|address|town|site|building|data ?cent(?:re|er))s?\b"
     r"|^where\b.*\b(?:based|located|headquartered|hosted)\b"

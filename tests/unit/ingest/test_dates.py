@@ -71,6 +71,10 @@ def ordinal(day: int) -> str:
         ("# Refund policy\n\n2026-03-01\n\nRefunds take five days.", date(2026, 3, 1)),
         ("Refund policy\n*1 March 2026*\n", date(2026, 3, 1)),
         ("# Changelog\n\n## March 2026\n- faster\n\n## February 2026\n", date(2026, 3, 1)),
+        ("FARE SHEET\nValid from 1 January 2023 until further notice\n", date(2023, 1, 1)),
+        ("Applies from 3 March 2025 to all staff.", date(2025, 3, 3)),
+        ("VRT launches Delay Repay\n\nCorvenna, 14 June 2022\n\nVRT today announced ...", date(2022, 6, 14)),
+        ("Press release\nNew York, March 3, 2025 \u2013 Acme today announced ...", date(2025, 3, 3)),
         # skip an impossible date and keep looking
         ("Effective 31 February 2026. Effective 1 March 2026.", date(2026, 3, 1)),
         ("Updated 2025-02-30\nLast updated 2025-03-01", date(2025, 3, 1)),
@@ -103,6 +107,7 @@ def test_finds_stated_date(text: str, expected: date) -> None:
         "x" * 3000 + "\nEffective 1 January 2026",
         "Effective 2024-25 season",
         "Call 1-800-2026 today",
+        "We moved in, 3 March 2019 was the day, and stayed.",  # not at a line's start as a place
     ],
 )
 def test_no_date_stated(text: str) -> None:

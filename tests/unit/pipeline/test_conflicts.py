@@ -314,6 +314,12 @@ def answering(text: str, document_id: int, effective: date, *, terms: float = 0.
             "Plan: Plus; Requests per minute: 300; Burst (requests per second): 20; Daily request cap: 50,000",
             ("200 requests", "300"),
         ),
+        (  # a deadline as a time from an event
+            "What's the deadline for putting in a Delay Repay claim after a late train?",
+            "Passengers must submit their Delay Repay claim within two weeks of the delayed journey.",
+            "You can claim Delay Repay within 28 days of the delayed journey.",
+            ("two weeks", "28 days"),
+        ),
     ],
 )
 def test_two_answers_to_the_question_conflict_however_they_are_worded(
@@ -359,6 +365,11 @@ def test_two_answers_to_the_question_conflict_however_they_are_worded(
             "How many API calls per minute is a Plus workspace allowed?",
             "Plus — 200 requests/min, up to 25,000 requests a day",
             "Plan: Plus; Concurrent export jobs per minute: 2",
+        ),
+        (  # a class number and a year count no wheelchair spaces
+            "How many wheelchair spaces are there on an RE-7 Express train?",
+            "RE-7 Express trains are Class 48 units, built in 2019, with four wheelchair spaces.",
+            "Each RE-7 Express train has space for 6 bikes.",
         ),
         (  # a yes/no question has no value to compare
             "Do remote employees get help with their internet bill?",

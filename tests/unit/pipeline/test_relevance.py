@@ -100,6 +100,7 @@ from tests.unit.pipeline.stage_data import passage
         ("How many unused leave days can I carry over?", "You can carry over up to 5 days.", True),
         ("What does Care+ Premium cost?", "There are two plans, Care+ Standard and Care+ Premium.", False),
         ("How many plans are there?", "There are two plans, Care+ Standard and Care+ Premium.", True),
+        ("What's the deadline for a Delay Repay claim?", "Claim within 28 days of the delayed journey.", True),
         ("How many wheelchair spaces are on a train?", "Trains are Class 48 units, built in 2019.", False),
     ],
 )

@@ -426,6 +426,9 @@ def test_is_follow_up(text: str, expected: bool) -> None:
         ("What email address do I write to?", "address"),
         ("Which address is the office at?", "place"),  # a street address: a place
         ("What is the population of Broken Bow?", "quantity"),
+        ("What's the deadline for a Delay Repay claim?", "date"),  # a date or a time from an event
+        ("What times can I phone Travel Assist?", "date"),
+        ("What's the most money I can keep on a ValCard?", "quantity"),
         ("What is the distance from the depot to the station?", "quantity"),
     ],
 )
