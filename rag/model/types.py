@@ -78,6 +78,9 @@ class Passage:
     access_groups: tuple[str, ...] = field(default_factory=tuple)
     answered_by: str | None = None
     """Set on a curated answer (an expert's answer kept as a document): who wrote it."""
+    dated_by: str | None = None
+    """Where `effective_date` came from: "front_matter", "text" or "file_time" (the file's
+    modification time, which a copy, a checkout or a sync resets: no statement of when it took effect)."""
 
     def as_json(self) -> dict[str, object]:
         """The shape `candor search --json` prints."""

@@ -211,8 +211,11 @@ def _names_but_months(text: str) -> set[str]:
 
 
 def prefer(chosen: ScoredSentence, other: ScoredSentence) -> tuple[str | None, str]:
+    """The newer effective date, then the higher authority. A date that is only a file's time does
+    not decide against a stated one: a copy or a checkout gives an old press release today's date."""
     a, b = chosen.passage, other.passage
-    if a.effective_date and b.effective_date and a.effective_date != b.effective_date:
+    stated = (a.dated_by == "file_time") == (b.dated_by == "file_time")
+    if stated and a.effective_date and b.effective_date and a.effective_date != b.effective_date:
         newer = "chosen" if a.effective_date > b.effective_date else "other"
         date = max(a.effective_date, b.effective_date).isoformat()
         return newer, f"newer effective date ({date})"

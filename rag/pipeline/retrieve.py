@@ -155,4 +155,5 @@ def _passage(scored: Scored) -> Passage:
         knowledge_base=c.knowledge_base,
         access_groups=c.access_groups,
         answered_by=c.answered_by,
+        dated_by=c.date_source,
     )

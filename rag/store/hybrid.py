@@ -96,6 +96,7 @@ async def hybrid_candidates(
             dense_rank=r[13],
             lexical_rank=r[14],
             answered_by=r[15],
+            date_source=r[16],
         )
         for r in rows
     ]

@@ -129,7 +129,8 @@ SELECT c.id, c.document_id, d.source, d.title, d.url, c.heading, c.text, d.effec
        1 - coalesce(dense.distance, c.embedding <=> %(vec)s) AS cosine,
        coalesce(ts_rank(c.tsv, %(tsq)s::tsquery, 32), 0) AS lexical,
        dense.rnk, lex.rnk,
-       CASE WHEN d.format = 'curated' THEN d.metadata->>'answered_by' END
+       CASE WHEN d.format = 'curated' THEN d.metadata->>'answered_by' END,
+       d.date_source
 FROM ids
 JOIN chunks c ON c.id = ids.id
 JOIN documents d ON d.id = c.document_id

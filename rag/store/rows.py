@@ -91,3 +91,5 @@ class Candidate:
     lexical_rank: int | None
     answered_by: str | None = None
     """A curated answer's author (documents of format `curated` only)."""
+    date_source: str | None = None
+    """Where `effective_date` came from: front_matter, text or file_time."""

@@ -88,6 +88,7 @@ async def chunk_passages(
             authority=int(r[8]),
             knowledge_base=kb.name,
             access_groups=tuple(r[9]),
+            dated_by=r[10],
         )
         for r in rows
     }

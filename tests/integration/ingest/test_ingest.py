@@ -199,12 +199,14 @@ async def test_every_format_is_stored_chunked_embedded_and_searchable(
     assert {"Wash your cup", "Day: Monday; Hours: 8-18", SAFETY_PDF_LINES[1]} <= sentence_texts
 
     scope = AccessScope(groups=frozenset({"staff"}), knowledge_bases=frozenset({kb.name}))
+    dated = {"quillomer": "front_matter", "frandible": "text", "glimmerwax": "file_time", "plonkwidget": "file_time"}
     for word, path in (("quillomer", leave), ("frandible", travel), ("glimmerwax", office), ("plonkwidget", safety)):
         passages = await candor.retriever.run(f"{word}", scope, k=3)
         assert passages, word
         assert passages[0].document == str(path), (word, [p.document for p in passages])
         assert word in passages[0].text
         assert passages[0].lexical_score is not None and passages[0].lexical_score > 0
+        assert passages[0].dated_by == dated[word]  # conflicts weigh a file's time below a stated date
 
 
 # --- incremental re-ingest ------------------------------------------------------------------

@@ -474,3 +474,14 @@ def test_one_sentence_with_another_answer_filled_in_is_a_conflict(
 def test_look_alikes_filled_differently_are_not_conflicts(question: str, chosen: str, other: str) -> None:
     found = find_conflicts(sentence(chosen, 1), [sentence(other, 2, vector=unit(1))], question=question)
     assert [(f.chosen_value.kind, f.other_value.kind) for f in found if f.chosen_value.kind == "answer"] == []
+
+
+def test_a_file_time_does_not_outdate_a_stated_date() -> None:
+    """A copy or a checkout gives an undated press release today's date: authority decides instead."""
+    policy = sentence("Claims are accepted within 28 days.", 1, effective=date(2025, 4, 1), authority=4)
+    press = sentence("Claims are accepted within 14 days.", 2, effective=date(2026, 12, 2), authority=2)
+    copied = replace(press, passage=replace(press.passage, dated_by="file_time"))
+    assert prefer(policy, press) == ("other", "newer effective date (2026-12-02)")
+    assert prefer(policy, copied) == ("chosen", "higher authority")
+    both = replace(policy, passage=replace(policy.passage, dated_by="file_time"))
+    assert prefer(both, copied)[0] == "other"  # two file times: the newer file still decides
