@@ -33,12 +33,21 @@ _FIELD = re.compile(r"^[A-Z0-9*_][^:,]{0,39}:[*_]*\s+\S.*$")
 
 def fields(paragraph: str) -> list[str]:
     """A paragraph of "Key: value" lines, one field per line ("EU base URL: https://...", "Beta
-    version: v2.2-beta"), as its lines: each states its own fact, not one run-on sentence. Empty
-    for prose (the lines of a paragraph of prose are wrapped, not fields)."""
+    version: v2.2-beta"), as its fields: each states its own fact, not one run-on sentence. A line
+    that starts in lower case after a field carries on that field's value (a long value wrapped).
+    Empty for prose (the lines of a paragraph of prose are wrapped, not fields)."""
     lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
-    if len(lines) < 2 or not all(_FIELD.match(line) and not line.endswith((",", ";")) for line in lines):
+    out: list[str] = []
+    for line in lines:
+        if _FIELD.match(line):
+            out.append(line)
+        elif out and line[:1].islower():
+            out[-1] = f"{out[-1]} {line}"  # a long value wrapped onto the next line
+        else:
+            return []
+    if len(out) < 2 or any(field.endswith((",", ";")) for field in out):
         return []
-    return lines
+    return out
 
 
 def plain_blocks(lines: list[str], *, wrapped: bool) -> list[Block]:

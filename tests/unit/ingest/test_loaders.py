@@ -141,6 +141,19 @@ def test_markdown_lines_of_fields_are_one_fact_each_and_wrapped_prose_stays_whol
     ]
 
 
+def test_a_field_whose_value_wraps_onto_the_next_line_is_still_one_field() -> None:
+    source = (
+        b"Minimum top-up: EUR 10.00\nMaximum balance: EUR 250.00\n"
+        b"Daily cap (pay-as-you-go): the price of a DayRover; the DayRover+ price if\nyou also took a bus\n"
+    )
+    doc = load_document(Path("a.md"), source)
+    assert kinds_and_texts(doc.blocks) == [
+        ("paragraph", "Minimum top-up: EUR 10.00", 0),
+        ("paragraph", "Maximum balance: EUR 250.00", 0),
+        ("paragraph", "Daily cap (pay-as-you-go): the price of a DayRover; the DayRover+ price if you rode", 0),
+    ]
+
+
 def test_markdown_html_and_images_keep_their_text() -> None:
     doc = load_document(Path("a.md"), b'<div class="note">Call <b>us</b></div>\n\n![the org chart](chart.png)\n')
     assert [block.text for block in doc.blocks] == ["Call us", "the org chart"]
