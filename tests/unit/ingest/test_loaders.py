@@ -144,7 +144,7 @@ def test_markdown_lines_of_fields_are_one_fact_each_and_wrapped_prose_stays_whol
 def test_a_field_whose_value_wraps_onto_the_next_line_is_still_one_field() -> None:
     source = (
         b"Minimum top-up: EUR 10.00\nMaximum balance: EUR 250.00\n"
-        b"Daily cap (pay-as-you-go): the price of a DayRover; the DayRover+ price if\nyou also took a bus\n"
+        b"Daily cap (pay-as-you-go): the price of a DayRover; the DayRover+ price if\nyou rode\n"
     )
     doc = load_document(Path("a.md"), source)
     assert kinds_and_texts(doc.blocks) == [
