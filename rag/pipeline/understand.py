@@ -186,7 +186,10 @@ def _split(text: str) -> tuple[str, ...]:
             if len(re.findall(r"[\w'-]+", sub)) >= 3:
                 parts.append(_as_question(sub))
     if len(parts) > 1:
-        parts = [parts[0], *(_named_as_before(_standalone(p, parts[0]), parts[0]) for p in parts[1:])]
+        parts = [
+            parts[0],
+            *(_named_as_before(_that_one(_standalone(p, parts[0]), parts[0]), parts[0]) for p in parts[1:]),
+        ]
     if any(_PRONOUN.search(p) for p in parts[1:]):
         return (text,)  # "..., and do I need a card to start it?": the later part leans on the first
     parts = [each for part in parts for each in (_by_named_thing(part) or _by_attribute(part) or [part])]
@@ -209,6 +212,52 @@ def _standalone(part: str, first: str) -> str:
     thing = found[0]
     part = re.sub(r"\bits\b", f"{thing}'s", part)
     return re.sub(r"\bit\b", thing, part)
+
+
+def _that_one(part: str, first: str) -> str:
+    """A later part saying "that station" or "this plan" of the one thing of that kind the first
+    part names says its name: "From when will the RE-7 stop at Brennick Junction, and how many
+    parking spaces does that station have?" asks of Brennick Junction. A place is a name after
+    "at", "in", "from" or "to"; a product or plan a code, or a name elsewhere."""
+    found = _THAT_ONE.search(part)
+    if found is None:
+        return part
+    placed = {n for n in names(first) if re.search(rf"\b(?:in|at|from|to|near)\s+(?:the\s+)?{re.escape(n)}\b", first)}
+    if found["kind"].lower() in _PLACE_KINDS:
+        candidates = sorted(placed)
+    else:
+        candidates = sorted(codes(first)) or sorted(names(first) - placed)
+    if len(candidates) != 1:
+        return part
+    name = candidates[0]
+    said = re.search(rf"{re.escape(name)}\s+{re.escape(found['kind'])}\b", first, re.IGNORECASE)
+    return f"{part[: found.start()]}{said.group(0) if said else name}{part[found.end() :]}"
+
+
+_PLACE_KINDS = frozenset(
+    [
+        "station",
+        "stop",
+        "office",
+        "branch",
+        "site",
+        "city",
+        "town",
+        "place",
+        "location",
+        "depot",
+        "store",
+        "shop",
+        "centre",
+        "center",
+        "building",
+    ]
+)
+_THAT_ONE = re.compile(
+    r"\b(?:that|this|the same)\s+(?P<kind>station|stop|office|branch|site|city|town|place|location|depot|store"
+    r"|shop|centre|center|building|plan|product|model|device|router|camera|card|pass|ticket|service|app|version)\b",
+    re.IGNORECASE,
+)
 
 
 def _named_as_before(part: str, first: str) -> str:

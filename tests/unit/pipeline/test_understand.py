@@ -254,6 +254,32 @@ def test_split_parts_keeps_one_question_whole(question: str) -> None:
     ("question", "parts"),
     [
         (
+            "From when will the RE-7 stop at Brennick Junction, and how many parking spaces does that station have?",
+            (
+                "From when will the RE-7 stop at Brennick Junction?",
+                "How many parking spaces does Brennick Junction have?",
+            ),
+        ),
+        (
+            "How much is the Team plan, and how many seats does that plan include?",
+            ("How much is the Team plan?", "How many seats does Team plan include?"),
+        ),
+        (  # two places: which one "that office" is cannot be told
+            "What is the fee in Leeds and in Perth, and what does that office do?",
+            ("What is the fee in Leeds and in Perth?", "What does that office do?"),
+        ),
+    ],
+)
+def test_a_later_part_saying_that_station_says_the_one_the_first_part_names(
+    question: str, parts: tuple[str, ...]
+) -> None:
+    assert split_parts(question) == parts
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
             "How big is the battery in the RT-9i and how many hours will it run on a charge?",
             ("How big is the battery in the RT-9i?", "How many hours will RT-9i run on a charge?"),
         ),
