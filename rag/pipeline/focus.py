@@ -82,7 +82,9 @@ def candidates(part: str, covered_text: str, common: frozenset[str] = frozenset(
     words that only modify a covered word right after them, and words the corpus uses everywhere
     (`common`: their full-text lexemes; "Tervane" in Tervane's own manuals names no subject)."""
     covered = content_words(covered_text)
-    currencies = {v.kind.removeprefix("money") for v in values(covered_text) if v.kind.startswith("money")}
+    stated = values(covered_text)
+    currencies = {v.kind.removeprefix("money") for v in stated if v.kind.startswith("money")}
+    kinds = {v.kind for v in stated}
     tokens = _WORD.findall(asked(part))
     out: list[str] = []
     for i, token in enumerate(tokens):
@@ -91,6 +93,8 @@ def candidates(part: str, covered_text: str, common: frozenset[str] = frozenset(
             continue
         if _CURRENCY_WORDS.get(token.lower().rstrip("s")) in currencies:
             continue  # "in euros" is answered by "49 EUR" and "€59"
+        if _KIND_WORDS.get(token.lower().rstrip("s")) in kinds:
+            continue  # "what times" is answered by "06:00 to 22:00", "what percentage" by "12%"
         following = _stems(tokens[i + 1]) if i + 1 < len(tokens) else set()
         if following and following <= covered:
             continue  # "phone extension": the head noun is answered, the modifier rides along
@@ -99,6 +103,8 @@ def candidates(part: str, covered_text: str, common: frozenset[str] = frozenset(
 
 
 _CURRENCY_WORDS = {"euro": "€", "dollar": "$", "pound": "£", "sterling": "£"}
+_KIND_WORDS = {"time": "time", "date": "date", "percentage": "percent", "percent": "percent"}
+"""Question words that name the kind of value asked: a value of that kind addresses them."""
 
 
 def asked(part: str) -> str:

@@ -207,8 +207,8 @@ def type_match(wanted: str, text: str, question: str = "") -> float:
         return 1.0 if states("quantity", text, question) else 0.0
     if wanted == "address":
         return 1.0 if network_addresses(text) else 0.0
-    if wanted == "date":  # a date, a year, or a time from an event ("within 28 days")
-        dated = any(v.kind == "date" for v in values(text)) or _YEAR.search(text) or FROM_EVENT.search(text)
+    if wanted == "date":  # a date, a time of day, a year, or a time from an event ("within 28 days")
+        dated = any(v.kind in ("date", "time") for v in values(text)) or _YEAR.search(text) or FROM_EVENT.search(text)
         return 1.0 if dated else 0.0
     if wanted == "person":  # "who do I tell?" is answered by a name or an email address
         named = any(not mentions(question, p) for p in people(text))

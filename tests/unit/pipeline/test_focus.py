@@ -29,6 +29,22 @@ def test_a_word_the_answer_holds_in_another_form_is_covered() -> None:
     assert candidates("Is there free parking at the Leeds office?", answer) == []
 
 
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What does a year of Care+ Premium cost in euros?", "Care+ Premium costs 49 EUR a year."),
+        ("What times can I phone Travel Assist?", "Travel Assist lines open 06:00 to 22:00 every day."),
+        ("What percentage of trains ran on time?", "In 2025, 84.9% of trains ran on time."),
+    ],
+)
+def test_a_word_naming_the_kind_of_value_is_covered_by_a_value_of_that_kind(question: str, answer: str) -> None:
+    assert candidates(question, answer) == []
+
+
+def test_a_kind_word_without_its_value_is_still_a_candidate() -> None:
+    assert candidates("What times can I phone Travel Assist?", "Phone Travel Assist on 0800 414 200.") == ["times"]
+
+
 def test_titles_and_headings_cover_words_too() -> None:
     covered = "Employees may carry over up to 5 days. Annual leave policy > Carry-over"
     assert "policy" not in candidates("What is the annual leave policy on carrying days over?", covered)

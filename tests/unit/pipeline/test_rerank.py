@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.pipeline.rerank import only_siblings, type_match
+from rag.pipeline.understand import answer_type
 
 
 @pytest.mark.parametrize(
@@ -36,3 +37,24 @@ def test_a_sibling_alone_is_penalised_but_a_row_naming_both_is_not() -> None:
     row = "Zones covered: 2 zones; FlexPass 10-Trip (Adult): €39.00; FlexPass 10-Trip Off-Peak (Adult): €31.00"
     assert not only_siblings(row, asked, question)
     assert not only_siblings("The FlexPass 10-Trip costs €39.00.", asked, question)
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "fits"),
+    [
+        (
+            "What times can I phone Travel Assist?",
+            "By phone on 0800 414 200, lines open 06:00 to 22:00 every day.",
+            1.0,
+        ),
+        ("What's the deadline for a Delay Repay claim?", "Claim within 28 days of the delayed journey.", 1.0),
+        ("When was Delay Repay launched?", "Delay Repay was approved on 24 May 2022.", 1.0),
+        ("When will the lift be working again?", "Buses run hourly Mon-Sat; no Sunday service.", 0.0),
+        ("What is the population of Broken Bow?", "The centre lies 10 miles northwest of Broken Bow.", 0.0),
+        ("What is the population of Port Vincent?", "Port Vincent had a population of 472.", 1.0),
+    ],
+)
+def test_a_date_or_an_amount_ranks_as_the_type_asked_the_way_the_gate_reads_it(
+    question: str, sentence: str, fits: float
+) -> None:
+    assert type_match(answer_type(question), sentence, question) == fits
