@@ -107,8 +107,12 @@ _NUMBERED = re.compile(
 
 
 def _numbered(m: re.Match[str]) -> bool:
+    """A number that names: after a noun it numbers ("Platform 1"), or inside a name ("FlexPass 10-Trip")."""
     bare = m.group("num") and not (m.group("unit") or m.group("pct") or m.group("after"))
-    return bool(bare) and _NUMBERED.search(m.string, max(0, m.start() - 12), m.start()) is not None
+    if not bare:
+        return False
+    in_name = re.match(r"-[A-Z]", m.string[m.end() : m.end() + 2]) is not None
+    return in_name or _NUMBERED.search(m.string, max(0, m.start() - 12), m.start()) is not None
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")

@@ -55,6 +55,7 @@ def keys(text: str) -> list[tuple[str, str]]:
         ("For 5xx errors, send an Idempotency-Key.", []),  # a class of status codes
         ("Plus: 200 requests/min.", [("request", "200")]),
         ("Class 48 units run from Platform 1, two spaces in car 2.", []),  # numbers that name, not count
+        ("A FlexPass 10-Trip costs €39.00 for 2-zone trips.", [("money€", "39.00"), ("number", "2")]),
         ("Total 1,234 people", [("number", "1234")]),
     ],
 )
