@@ -32,7 +32,8 @@ if TYPE_CHECKING:
         report_window,
     )
     from rag.model.answers import Answer, Question
-    from rag.pipeline.understand import MAX_HISTORY_TURNS, MAX_QUESTION_CHARS, reads_as_question
+    from rag.pipeline.parts import reads_as_question
+    from rag.pipeline.understand import MAX_HISTORY_TURNS, MAX_QUESTION_CHARS
     from rag.runtime import Candor, EvalRun, open_candor, prepare_embedder
     from rag.tracking.events import Claim, Completion, ThreadTurn
     from rag.tracking.retention import Purged
@@ -63,7 +64,7 @@ _EXPORTS = {
     "report_window": "rag.insights.report.build",
     "MAX_HISTORY_TURNS": "rag.pipeline.understand",
     "MAX_QUESTION_CHARS": "rag.pipeline.understand",
-    "reads_as_question": "rag.pipeline.understand",
+    "reads_as_question": "rag.pipeline.parts",
     "Claim": "rag.tracking.events",
     "Completion": "rag.tracking.events",
     "ThreadTurn": "rag.tracking.events",

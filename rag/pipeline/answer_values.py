@@ -14,7 +14,7 @@ import re
 from rag.model.evidence import ScoredSentence
 from rag.pipeline.relevance import FROM_EVENT, states
 from rag.pipeline.understand import answer_type
-from rag.text.claims import sibling_names
+from rag.text.claims import sibling_names, without
 from rag.text.copies import filled_differently
 from rag.text.facts import (
     CURRENCY_CODES,
@@ -135,7 +135,7 @@ def answer_value(sentence: str, question: str) -> tuple[Value, str] | None:
         if asked_variants and variants and not variants & asked_variants:
             continue
         siblings = sibling_names(clause, asked, question) | _sibling_codes(clause, asked)
-        rest = _without(clause, siblings)
+        rest = without(clause, siblings)
         if siblings and not all(mentions(rest, n) for n in asked):
             continue  # about a sibling ("Beacon Pro" when "Beacon" is asked), not also about the asked
         body = rest[len(row_key) :] if row_key and rest.startswith(row_key) else rest  # a row's label gives no value
@@ -178,12 +178,6 @@ def _nearest(stated: list[Value], text: str, asked: set[str]) -> Value:
 def _sibling_codes(clause: str, asked: set[str]) -> set[str]:
     """Codes in `clause` that extend an asked one: "CAM-3 Outdoor" or "RT-9i" for "CAM-3" or "RT-9"."""
     return {c for c in codes(clause) for a in asked if c != a and c.startswith(a)}
-
-
-def _without(text: str, removed: set[str]) -> str:
-    for name in sorted(removed, key=len, reverse=True):
-        text = text.replace(name, " ")
-    return text
 
 
 def _answers_kind(wanted: str, value: Value) -> bool:

@@ -29,7 +29,7 @@ from rag.pipeline.relevance import FROM_EVENT, states
 from rag.pipeline.understand import answer_type
 from rag.store.evidence import SentenceEvidence, StoredSentence
 from rag.store.postgres import Vector
-from rag.text.claims import sibling_names
+from rag.text.claims import sibling_names, without
 from rag.text.facts import network_addresses, values
 from rag.text.names import acronyms, codes, mentions, names, people
 from rag.text.quotable import asks
@@ -149,12 +149,7 @@ def only_siblings(text: str, asked: set[str], question: str) -> bool:
     name itself: a table row giving "FlexPass 10-Trip: €39.00; FlexPass 10-Trip Off-Peak: €31.00"
     answers for both."""
     siblings = sibling_names(text, asked, question)
-    if not siblings:
-        return False
-    rest = text
-    for sibling in sorted(siblings, key=len, reverse=True):
-        rest = rest.replace(sibling, " ")
-    return not all(mentions(rest, name) for name in asked)
+    return bool(siblings) and not all(mentions(without(text, siblings), name) for name in asked)
 
 
 FAQ_ANSWER_SENTENCES = 4

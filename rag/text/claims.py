@@ -47,6 +47,13 @@ def sibling_names(text: str, asked: set[str], question: str) -> set[str]:
     }
 
 
+def without(text: str, removed: set[str]) -> str:
+    """`text` with the `removed` names taken out, longest first ("Beacon Pro" before "Beacon")."""
+    for name in sorted(removed, key=len, reverse=True):
+        text = text.replace(name, " ")
+    return text
+
+
 def _holds(value: Value, sentence: str) -> bool:
     stated = values(sentence)
     return value.key in {v.key for v in stated} or (

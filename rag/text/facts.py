@@ -90,11 +90,15 @@ _NOT_A_VALUE = re.compile(r"\d[xX]{2}\b")
 _SECTION_NUMBER = re.compile(r"\d+(?:\.\d+)+\s+[A-Z]")
 
 
+def _bare(m: re.Match[str]) -> bool:
+    """A number written without a unit, a percent sign or a currency."""
+    return bool(m.group("num")) and not (m.group("unit") or m.group("pct") or m.group("after"))
+
+
 def _section_number(m: re.Match[str]) -> bool:
     """A section's number opening its sentence ("3.5 Cloud services for cameras ...") is no amount;
     "2.5 GB of storage" is one."""
-    bare = m.group("num") and not (m.group("unit") or m.group("pct") or m.group("after"))
-    return bool(bare) and bool(_SECTION_NUMBER.match(m.string))
+    return _bare(m) and bool(_SECTION_NUMBER.match(m.string))
 
 
 _NUMBERED = re.compile(
@@ -108,8 +112,7 @@ _NUMBERED = re.compile(
 
 def _numbered(m: re.Match[str]) -> bool:
     """A number that names: after a noun it numbers ("Platform 1"), or inside a name ("FlexPass 10-Trip")."""
-    bare = m.group("num") and not (m.group("unit") or m.group("pct") or m.group("after"))
-    if not bare:
+    if not _bare(m):
         return False
     in_name = re.match(r"-[A-Z]", m.string[m.end() : m.end() + 2]) is not None
     return in_name or _NUMBERED.search(m.string, max(0, m.start() - 12), m.start()) is not None

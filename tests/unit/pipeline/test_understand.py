@@ -13,15 +13,14 @@ from hypothesis import strategies as st
 from rag.errors import QuestionError
 from rag.model.answers import Feedback, Question, Turn
 from rag.model.types import clean_text
+from rag.pipeline.parts import reads_as_question, split_parts
 from rag.pipeline.understand import (
     MAX_HISTORY_TURNS,
     MAX_PARTS,
     MAX_QUESTION_CHARS,
     answer_type,
     is_follow_up,
-    reads_as_question,
     rewrite_follow_up,
-    split_parts,
     strip_markup,
     understand,
 )
