@@ -75,6 +75,8 @@ COMMAND = "HF_HUB_OFFLINE=1 python benchmarks/ramdocs_answers.py"
 CORPUS_FORMAT = 1
 """Bump when the Markdown written per document changes."""
 
+REPORTED = 150
+"""The first 150 questions are the reported set; the rest of the file (350) is development data."""
 COMPARED_KINDS = "amount, duration or count (a unit)"
 DATE_OR_NUMBER = "date or bare number"
 NAME = "name or other"
@@ -98,10 +100,14 @@ class Item:
         return any(kind == "misinfo" for _, kind, _ in self.documents)
 
 
-def load_items(n: int, path: Path = RAMDOCS) -> list[Item]:
+def load_items(n: int, path: Path = RAMDOCS, *, development: bool = False) -> list[Item]:
+    """The first `n` questions of the file (the reported ones), or with `development` the questions
+    after the first REPORTED, never reported: the ones rules may be read and tried on."""
     items = []
-    for index, line in enumerate(path.read_text(encoding="utf-8").splitlines()[:n]):
-        row = json.loads(line)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    chosen = range(REPORTED, len(lines)) if development else range(min(n, len(lines)))
+    for index in chosen:
+        row = json.loads(lines[index])
         docs = tuple((d["text"], d["type"], str(d.get("answer", ""))) for d in row["documents"])
         items.append(Item(index, row["question"], docs, tuple(row["gold_answers"]), tuple(row["wrong_answers"])))
     return items
@@ -404,8 +410,8 @@ def print_examples(picked: Sequence[Record]) -> None:
         print(f"  cited document types {list(r.cited_types)}; conflicts {[list(c) for c in r.conflicts]}")
 
 
-async def run(n: int, rebuild: bool, quiet: bool) -> tuple[dict[str, Any], list[Record]]:
-    items = load_items(n)
+async def run(n: int, rebuild: bool, quiet: bool, development: bool = False) -> tuple[dict[str, Any], list[Record]]:
+    items = load_items(n, development=development)
     settings = load_settings(home=prepare_home(rebuild), database_url=None)
 
     def log(line: str) -> None:
@@ -439,9 +445,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=150, help="the first N questions of the file")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached home from scratch")
+    parser.add_argument(
+        "--development",
+        action="store_true",
+        help=f"the questions after the first {REPORTED} instead (development data: never reported)",
+    )
     args = parser.parse_args()
 
-    config, records = asyncio.run(run(args.questions, args.rebuild, quiet=args.json))
+    config, records = asyncio.run(run(args.questions, args.rebuild, quiet=args.json, development=args.development))
     subsets = {
         "with misinfo": [r for r in records if r.misinfo],
         "without misinfo": [r for r in records if not r.misinfo],
@@ -449,7 +460,9 @@ def main() -> None:
     }
     results = {label: summarise(rs) for label, rs in subsets.items()}
     picked = examples(records)
-    command = COMMAND + ("" if args.questions == 150 else f" --questions {args.questions}")
+    command = COMMAND + (
+        " --development" if args.development else "" if args.questions == REPORTED else f" --questions {args.questions}"
+    )
     if args.json:
         payload = {
             "command": command,

@@ -40,7 +40,6 @@ _PAGE_CHROME = (
     "[ edit ]",
     "[edit]",
     " v t e ",
-    "sign in ",
     "oldid=",
     "jump to navigation",
     "jump to search",
@@ -51,6 +50,27 @@ _PAGE_CHROME = (
     "print/export",
 )
 """A web page's furniture copied with its text (lower case): edit links, navigation, categories, history."""
+_INTERFACE = re.compile(
+    r"\b(?:jump to (?:content|navigation|search)|skip to (?:main )?content|main menu|move to sidebar"
+    r"|toggle navigation|personal tools|close search|search results|press (?:return|enter) to"
+    r"|create (?:an )?account|(?:view )?(?:mobile|desktop) (?:site|version)|follow (?:us )?on"
+    r"|cookie (?:settings|preferences)|privacy policy|terms of (?:use|service)|share (?:this|on))\b",
+    re.IGNORECASE,
+)
+"""Phrases of a site's interface rather than its text: two different ones make a sentence the page's
+furniture ("Close Search Type your search terms above and press return to see the search results",
+"View Mobile Site Follow on IG", "Jump to content Main menu"). Prose and instructions say one in
+passing at most ("Search results are sorted by date"); a single word such as "search", "menu" or
+"sign in" is an instruction's ("Sign in and open the Settings menu")."""
+INTERFACE_WORDS = 2
+_SIGN_IN_LABEL = re.compile(
+    r"\b(?:sign|log) in\b(?!\s*(?:[.,;:!?)]|$|(?:to|with|and|at|using|via|on|again|first|as|through|from|for|or|"
+    r"once|before|after|when|if|here|there|now)\b))",
+    re.IGNORECASE,
+)
+"""'Sign in' as a page's button ("Wikiwand English Sign in Top Qs Timeline"), not as an instruction's
+verb, which says where, how or what next ("sign in to the laptop", "sign in with your username",
+"allows you to sign in and register")."""
 _LISTED_YEAR = re.compile(r"\(\s*(?:1[5-9]|20)\d{2}\s*\)")
 """'Naya Daur (1955)': three of them in words mostly capitalised make a list of works, not a sentence
 ("... Edna Ferber's novel Show Boat (1929), the lavish musical Broadway (1929) ..." is one)."""
@@ -65,6 +85,11 @@ def _titled(words: list[str]) -> bool:
     return sum(w[0].islower() for w in words) < len(words) / 3
 
 
+def furniture(text: str) -> bool:
+    """A site's interface copied with its text: two different interface words or phrases (`_INTERFACE`)."""
+    return len({m.group(0).lower() for m in _INTERFACE.finditer(text)}) >= INTERFACE_WORDS
+
+
 def readable(text: str) -> bool:
     """Whole sentences only: long enough, ends like a sentence, starts like one, not a list intro,
     not a web page's furniture nor a list of works ("Cadillac Rag (1991) Goin' Back to Dixie (1992) ...")."""
@@ -75,7 +100,7 @@ def readable(text: str) -> bool:
     if len(words) < 4 or len(stripped) < 20:
         return False
     lowered = f" {stripped.lower()} "
-    if any(marker in lowered for marker in _PAGE_CHROME):
+    if any(marker in lowered for marker in _PAGE_CHROME) or furniture(stripped) or _SIGN_IN_LABEL.search(stripped):
         return False
     if len(_LISTED_YEAR.findall(stripped)) >= 3 and _titled(words):
         return False

@@ -17,6 +17,15 @@ from rag.text.quotable import about_the_page, readable
         "2,000 hosts are supported by the NW-200X collector.",
         '"Beacon Pro" keeps results for 365 days.',
         "2.) the president becomes the Commander in Chief of the Army and Navy.",  # a list marker's parenthesis
+        # an instruction or prose saying one interface word or phrase in passing
+        "Sign in and open the Settings menu, then choose Create account.",
+        "Search results are sorted by date, newest first.",
+        "Police obtained a search warrant and searched the house.",
+        # "sign in" as an instruction's verb, not a page's button
+        "The bypass code is valid for 8 hours and allows you to sign in and register a new phone.",
+        "Sign in to the laptop with your username and password.",
+        "Devices that cannot sign in to the network use a separate one.",
+        "Open the app and sign in.",
         # works with their years in prose
         "His early films included Show Boat (1929), the musical Broadway (1929) and the first all-colour feature"
         " (1930), King of Jazz.",
@@ -39,6 +48,11 @@ def test_readable_sentences(text: str) -> None:
         "External links [ edit ] Lahu Ke Do Rang at IMDb v t e Films and television series by Raj Kapoor.",
         "Ardhangini - Wikiwand English Sign in Top Qs Timeline Chat Perspective AI tools All Articles.",
         "Related changes Permanent link Page information Cite this page Print/export Create a book.",
+        # a site's interface: two different interface phrases
+        "Giant Steps | Album Review Close Search Type your search terms above and press return to see the search"
+        " results.",
+        "Pekka Niemi (ice hockey player) - Wikipedia Jump to content Main menu move to sidebar hide Navigation.",
+        "View Mobile Site Follow on IG TikTok Join Fan Lab for more.",
         "1885-1955 ) ; Edmund Maurice Burke Roche, 4th Baron Fermoy ; Maurice Roche.",  # a parenthesis's tail
         # a list of works, not a sentence
         "Cadillac Rag (1991) Goin' Back to Dixie (1992) The Walls We Bounce Off Of (1994) No End of Love (1996).",
