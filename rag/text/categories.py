@@ -29,31 +29,8 @@ _DEFINITION = re.compile(
 _PARENTHESIS = re.compile(r"\([^()]*\)")
 """'(born 6 March 1988)', '(Hangul: ...; ...)': read past, as the reader does."""
 _PLAIN = frozenset(
-    [
-        "former",
-        "retired",
-        "professional",
-        "famous",
-        "well-known",
-        "noted",
-        "notable",
-        "prominent",
-        "renowned",
-        "leading",
-        "acclaimed",
-        "popular",
-        "successful",
-        "award-winning",
-        "best-known",
-        "early",
-        "modern",
-        "contemporary",
-        "amateur",
-        "active",
-        "veteran",
-        "young",
-        "old",
-    ]
+    "former retired professional famous well-known noted notable prominent renowned leading acclaimed popular "  # noqa: SIM905
+    "successful award-winning best-known early modern contemporary amateur active veteran young old".split()
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
@@ -67,17 +44,8 @@ def category(sentence: str, question: str) -> frozenset[str] | None:
     """The words of the kind the sentence's definition gives its subject ("Greg Boyer (born 1958) is
     an American chef known for ..." gives {"chef"}), when its subject shares a name word with the
     question; None when it defines nothing, or something else."""
-    found = _definition(sentence)
-    if found is None:
-        return None
-    asked = {w.lower() for w in _WORD.findall(question) if w[0].isupper()}
-    subject = {w.lower() for w in _WORD.findall(found.group("subject")) if w[0].isupper()}
-    if not asked & subject:
-        return None
-    words = frozenset(
-        w.lower() for w in _WORD.findall(found.group("kind")) if not w[0].isupper() and w.lower() not in _PLAIN
-    )
-    return words or None
+    found = _kind(sentence, question)
+    return found[0] if found else None
 
 
 def differing_categories(a: str, b: str, question: str) -> tuple[str, str] | None:
@@ -85,17 +53,21 @@ def differing_categories(a: str, b: str, question: str) -> tuple[str, str] | Non
     as each words it; None when the question asks no category or either defines nothing."""
     if not asks_category(question):
         return None
-    kind_a, kind_b = category(a, question), category(b, question)
-    if kind_a is None or kind_b is None or kind_a & kind_b:
+    kind_a, kind_b = _kind(a, question), _kind(b, question)
+    if kind_a is None or kind_b is None or kind_a[0] & kind_b[0]:
         return None
-    return _surface(a), _surface(b)
+    return kind_a[1], kind_b[1]
 
 
-def _definition(sentence: str) -> re.Match[str] | None:
-    return _DEFINITION.match(" ".join(_PARENTHESIS.sub(" ", sentence).split()))
-
-
-def _surface(sentence: str) -> str:
-    found = _definition(sentence)
-    assert found is not None
-    return found.group("kind").strip()
+def _kind(sentence: str, question: str) -> tuple[frozenset[str], str] | None:
+    """The kind's words (`category`) and the noun phrase as the sentence words it."""
+    found = _DEFINITION.match(" ".join(_PARENTHESIS.sub(" ", sentence).split()))
+    if found is None:
+        return None
+    asked = {w.lower() for w in _WORD.findall(question) if w[0].isupper()}
+    subject = {w.lower() for w in _WORD.findall(found.group("subject")) if w[0].isupper()}
+    if not asked & subject:
+        return None
+    kind = found.group("kind").strip()
+    words = frozenset(w.lower() for w in _WORD.findall(kind) if not w[0].isupper() and w.lower() not in _PLAIN)
+    return (words, kind) if words else None
