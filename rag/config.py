@@ -30,6 +30,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag.calibration import calibrated
 from rag.errors import ConfigError
+from rag.experts import Experts, parse_authority
 from rag.model.answers import DEFAULT_REFUSAL
 
 _TEAMS_CHANNEL = re.compile(r"19:[^\s;:/@]+@thread\.(?:tacv2|skype)")
@@ -48,6 +49,8 @@ runs apart by what they were answered with."""
 
 
 def _default_home() -> Path:
+    """The platform's data folder for the user (`~/.local/share/candor` on Linux), or `/var/lib/candor`
+    as root."""
     # As root the embedded Postgres runs as a separate `pgserver` user and makes every parent of
     # its data directory world-traversable; /root must not become that, so root gets a path made
     # for the purpose.
@@ -72,7 +75,8 @@ class Settings(BaseSettings):
     """CANDOR_HOME: data directory; the embedded Postgres lives in `<home>/pgdata`."""
     models_dir: Path | None = Field(None, validation_alias=_env("CANDOR_MODELS_DIR"))
     """CANDOR_MODELS_DIR: where the embedder's ONNX exports are kept (default `<home>/models`); a
-    container image or several homes can share one, made once."""
+    container image or several homes can share one, made once. One folder per variant, each with its
+    manifest (`candor-export.json`)."""
     database_url: SecretStr | None = Field(None, validation_alias=_env("CANDOR_DATABASE_URL"))
     """CANDOR_DATABASE_URL: an existing Postgres (with pgvector) to use instead of the embedded one."""
     database_read_url: SecretStr | None = Field(None, validation_alias=_env("CANDOR_DATABASE_READ_URL"))
@@ -80,8 +84,9 @@ class Settings(BaseSettings):
     answer path's heaviest reads); writes, the chat ledger and every other read stay on the
     primary, and a search the standby cannot take runs on the primary (docs/scaling.md)."""
     db_retry_seconds: float = Field(10.0, ge=0, le=600, validation_alias=_env("CANDOR_DB_RETRY_SECONDS"))
-    """CANDOR_DB_RETRY_SECONDS: how long a question, a claim or a vote waits for a database that
-    went away (a restart, a failover) before it fails; 0: fail at once."""
+    """CANDOR_DB_RETRY_SECONDS: how long a question, a claim, a trace or a vote waits for a
+    database that went away (a restart, a failover) before it fails or is spooled; 0: fail at once.
+    Only connection failures are retried, never a statement Postgres refused."""
     db_pool_size: int = Field(20, ge=1, le=100, validation_alias=_env("CANDOR_DB_POOL_SIZE"))
     """CANDOR_DB_POOL_SIZE: database connections each process keeps; never more (searches have a
     quarter as many of their own, at least 2). `candor serve` opens them at start-up; a request that
@@ -95,7 +100,8 @@ class Settings(BaseSettings):
     """CANDOR_DB_SHARED_BUFFERS_MB: the embedded Postgres' page cache (`shared_buffers`); by default a
     quarter of the memory this process may use, between 128 MB and 2 GB. Postgres' own 128 MB holds
     less than the vector index of ~70k chunks, and a search that reads index pages from the operating
-    system costs ~1 ms more. Applied when the embedded server starts (not while another process
+    system costs ~1 ms more. Written to `<pgdata>/candor.conf` at every start, with JIT compilation
+    off, and applied when the embedded server starts (not while another process
     keeps it running); an external server (CANDOR_DATABASE_URL) is left as it is."""
 
     # --- embeddings ----------------------------------------------------------------------
@@ -108,13 +114,18 @@ class Settings(BaseSettings):
     """CANDOR_EMBEDDER_BACKEND: how the model runs on the CPU: `onnx-int8` (exported and quantised
     locally on first use), `onnx` (float) or `torch`. A backend that cannot load falls back to the
     next in that order, with one warning line; the one in use is logged by `candor serve`, shown in
-    `/healthz` and stored with every eval run."""
+    `/healthz` and stored with every eval run. The export lives in CANDOR_MODELS_DIR (~25 MB: only the
+    file the backend loads is kept)."""
     onnx_target: Literal["auto", "arm64", "avx2", "avx512", "avx512_vnni"] = Field(
         "auto", validation_alias=_env("CANDOR_ONNX_TARGET")
     )
     """CANDOR_ONNX_TARGET: the CPU the int8 export is quantised for; `auto` reads this CPU's. ONNX
-    Runtime runs any target's file on any CPU, so this only trades speed and vectors slightly."""
+    Runtime runs any target's file on any CPU, so this only trades speed and vectors slightly. `auto`
+    is `avx512_vnni` on such CPUs, `arm64` on arm64 and `avx2` on every other x86-64; signed weights
+    (every target but `avx2`) may saturate on x86 CPUs without VNNI."""
     embed_batch_size: int = Field(32, ge=1, le=1024, validation_alias=_env("CANDOR_EMBED_BATCH_SIZE"))
+    """CANDOR_EMBED_BATCH_SIZE: the most texts the local embedder encodes in one batch (the ONNX runner
+    also keeps each batch under a token budget, longest texts first)."""
     embedding_dimensions: int | None = Field(None, ge=1, le=16000, validation_alias=_env("CANDOR_EMBEDDING_DIMENSIONS"))
     """CANDOR_EMBEDDING_DIMENSIONS: requested size for OpenAI embeddings (their `dimensions`)."""
     sentence_embeddings: bool = Field(True, validation_alias=_env("CANDOR_SENTENCE_EMBEDDINGS"))
@@ -126,14 +137,19 @@ class Settings(BaseSettings):
     max_authority: int = Field(3, ge=0, le=100, validation_alias=_env("CANDOR_MAX_AUTHORITY"))
     """CANDOR_MAX_AUTHORITY: the cap on front-matter `authority` for new knowledge bases."""
     default_kb: str = Field("default", min_length=1, validation_alias=_env("CANDOR_KB"))
+    """CANDOR_KB: the knowledge base a command or an adapter uses when `--kb` (or the access policy) names none."""
     sources: Path | None = Field(None, validation_alias=_env("CANDOR_SOURCES"))
-    """CANDOR_SOURCES: the YAML file of sources `candor sync` reads (websites; README "Sources")."""
+    """CANDOR_SOURCES: the YAML file of sources `candor sync` reads (docs/sources.md)."""
 
     # --- retrieval -----------------------------------------------------------------------
     fusion: Literal["rrf", "weighted"] = Field("weighted", validation_alias=_env("CANDOR_FUSION"))
+    """CANDOR_FUSION: how the dense and full-text rankings are merged: `weighted` (a mix of the min-max
+    scaled cosine and full-text rank, CANDOR_DENSE_WEIGHT) or `rrf` (reciprocal rank fusion, CANDOR_RRF_K;
+    measured worse on SQuAD: docs/benchmarks.md)."""
     dense_weight: float = Field(0.6, ge=0.0, le=1.0, validation_alias=_env("CANDOR_DENSE_WEIGHT"))
     """CANDOR_DENSE_WEIGHT: share of the dense score in weighted fusion (the rest is lexical)."""
     rrf_k: int = Field(60, ge=1, validation_alias=_env("CANDOR_RRF_K"))
+    """CANDOR_RRF_K: the constant of reciprocal rank fusion (CANDOR_FUSION=rrf): a rank r scores 1 / (k + r)."""
     candidates: int = Field(40, ge=1, le=1000, validation_alias=_env("CANDOR_CANDIDATES"))
     """CANDOR_CANDIDATES: passages each retriever (dense, full-text) contributes before fusion."""
     max_term_frequency: float = Field(0.05, gt=0.0, le=1.0, validation_alias=_env("CANDOR_MAX_TERM_FREQUENCY"))
@@ -170,18 +186,26 @@ class Settings(BaseSettings):
     shortlist: int = Field(20, ge=1, le=200, validation_alias=_env("CANDOR_SHORTLIST"))
     """CANDOR_SHORTLIST: passages retrieved and reranked per question part (doubled on retry)."""
     retry: bool = Field(True, validation_alias=_env("CANDOR_RETRY"))
+    """CANDOR_RETRY: one more retrieval-synthesis cycle, with the parts' content words as queries and
+    twice the shortlist, when the faithfulness gate fails."""
     rescue: bool = Field(True, validation_alias=_env("CANDOR_RESCUE"))
     """CANDOR_RESCUE: a sentence the critic rejects gets one re-retrieval of its own before it is
     dropped (rag/pipeline/rescue.py); logged in the `rescue` gate."""
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
     """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
     access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))
-    """CANDOR_ACCESS_POLICY: YAML rules mapping platform, conversation and user to access groups."""
+    """CANDOR_ACCESS_POLICY: YAML rules mapping platform, conversation and user to access groups and
+    knowledge bases (rag/pipeline/access.py); every rule names its platform. Unset: public documents only."""
 
     # --- platforms and LLM (used by the adapters and model-backed stages) -----------------
     slack_bot_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_BOT_TOKEN"))
+    """SLACK_BOT_TOKEN: the Slack bot token (`xoxb-...`); set, `candor serve` runs the Slack bot (docs/slack.md)."""
     slack_signing_secret: SecretStr | None = Field(None, validation_alias=_env("SLACK_SIGNING_SECRET"))
+    """SLACK_SIGNING_SECRET: HTTP mode: requests to /slack/events must be signed with it (unsigned, wrongly
+    signed or older than five minutes: 401). Empty or under 16 characters: refused at start-up."""
     slack_app_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_APP_TOKEN"))
+    """SLACK_APP_TOKEN: Socket Mode (`xapp-...`, scope `connections:write`): Slack is reached over a
+    websocket Candor opens, so no public URL is needed."""
     slack_api_url: str | None = Field(None, validation_alias=_env("SLACK_API_URL"))
     """SLACK_API_URL: the Web API base URL (tests, proxies); Slack's own when unset."""
     slack_ask_human: str | None = Field(None, validation_alias=_env("SLACK_ASK_HUMAN"))
@@ -207,7 +231,8 @@ class Settings(BaseSettings):
     """CANDOR_REVIEW_EVERY_DAYS: how often the Slack review sample is posted, over the days since the last."""
     slack_answer_process: bool = Field(False, validation_alias=_env("CANDOR_SLACK_ANSWER_PROCESS"))
     """CANDOR_SLACK_ANSWER_PROCESS: `candor serve` answers Slack questions in a child process of its
-    own instead of its event loop (on the 2-core test machine this did not lower acknowledgement
+    own (`candor slack-worker`, which it supervises) instead of its event loop
+    (on the 2-core test machine this did not lower acknowledgement
     latency: see docs/slack.md)."""
     answer_concurrency: int | None = Field(None, ge=1, le=256, validation_alias=_env("CANDOR_ANSWER_CONCURRENCY"))
     """CANDOR_ANSWER_CONCURRENCY: chat answers made at once per process (default: the CPU count). Fewer
@@ -216,8 +241,13 @@ class Settings(BaseSettings):
     """CANDOR_EVENT_LEASE_SECONDS: how long a replica holds a chat event it is answering before another
     replica may take it over (renewed while the answer is being made)."""
     microsoft_app_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_ID"))
+    """MICROSOFT_APP_ID: the bot's Azure app id (or its user-assigned managed identity's client id); set,
+    `candor serve` runs the Teams bot at /api/messages, every request authenticated (docs/teams.md)."""
     microsoft_app_password: SecretStr | None = Field(None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
+    """MICROSOFT_APP_PASSWORD: the app registration's client secret (none with UserAssignedMSI)."""
     microsoft_app_tenant_id: str | None = Field(None, validation_alias=_env("MICROSOFT_APP_TENANT_ID"))
+    """MICROSOFT_APP_TENANT_ID: the bot's own tenant (needed by SingleTenant and UserAssignedMSI); its
+    organisation is answered, with those of CANDOR_TEAMS_TENANTS."""
     teams_tenants: str | None = Field(None, validation_alias=_env("CANDOR_TEAMS_TENANTS"))
     """CANDOR_TEAMS_TENANTS: the organisations (Entra tenant ids, comma-separated) the Teams bot
     answers, besides MICROSOFT_APP_TENANT_ID; `*`: any organisation (a public multi-tenant app).
@@ -229,7 +259,17 @@ class Settings(BaseSettings):
     teams_triage_channel: str | None = Field(None, validation_alias=_env("TEAMS_TRIAGE_CHANNEL"))
     """TEAMS_TRIAGE_CHANNEL: the conversation id of the Teams channel where "Ask a person" posts a
     question for the team (`19:...@thread.tacv2`; Candor must be installed in its team). Unset: no
-    hand-off action; TEAMS_ASK_HUMAN's line is all a refusal offers."""
+    hand-off action; TEAMS_ASK_HUMAN's line is all a refusal offers. The URL-encoded form copied from
+    "Get link to channel" is read too."""
+    experts: str | None = Field(None, validation_alias=_env("CANDOR_EXPERTS"))
+    """CANDOR_EXPERTS: who may reply to a hand-off and keep the reply as a curated answer, comma-separated:
+    `slack:U0123ABCD=Ana Diaz`, `slack-group:S0456EFGH`, `teams:<Entra object id>=Ana Diaz`,
+    `teams-team:<team id>` (`=name`: what their curated answers are signed with). Unset: nobody; a
+    triage channel then refuses to start, naming this setting (rag/loop/experts.py)."""
+    curated_authority: str = Field("0", validation_alias=_env("CANDOR_CURATED_AUTHORITY"))
+    """CANDOR_CURATED_AUTHORITY: the authority of a curated answer in a conflict: a number for every
+    knowledge base, or `name=number` pairs with `*=number` for the rest (`hr=2, *=0`); capped by the
+    base's ceiling. Default 0, as an ordinary document: a person's reply does not outrank the policy."""
     teams: bool = Field(False, validation_alias=_env("CANDOR_TEAMS"))
     """CANDOR_TEAMS: serve Teams at /api/messages even without MICROSOFT_APP_ID: anonymous, for local
     development with the Bot Framework Emulator only (the server warns loudly)."""
@@ -240,7 +280,11 @@ class Settings(BaseSettings):
     MICROSOFT_APP_TENANT_ID) or UserAssignedMSI (a managed identity: MICROSOFT_APP_ID is its client
     id, MICROSOFT_APP_TENANT_ID its tenant, and no password)."""
     openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
+    """OPENAI_API_KEY: the key for OPENAI_BASE_URL, used by `openai:` embeddings, writer, judge and audit
+    verifier (sent to OPENAI_BASE_URL only)."""
     openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
+    """OPENAI_BASE_URL: any OpenAI-compatible endpoint (OpenAI, Azure OpenAI, vLLM, Ollama, a llama.cpp
+    server); unset: OpenAI's."""
 
     # --- model-backed stages (offline by default) -------------------------------------------
     writer: str = Field("extractive", validation_alias=_env("CANDOR_WRITER"))
@@ -274,11 +318,15 @@ class Settings(BaseSettings):
     """CANDOR_SELF_CONSISTENCY_KBS: JSON list of high-stakes knowledge bases (`["*"]`: all) whose
     answers a model writer must give again, consistently, to be delivered as confident."""
     self_consistency_samples: int = Field(3, ge=2, le=10, validation_alias=_env("CANDOR_SELF_CONSISTENCY_SAMPLES"))
+    """CANDOR_SELF_CONSISTENCY_SAMPLES: how many more times the model writer answers a question of a
+    CANDOR_SELF_CONSISTENCY_KBS knowledge base; a fact most samples do not state makes it low confidence."""
     llm_timeout: float = Field(30.0, gt=0, le=600, validation_alias=_env("CANDOR_LLM_TIMEOUT"))
     """CANDOR_LLM_TIMEOUT: seconds per model request."""
     llm_attempts: int = Field(3, ge=1, le=10, validation_alias=_env("CANDOR_LLM_ATTEMPTS"))
     """CANDOR_LLM_ATTEMPTS: tries per model call (timeouts, 429, 5xx, malformed output)."""
     llm_max_tokens: int = Field(1024, ge=16, le=32768, validation_alias=_env("CANDOR_LLM_MAX_TOKENS"))
+    """CANDOR_LLM_MAX_TOKENS: the most tokens a model may write in one reply (`max_tokens`); a reply cut
+    off there is malformed and retried."""
     answer_budget: float = Field(60.0, gt=0, le=3600, validation_alias=_env("CANDOR_ANSWER_BUDGET_SECONDS"))
     """CANDOR_ANSWER_BUDGET_SECONDS: the time all model calls of one answer share, retries included;
     past it the stage falls back (extractive writer, offline critic)."""
@@ -342,9 +390,11 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", validation_alias=_env("CANDOR_LOG_LEVEL")
     )
+    """CANDOR_LOG_LEVEL: the lowest level logged (to stderr)."""
     log_format: Literal["text", "json"] = Field("text", validation_alias=_env("CANDOR_LOG_FORMAT"))
     """CANDOR_LOG_FORMAT: `text` (a line a person reads) or `json` (one object per line, with the
-    fields the code attaches: trace id, platform, route, ...; bot/cli/logs.py)."""
+    fields the code attaches: time, level, logger, message, trace id, platform, route, key, ...;
+    bot/cli/logs.py)."""
 
     @field_validator("home", mode="after")
     @classmethod
@@ -417,6 +467,24 @@ class Settings(BaseSettings):
                 "CANDOR_AUDIT_VERIFIER=openai:... needs OPENAI_API_KEY (or CANDOR_AUDIT_BASE_URL / OPENAI_BASE_URL)"
             )
         return self
+
+    @field_validator("experts", mode="after")
+    @classmethod
+    def _experts(cls, value: str | None) -> str | None:
+        try:
+            Experts.parse(value)  # a malformed entry fails at start-up, naming it
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("curated_authority", mode="after")
+    @classmethod
+    def _curated_authority(cls, value: str) -> str:
+        try:
+            parse_authority(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("teams_triage_channel", mode="after")
     @classmethod

@@ -85,7 +85,7 @@ class Candor:
     """What `/metrics` shows; None: nothing is counted."""
 
     async def answer(self, question: Question) -> Answer:
-        """The gated answer to one question, logged (DESIGN.md, "The flow"); `RateLimited` when its
+        """The gated answer to one question, logged (docs/design.md, "The flow"); `RateLimited` when its
         asker or conversation asked too many just now."""
         try:
             if self.limits is not None:
@@ -198,7 +198,7 @@ class Candor:
         async def base(name: str) -> KnowledgeBase | None:
             return await self.knowledge_base(name, create=True)
 
-        curated = CuratedAnswers(self.store, self.ingestor)
+        curated = CuratedAnswers(self.store, self.ingestor, authority=self.settings.curated_authority)
         return Loop(Handoffs(self.store.engine), curated, knowledge_base=base, default_kb=self.settings.default_kb)
 
     async def trace(self, trace_id: str) -> dict[str, Any] | None:

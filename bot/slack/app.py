@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -37,6 +37,7 @@ from bot.server import ChatCore
 from bot.slack.blocks import (
     home_view,
 )
+from bot.slack.experts import SlackExperts
 from bot.slack.feedback import SlackFeedback
 from bot.slack.handoff import SlackHandoffs
 from bot.slack.jobs import PLATFORM, Job, Responder
@@ -45,6 +46,7 @@ from bot.worker import EventClaims, Worker
 from rag import reads_as_question
 from rag.config import Settings
 from rag.errors import ConfigError, StoreError
+from rag.experts import Experts
 
 log = logging.getLogger("candor.slack")
 
@@ -67,6 +69,8 @@ class SlackConfig:
     ask_human: str | None = None
     triage_channel: str | None = None
     """Where "Ask a person" hands questions to the team (`bot.slack.handoff`); None: no hand-offs."""
+    experts: Experts = field(default_factory=Experts)
+    """Who may answer hand-offs and keep curated answers (CANDOR_EXPERTS)."""
     public_url: str | None = None
     """CANDOR_PUBLIC_URL: triage posts link to the trace's dashboard page there."""
     review_channel: str | None = None
@@ -89,7 +93,15 @@ def slack_config(settings: Settings, *, answers_here: bool | None = None) -> Sla
     secret, app_token = settings.slack_signing_secret, settings.slack_app_token
     if secret is None and app_token is None:
         raise ConfigError("SLACK_BOT_TOKEN needs SLACK_SIGNING_SECRET (HTTP mode) or SLACK_APP_TOKEN (Socket Mode)")
+    experts = Experts.parse(settings.experts)
+    if settings.slack_triage_channel and not experts.configured("slack"):
+        raise ConfigError(
+            f"SLACK_TRIAGE_CHANNEL is set but CANDOR_EXPERTS names no Slack expert: nobody could answer the "
+            f"hand-offs posted to {settings.slack_triage_channel}. Add slack:<user id> or slack-group:<group id> "
+            "entries to CANDOR_EXPERTS, or unset SLACK_TRIAGE_CHANNEL"
+        )
     return SlackConfig(
+        experts=experts,
         bot_token=settings.slack_bot_token.get_secret_value(),
         signing_secret=secret.get_secret_value() if secret is not None else None,
         app_token=app_token.get_secret_value() if app_token is not None else None,
@@ -130,7 +142,13 @@ class SlackAdapter:
             core, ledger, self.client, ask_human=config.ask_human, handoff=config.triage_channel is not None
         )
         self.handoffs = (
-            SlackHandoffs(core, self.client, config.triage_channel, public_url=config.public_url)
+            SlackHandoffs(
+                core,
+                self.client,
+                config.triage_channel,
+                SlackExperts(self.client, config.experts),
+                public_url=config.public_url,
+            )
             if config.triage_channel
             else None
         )
@@ -175,6 +193,8 @@ class SlackAdapter:
         return await to_aiohttp_response(response)
 
     async def _start(self, app: web.Application) -> None:
+        if self.handoffs is not None:  # a public or shared triage channel: refuse to start, naming it
+            await self.handoffs.check_channel()
         if self.config.answers_here:
             self.worker.start()
         if self.review is not None:

@@ -23,11 +23,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.render.handoff import trace_url
 from bot.server import ChatCore
+from bot.slack.experts import SlackExperts, check_triage_channel
 from bot.slack.handoff_blocks import (
     HANDOFF,
     HANDOFF_REPLY,
     HANDOFF_REPLY_CALLBACK,
     QUESTION_BLOCK,
+    READERS_BLOCK,
     REPLY_BLOCK,
     expert_reply_text,
     read_handoff_value,
@@ -37,8 +39,9 @@ from bot.slack.handoff_blocks import (
     triage_done_blocks,
     triage_message,
 )
-from bot.slack.people import display_name, whisper
+from bot.slack.people import whisper
 from rag.errors import CandorError, ConfigError, NotFound, UnknownTrace
+from rag.experts import reader_groups, refused
 from rag.model.loop import HANDOFF_REASONS, CuratedAnswer, CuratedDraft, Handoff, HandoffReason
 
 log = logging.getLogger("candor.slack")
@@ -48,17 +51,41 @@ ALREADY = "Your question is already with the team in <#{channel}>. A person will
 GONE = "That answer is no longer on record, so it could not be passed on."
 FAILED = "Sorry, your question could not be passed on right now. The error is logged; please try again."
 UNREADABLE = "That hand-off cannot be opened right now. The error is logged; please try again."
+NOT_EXPERT = (
+    "Only Candor's experts may answer hand-offs and keep curated answers. If you should be one, ask the "
+    "person who runs Candor to add you to CANDOR_EXPERTS."
+)
 
 
 class SlackHandoffs:
     def __init__(
-        self, core: ChatCore, client: AsyncWebClient, triage_channel: str, *, public_url: str | None = None
+        self,
+        core: ChatCore,
+        client: AsyncWebClient,
+        triage_channel: str,
+        experts: SlackExperts,
+        *,
+        public_url: str | None = None,
     ) -> None:
         self.core = core
         self.client = client
         self.triage_channel = triage_channel
+        self.experts = experts
         self.public_url = public_url
         """Where the dashboard is reached (CANDOR_PUBLIC_URL): the triage post links to the trace there."""
+        self._channel_checked = False
+
+    async def check_channel(self) -> bool:
+        """Refuse a public or shared triage channel (`ConfigError`, naming it); True once it is
+        known to be private. Slack unreachable: False (logged), and asked again before each post."""
+        if not self._channel_checked:
+            try:
+                await check_triage_channel(self.client, self.triage_channel)
+            except SlackApiError as exc:
+                log.warning("could not check the triage channel %s yet: %s", self.triage_channel, exc)
+                return False
+            self._channel_checked = True
+        return True
 
     def listen(self, bolt: AsyncApp) -> None:
         """Each listener acknowledges at once and works after Slack has its 200 (Bolt's lazy
@@ -89,6 +116,14 @@ class SlackHandoffs:
             return
         except CandorError as exc:
             log.error("could not record a hand-off: %s", exc, extra={"trace_id": value["trace"]})
+            await self._whisper(channel, user, FAILED)
+            return
+        try:  # never to a channel not known to be private
+            if not await self.check_channel():
+                await self._whisper(channel, user, FAILED)
+                return
+        except ConfigError as exc:
+            log.error("hand-off not posted: %s", exc, extra={"handoff": handoff.id})
             await self._whisper(channel, user, FAILED)
             return
         try:  # one poster, whatever the clicks and replicas; a post that failed before is tried again
@@ -125,6 +160,11 @@ class SlackHandoffs:
     # --- the expert: "Reply to asker" -----------------------------------------------------------
 
     async def _on_reply(self, body: dict[str, Any], action: dict[str, Any]) -> None:
+        user = body["user"]["id"]
+        if not await self.experts.is_expert(user):
+            refused("slack", user, "open the reply form of a hand-off")
+            await self._whisper((body.get("channel") or {}).get("id") or self.triage_channel, user, NOT_EXPERT)
+            return
         try:
             handoff = await self.core.loop.handoff(str(action.get("value") or ""))
         except CandorError as exc:
@@ -139,19 +179,38 @@ class SlackHandoffs:
         except SlackApiError as exc:
             log.warning("the reply form could not open: %s", exc, extra={"handoff": handoff.id})
 
-    async def _check_reply_form(self, ack: AsyncAck, view: dict[str, Any]) -> None:
-        problems = _form_problems(reply_form(view))
+    async def _check_reply_form(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        problems = await self._form_problems(body, view)
         if problems:
             await ack(response_action="errors", errors=problems)
         else:
             await ack()
 
-    async def _on_reply_form(self, body: dict[str, Any], view: dict[str, Any]) -> None:
+    async def _form_problems(self, body: Mapping[str, Any], view: Mapping[str, Any]) -> dict[str, str]:
+        """What is wrong with a sent reply form: the sender is no expert, the reply is empty, or a
+        curated answer lacks its question or a choice of readers that can be honoured."""
+        if not await self.experts.is_expert(body["user"]["id"]):
+            refused("slack", body["user"]["id"], "send a reply to a hand-off")
+            return {REPLY_BLOCK: NOT_EXPERT}
         form = reply_form(view)
-        if _form_problems(form):
+        problems = _missing(form)
+        if problems or not form["curate"]:
+            return problems
+        try:
+            handoff = await self.core.loop.handoff(str(view.get("private_metadata") or ""))
+            reader_groups(form["readers"], form["groups"], handoff.cited)
+        except ConfigError as exc:
+            return {READERS_BLOCK: f"{str(exc)[:1].upper()}{str(exc)[1:]}."}
+        except CandorError:
+            return {}  # the hand-off cannot be read now: the reply path reports it
+        return {}
+
+    async def _on_reply_form(self, body: dict[str, Any], view: dict[str, Any]) -> None:
+        if await self._form_problems(body, view):
             return  # refused in the form
+        form = reply_form(view)
         expert = body["user"]["id"]
-        name = await display_name(self.client, expert, body["user"])
+        name = await self.experts.name(expert, body["user"])
         try:
             handoff, now = await self.core.loop.reply_to_handoff(
                 str(view.get("private_metadata") or ""), form["reply"], by=expert, by_name=name
@@ -186,16 +245,16 @@ class SlackHandoffs:
             )
 
     async def _curate(self, handoff: Handoff, form: Mapping[str, Any], expert: str, name: str) -> CuratedAnswer | None:
-        draft = CuratedDraft(
-            question=form["question"],
-            answer=form["reply"],
-            author=expert,
-            author_name=name,
-            access_groups=tuple(form["groups"]),
-            handoff_id=handoff.id,
-            trace_id=handoff.trace_id,
-        )
         try:
+            draft = CuratedDraft(
+                question=form["question"],
+                answer=form["reply"],
+                author=expert,
+                author_name=name,
+                access_groups=reader_groups(form["readers"], form["groups"], handoff.cited),
+                handoff_id=handoff.id,
+                trace_id=handoff.trace_id,
+            )
             return await self.core.loop.curate(draft)
         except ConfigError as exc:
             await self._tell_expert(
@@ -235,7 +294,7 @@ async def _acknowledge(ack: AsyncAck) -> None:
     await ack()
 
 
-def _form_problems(form: Mapping[str, Any]) -> dict[str, str]:
+def _missing(form: Mapping[str, Any]) -> dict[str, str]:
     if not form["reply"]:
         return {REPLY_BLOCK: "Write the answer first."}
     if form["curate"] and not form["question"]:

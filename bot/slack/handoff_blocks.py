@@ -19,6 +19,7 @@ from bot.render.handoff import REASON_WORDS
 from bot.render.wording import shorten
 from bot.slack.kit import Block, button, context, header, plain, section, sections
 from bot.slack.mrkdwn import escape, link
+from rag.experts import Readers, cited_groups, default_readers
 from rag.model.loop import CuratedAnswer, Handoff, HandoffReason
 
 HANDOFF = "candor_handoff"
@@ -28,6 +29,12 @@ REPLY_BLOCK, REPLY_ACTION = "reply", "reply_text"
 CURATE_BLOCK, CURATE_ACTION, CURATE_VALUE = "curate", "curate_choice", "curate"
 QUESTION_BLOCK, QUESTION_ACTION = "curated_question", "curated_question_text"
 GROUPS_BLOCK, GROUPS_ACTION = "curated_groups", "curated_groups_text"
+READERS_BLOCK, READERS_ACTION = "curated_readers", "curated_readers_choice"
+READER_CHOICES: dict[Readers, str] = {
+    "cited": "The readers of the documents the answer cited",
+    "groups": "Only the access groups named below",
+    "everyone": "Everyone who can ask Candor",
+}
 REPLY_MAX_LENGTH = 3000
 QUESTION_MAX_LENGTH = 1000
 ANSWER_CHARS = 1500
@@ -160,32 +167,60 @@ def reply_modal(handoff: Handoff) -> dict[str, Any]:
                     "max_length": QUESTION_MAX_LENGTH,
                 },
             },
+            _readers_input(handoff),
+            *context([_cited_line(handoff)]),
             {
                 "type": "input",
                 "block_id": GROUPS_BLOCK,
                 "optional": True,
-                "label": plain("Who may read it"),
-                "hint": plain(
-                    "Access groups, comma-separated; filled with the groups the question was answered with. "
-                    "Empty: everyone who can ask Candor."
-                ),
+                "label": plain("Access groups"),
+                "hint": plain("Comma-separated; used with \u201cOnly the access groups named below\u201d."),
                 "element": _groups_input(handoff),
             },
         ],
     }
 
 
+def _readers_input(handoff: Handoff) -> dict[str, Any]:
+    """Who may read a kept answer: the cited documents' readers when they share a group (the
+    narrowest), else no choice made; everyone is never the default."""
+    options = [{"text": plain(label), "value": value} for value, label in READER_CHOICES.items()]
+    element: dict[str, Any] = {"type": "radio_buttons", "action_id": READERS_ACTION, "options": options}
+    chosen = default_readers(handoff.cited)
+    if chosen is not None:
+        element["initial_option"] = options[list(READER_CHOICES).index(chosen)]
+    return {
+        "type": "input",
+        "block_id": READERS_BLOCK,
+        "optional": True,
+        "label": plain("Who may read it, if kept"),
+        "element": element,
+    }
+
+
+def _cited_line(handoff: Handoff) -> str:
+    """Which documents the narrowest readers come from (the form is the expert's alone)."""
+    if not handoff.cited:
+        return "The answer cited no document: choose who may read a kept answer."
+    shown = [
+        f"{escape(shorten(doc.title, TITLE_CHARS))} ({escape(', '.join(doc.groups)) if doc.groups else 'everyone'})"
+        for doc in handoff.cited[:10]
+    ]
+    return "Cited: " + "; ".join(shown)
+
+
 def _groups_input(handoff: Handoff) -> dict[str, Any]:
-    """Prefilled with the groups the question was answered with: a reply to a restricted question may
-    repeat what only those groups may read, so keeping it for everyone is a choice, not a default."""
+    """Prefilled with the groups every cited document shares (reading needs only one group, so the
+    asker's own groups could widen a reply that quotes one of them)."""
     element: dict[str, Any] = {"type": "plain_text_input", "action_id": GROUPS_ACTION, "max_length": 500}
-    if handoff.groups:
-        element["initial_value"] = ", ".join(handoff.groups)[:500]
+    narrow = cited_groups(handoff.cited)
+    if narrow:
+        element["initial_value"] = ", ".join(narrow)[:500]
     return element
 
 
 def reply_form(view: Mapping[str, Any]) -> dict[str, Any]:
-    """What the reply form holds: reply, curate (bool), question, groups (list)."""
+    """What the reply form holds: reply, curate (bool), question, readers (a choice or None), groups (list)."""
     values = (view.get("state") or {}).get("values") or {}
 
     def typed(block: str, action: str) -> str:
@@ -197,5 +232,8 @@ def reply_form(view: Mapping[str, Any]) -> dict[str, Any]:
         "reply": typed(REPLY_BLOCK, REPLY_ACTION),
         "curate": any(option.get("value") == CURATE_VALUE for option in chosen),
         "question": typed(QUESTION_BLOCK, QUESTION_ACTION),
+        "readers": (((values.get(READERS_BLOCK) or {}).get(READERS_ACTION) or {}).get("selected_option") or {}).get(
+            "value"
+        ),
         "groups": groups,
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -35,6 +35,7 @@ from bot.teams.answering import PLATFORM, TeamsResponder
 from bot.teams.cards import failure_activity, welcome_activity
 from bot.teams.credentials import ReusedCredentials
 from bot.teams.delivery import Delivery, to_activity
+from bot.teams.experts import TeamsExperts
 from bot.teams.feedback import feedback_from_invoke
 from bot.teams.handoff import TeamsHandoffs
 from bot.teams.handoff_cards import invoke_message
@@ -50,6 +51,7 @@ from bot.worker import EventClaims, Worker
 from rag import Claim
 from rag.config import Settings
 from rag.errors import CandorError, ConfigError, StoreError, UnknownTrace
+from rag.experts import Experts
 from rag.model.answers import Feedback
 
 log = logging.getLogger("candor.teams")
@@ -70,9 +72,11 @@ class TeamsConfig:
     """The tenants whose messages are answered; None: any (the emulator, or an explicit `*`)."""
     ask_human: str | None = None
     triage_channel: str | None = None
+    """Where "Ask a person" hands questions to the team (`bot.teams.handoff`); None: no hand-offs."""
     public_url: str | None = None
     """CANDOR_PUBLIC_URL: triage cards link to the trace's dashboard page there."""
-    """Where "Ask a person" hands questions to the team (`bot.teams.handoff`); None: no hand-offs."""
+    experts: Experts = field(default_factory=Experts)
+    """Who may answer hand-offs and keep curated answers (CANDOR_EXPERTS)."""
     concurrency: int | None = None
     """Answers made at once (`CANDOR_ANSWER_CONCURRENCY`); None: the worker's default, the CPU count."""
 
@@ -90,7 +94,15 @@ def teams_config(settings: Settings) -> TeamsConfig:
             "MICROSOFT_APP_ID needs MICROSOFT_APP_TENANT_ID or CANDOR_TEAMS_TENANTS: the organisations "
             "the bot answers (comma-separated tenant ids; `*` for any organisation, a public app)"
         )
+    experts = Experts.parse(settings.experts)
+    if settings.teams_triage_channel and not experts.configured("teams"):
+        raise ConfigError(
+            "TEAMS_TRIAGE_CHANNEL is set but CANDOR_EXPERTS names no Teams expert: nobody could answer the "
+            "hand-offs posted there. Add teams:<Entra object id> or teams-team:<team id> entries to "
+            "CANDOR_EXPERTS, or unset TEAMS_TRIAGE_CHANNEL"
+        )
     return TeamsConfig(
+        experts=experts,
         tenants=None if "*" in tenants or not settings.microsoft_app_id else tenants,
         app_id=settings.microsoft_app_id or None,
         app_password=password.get_secret_value() if password is not None else None,
@@ -136,7 +148,9 @@ class TeamsAdapter:
         self.bot = _CandorBot(self)
         self.delivery = Delivery(self.cloud, config.app_id, attempts=send_attempts, backoff_seconds=backoff_seconds)
         self.handoffs = (
-            TeamsHandoffs(core, self.delivery, config.triage_channel, public_url=config.public_url)
+            TeamsHandoffs(
+                core, self.delivery, config.triage_channel, TeamsExperts(config.experts), public_url=config.public_url
+            )
             if config.triage_channel
             else None
         )

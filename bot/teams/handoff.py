@@ -21,12 +21,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from aiohttp import ClientError
 from botbuilder.core import InvokeResponse, TurnContext
 from botbuilder.schema import Activity, ConversationReference
+from msrest.exceptions import ClientException
 
 from bot.render.handoff import trace_url
 from bot.server import ChatCore
 from bot.teams.delivery import Delivery
+from bot.teams.experts import TeamsExperts, check_triage_team
 from bot.teams.handoff_cards import (
     HANDOFF_VERB,
     REPLY_VERB,
@@ -47,6 +50,8 @@ from bot.teams.handoff_cards import (
 )
 from bot.teams.job import channel_data
 from rag.errors import CandorError, ConfigError, DeliveryError, NotFound, UnknownTrace
+from rag.experts import reader_groups
+from rag.experts import refused as log_refused
 from rag.model.loop import CuratedAnswer, CuratedDraft, Handoff
 
 log = logging.getLogger("candor.teams")
@@ -57,17 +62,44 @@ GONE = "That answer is no longer on record, so it could not be passed on."
 FAILED = "Sorry, your question could not be passed on right now. The error is logged; please try again."
 NOT_HERE = "Replies to hand-offs are taken from the triage channel only."
 UNREADABLE = "That hand-off cannot be opened right now. The error is logged; please try again."
+NOT_EXPERT = (
+    "Only Candor's experts may answer hand-offs and keep curated answers. If you should be one, ask the "
+    "person who runs Candor to add you to CANDOR_EXPERTS."
+)
 
 
 class TeamsHandoffs:
     def __init__(
-        self, core: ChatCore, delivery: Delivery, triage_channel: str, *, public_url: str | None = None
+        self,
+        core: ChatCore,
+        delivery: Delivery,
+        triage_channel: str,
+        experts: TeamsExperts,
+        *,
+        public_url: str | None = None,
     ) -> None:
         self.core = core
         self.delivery = delivery
         self.triage_channel = triage_channel
+        self.experts = experts
         self.public_url = public_url
         """Where the dashboard is reached (CANDOR_PUBLIC_URL): the triage card links to the trace there."""
+        self._team_checked = False
+
+    async def _check_team(self, context: TurnContext) -> bool:
+        """The triage channel's team has no guests (asked once, before the first post); a team
+        with guests, or one that cannot be read, gets no post (logged, naming the channel)."""
+        if not self._team_checked:
+            try:
+                await check_triage_team(context, self.triage_channel)
+            except ConfigError as exc:
+                log.error("hand-off not posted: %s", exc)
+                return False
+            except (ClientException, ClientError) as exc:  # the connector refused or is unreachable: no post
+                log.error("hand-off not posted: the triage channel's team could not be read: %s", exc)
+                return False
+            self._team_checked = True
+        return True
 
     def _trace(self, handoff: Handoff) -> str | None:
         return trace_url(self.public_url, handoff.trace_id)
@@ -108,6 +140,8 @@ class TeamsHandoffs:
             return invoke_message(GONE)
         except CandorError as exc:
             log.error("could not record a hand-off: %s", exc, extra={"trace_id": trace_id})
+            return invoke_message(FAILED)
+        if not await self._check_team(context):
             return invoke_message(FAILED)
         try:  # one poster, whatever the clicks and replicas; a post that failed before is tried again
             if not await self.core.loop.claim_triage(handoff.id):
@@ -160,6 +194,9 @@ class TeamsHandoffs:
         if not self._in_triage_channel(activity):
             log.warning("a reply to a hand-off from outside the triage channel", extra={"user": _user_id(activity)})
             return invoke_error(403, NOT_HERE)
+        if not await self.experts.is_expert(context, _user_id(activity)):
+            log_refused("teams", _user_id(activity), "send a reply to a hand-off")
+            return invoke_error(403, NOT_EXPERT)
         form = read_reply_form(data)
         try:
             handoff = await self.core.loop.handoff(form.handoff_id)
@@ -167,11 +204,12 @@ class TeamsHandoffs:
             log.warning("'Reply to asker' on a hand-off that cannot be read: %s", exc)
             gone = "That hand-off is no longer on record." if isinstance(exc, NotFound) else UNREADABLE
             return invoke_message(gone)
-        problem = form.problem()
+        problem = form.problem(handoff)
         if problem is not None:
             return invoke_card(triage_card(handoff, form=form, problem=problem, trace_url=self._trace(handoff)))
         expert = activity.from_property
-        by, name = _user_id(activity), (expert.name if expert and expert.name else _user_id(activity))
+        by = _user_id(activity)
+        name = self.experts.name(by, expert.name if expert else None)
         try:
             handoff, now = await self.core.loop.reply_to_handoff(handoff.id, form.reply, by=by, by_name=name)
         except (CandorError, ValueError) as exc:
@@ -212,16 +250,16 @@ class TeamsHandoffs:
     async def _curate(
         self, handoff: Handoff, form: ReplyForm, expert: str, name: str, notes: list[str]
     ) -> CuratedAnswer | None:
-        draft = CuratedDraft(
-            question=form.question,
-            answer=handoff.reply_text or form.reply,
-            author=expert,
-            author_name=name,
-            access_groups=form.groups,
-            handoff_id=handoff.id,
-            trace_id=handoff.trace_id,
-        )
         try:
+            draft = CuratedDraft(
+                question=form.question,
+                answer=handoff.reply_text or form.reply,
+                author=expert,
+                author_name=name,
+                access_groups=reader_groups(form.readers, form.groups, handoff.cited),
+                handoff_id=handoff.id,
+                trace_id=handoff.trace_id,
+            )
             return await self.core.loop.curate(draft)
         except ConfigError as exc:
             notes.append(f"Your reply was sent, but it could not be kept as a curated answer: {exc}")

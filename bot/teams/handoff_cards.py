@@ -24,6 +24,8 @@ from typing import Any
 from bot.render.handoff import REASON_WORDS, handoff_reason
 from bot.render.wording import shorten
 from bot.teams.cards import escape
+from rag.errors import ConfigError
+from rag.experts import Readers, default_readers, reader_groups
 from rag.model.answers import Answer
 from rag.model.loop import HANDOFF_REASONS, CuratedAnswer, Handoff, HandoffReason
 
@@ -33,6 +35,12 @@ ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive"
 CARD_VERSION = "1.4"
 """Action.Execute needs 1.4; Teams' desktop, web and mobile clients render it."""
 REPLY_INPUT, CURATE_INPUT, QUESTION_INPUT, GROUPS_INPUT = "reply", "curate", "question", "groups"
+READERS_INPUT = "readers"
+READER_CHOICES: dict[Readers, str] = {
+    "cited": "The readers of the documents the answer cited",
+    "groups": "Only the access groups named below",
+    "everyone": "Everyone who can ask Candor",
+}
 REPLY_MAX_LENGTH = 3000
 QUESTION_MAX_LENGTH = 1000
 QUESTION_CHARS = 2800
@@ -62,13 +70,20 @@ class ReplyForm:
     curate: bool
     question: str
     groups: tuple[str, ...]
+    readers: str | None = None
+    """Who may read a kept answer: cited, groups or everyone (`rag.experts.reader_groups`)."""
 
-    def problem(self) -> str | None:
+    def problem(self, handoff: Handoff) -> str | None:
         """What must be fixed before the reply can go, if anything."""
         if not self.reply:
             return EMPTY_REPLY
         if self.curate and not self.question:
             return NO_QUESTION
+        if self.curate:
+            try:
+                reader_groups(self.readers, self.groups, handoff.cited)
+            except ConfigError as exc:
+                return f"{str(exc)[:1].upper()}{str(exc)[1:]}."
         return None
 
 
@@ -130,6 +145,7 @@ def read_reply_form(data: Mapping[str, Any]) -> ReplyForm:
         curate=typed(CURATE_INPUT).lower() == "true",
         question=typed(QUESTION_INPUT),
         groups=groups,
+        readers=typed(READERS_INPUT) or None,
     )
 
 
@@ -179,13 +195,21 @@ def triage_card(
                 "value": question,
             },
             {
+                # the cited documents' readers by default (the narrowest), never everyone; the card is
+                # seen by the whole triage channel, so it names no access group itself
+                "type": "Input.ChoiceSet",
+                "id": READERS_INPUT,
+                "label": "Who may read it, if kept",
+                "style": "expanded",
+                "choices": [{"title": title, "value": value} for value, title in READER_CHOICES.items()],
+                "value": (form.readers if form is not None else default_readers(handoff.cited)) or "",
+            },
+            {
                 "type": "Input.Text",
                 "id": GROUPS_INPUT,
-                "label": "Who may read it: access groups, comma-separated (empty: everyone who can ask Candor)",
+                "label": "Access groups, comma-separated (with \u201cOnly the access groups named below\u201d)",
                 "maxLength": 500,
-                # prefilled with the groups the question was answered with: a reply to a restricted
-                # question may repeat what only they may read; keeping it for everyone is a choice
-                "value": ", ".join(form.groups if form is not None else handoff.groups)[:500],
+                "value": ", ".join(form.groups if form is not None else ())[:500],
             },
         ]
     )

@@ -8,8 +8,9 @@ so that retrieval, the gates, conflicts and citations treat it like any other do
 
 - its title and heading are the question, its text the answer;
 - its effective date is the day it was last written, so a newer document that disagrees wins the
-  conflict and an older one loses it (DESIGN.md: newer date, then authority);
-- its authority is its knowledge base's ceiling: an expert's word outranks an undated page;
+  conflict and an older one loses it (docs/design.md: newer date, then authority);
+- its authority is `CANDOR_CURATED_AUTHORITY` for its base (default 0, as an ordinary document),
+  capped by the base's ceiling: a person's reply never silently outranks the policy;
 - citations show it as "answered by <name> on <date>" (the author is read only from documents of
   format `curated`, which no file can claim).
 
@@ -31,6 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from rag.errors import ConfigError, NotFound, StoreError
+from rag.experts import curated_authority
 from rag.ingest.pipeline import Ingestor
 from rag.model.loop import CuratedAnswer, CuratedDraft
 from rag.model.types import clean_text
@@ -83,8 +85,11 @@ class CuratedAnswers:
         ingestor: Callable[[], Ingestor],
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        authority: str = "0",
     ) -> None:
         self.store = store
+        self.authority = authority
+        """CANDOR_CURATED_AUTHORITY: a curated answer's authority per knowledge base."""
         self.engine: AsyncEngine = store.engine
         self.ingestor = ingestor
         self.clock = clock
@@ -198,7 +203,11 @@ class CuratedAnswers:
         if kb is None:  # the base was deleted under it: the row went with it (ON DELETE CASCADE)
             raise NotFound(f"no knowledge base {curated.knowledge_base!r}")
         document_id = await self.ingestor().ingest_text(
-            curated.source, _markdown(curated, kb, self.clock()), kb=kb, access=curated.access_groups, kind=KIND
+            curated.source,
+            _markdown(curated, kb, self.clock(), authority=curated_authority(self.authority, kb.name)),
+            kb=kb,
+            access=curated.access_groups,
+            kind=KIND,
         )
         await self._set_document(curated.id, document_id)
         return await self.get(curated.id)
@@ -221,13 +230,13 @@ async def _transaction(engine: AsyncEngine, what: str) -> AsyncIterator[AsyncCon
         raise StoreError(f"could not {what}: {exc}") from exc
 
 
-def _markdown(curated: CuratedAnswer, kb: KnowledgeBase, now: datetime) -> str:
+def _markdown(curated: CuratedAnswer, kb: KnowledgeBase, now: datetime, *, authority: int) -> str:
     """The document: front matter (title, date, authority, author), the question as its heading
     (context for retrieval, never evidence) and the answer as its text."""
     front = {
         "title": curated.question,
         "date": curated.updated_at.date().isoformat() if curated.updated_at <= now else now.date().isoformat(),
-        "authority": kb.max_authority,
+        "authority": min(authority, kb.max_authority),
         "answered_by": curated.author_name,
         "curated_id": curated.id,
     }

@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from rag.errors import NotFound, StoreError, UnknownTrace
-from rag.model.loop import HANDOFF_REASONS, CitedSource, Handoff, HandoffReason
+from rag.model.loop import HANDOFF_REASONS, CitedDocument, CitedSource, Handoff, HandoffReason
 from rag.model.types import clean_text
 
 log = logging.getLogger("candor.handoffs")
@@ -38,11 +38,22 @@ INSERT = text(
     "WHERE t.id = CAST(:trace AS uuid) AND t.purged_at IS NULL "
     "ON CONFLICT (trace_id, asker) DO NOTHING RETURNING id::text"
 )
+CITED = (
+    "SELECT coalesce(jsonb_agg(DISTINCT jsonb_build_object('title', d.title, 'groups', to_jsonb(d.access_groups))), "
+    "'[]'::jsonb) FROM documents d JOIN knowledge_bases kb ON kb.id = d.kb_id "
+    "WHERE d.source IN (SELECT s ->> 'document' FROM jsonb_array_elements("
+    "CASE jsonb_typeof(t.answer -> 'sources') WHEN 'array' THEN t.answer -> 'sources' ELSE '[]'::jsonb END) s) "
+    "AND (jsonb_typeof(t.scope -> 'knowledge_bases') IS DISTINCT FROM 'array' "
+    "OR kb.name IN (SELECT jsonb_array_elements_text(t.scope -> 'knowledge_bases')))"
+)
+"""The documents the trace's answer cited, with their access groups now (a document is found by its
+source in the bases the question was searched in)."""
 SELECT = (
     "SELECT h.id::text AS id, h.trace_id::text AS trace_id, h.platform, h.asker, h.reason, h.reply_to, h.triage, "
     "h.status, h.reply_text, h.replied_by, h.replied_by_name, h.replied_at, h.curated_id, h.created_at, "
     "t.question, t.answer_text, t.route, t.answer -> 'sources' AS sources, t.scope -> 'knowledge_bases' AS kbs, "
-    "coalesce(jsonb_array_length(t.scope -> 'groups'), 0) > 0 AS restricted, t.scope -> 'groups' AS groups "
+    "coalesce(jsonb_array_length(t.scope -> 'groups'), 0) > 0 AS restricted, t.scope -> 'groups' AS groups, "
+    f"({CITED}) AS cited "
     "FROM handoffs h JOIN traces t ON t.id = h.trace_id"
 )
 BY_ID = text(SELECT + " WHERE h.id = CAST(:id AS uuid)")
@@ -190,4 +201,11 @@ def _handoff(row: Any) -> Handoff:
         knowledge_bases=tuple(kbs) if isinstance(kbs, list) else None,
         restricted=bool(row["restricted"]),
         groups=tuple(str(g) for g in row["groups"]) if isinstance(row["groups"], list) else (),
+        cited=tuple(
+            sorted(
+                CitedDocument(str(doc.get("title") or ""), tuple(sorted(str(g) for g in doc.get("groups") or ())))
+                for doc in row["cited"] or ()
+                if isinstance(doc, dict)
+            )
+        ),
     )

@@ -25,6 +25,14 @@ class CitedSource:
     url: str | None = None
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class CitedDocument:
+    """A document the handed-off answer cited, with who may read it (no groups: everyone)."""
+
+    title: str
+    groups: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Handoff:
     id: str
@@ -55,7 +63,10 @@ class Handoff:
     """The question was answered with access groups (the asker's own, in a DM, or a channel's): its
     answer may quote documents that a triage channel's readers may not read."""
     groups: tuple[str, ...] = ()
-    """Those access groups: what a curated answer kept from it is offered to (an expert may widen it)."""
+    """Those access groups (the scope the question was answered in)."""
+    cited: tuple[CitedDocument, ...] = ()
+    """The documents the answer cited, with their access groups: a curated answer kept from it is
+    offered to their readers (`rag.experts.reader_groups`)."""
 
 
 @dataclass(frozen=True, slots=True)

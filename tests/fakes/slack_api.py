@@ -157,6 +157,8 @@ class _FakeSlackCore:
         """conversations.info overrides per channel id, e.g. {"is_private": True}; `channel()` sets them."""
         self.users: dict[str, Params] = {}
         """users.info per user id, e.g. {"real_name": "Ana Diaz"}; others are a user with no real name."""
+        self.usergroups: dict[str, list[str]] = {}
+        """usergroups.users.list per user group id (S…): its members; others are `no_such_subteam`."""
         self.scopes = _SCOPES
         """Sent as `x-oauth-scopes` (bolt reads the bot's scopes from auth.test's header)."""
         self.thread_messages: dict[tuple[str, str], list[Params]] = {}
@@ -189,6 +191,7 @@ class _FakeSlackCore:
             "conversations.info": self._conversation,
             "conversations.replies": self._replies,
             "users.info": self._user_info,
+            "usergroups.users.list": self._usergroup_users,
             "assistant.threads.setStatus": _ok,
             "assistant.threads.setSuggestedPrompts": _ok,
             "assistant.threads.setTitle": _ok,
@@ -439,6 +442,12 @@ class _FakeSlackCore:
             **({"user": "U1"} if is_im else {"name": channel.lower(), "creator": "U1"}),
         }
         return {**info, **self.channels.get(channel, {})}
+
+    def _usergroup_users(self, params: Params) -> Params:
+        group = str(params.get("usergroup") or "")
+        if group not in self.usergroups:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"ok": True, "users": list(self.usergroups[group])}
 
     def _outsider(self, channel: str) -> str | None:
         """Slack's error for the bot acting in `channel` when it is not a member (None: it is): a

@@ -3,6 +3,7 @@ any document, edited, expired and removed (rag/loop/curated.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -55,7 +56,23 @@ async def test_a_curated_answer_answers_what_the_documents_did_not_and_is_cited_
                 text("SELECT format, authority, title FROM documents WHERE id = :id"), {"id": curated.document_id}
             )
         ).one()
-    assert tuple(row) == ("curated", handbook.max_authority, QUESTION)
+    assert tuple(row) == ("curated", 0, QUESTION)  # an ordinary document's weight: it does not outrank the policy
+
+
+async def test_a_curated_answer_s_authority_is_set_per_knowledge_base_and_capped(
+    candor: Candor, handbook: KnowledgeBase
+) -> None:
+    for setting, expected in [(f"{handbook.name}=2, *=0", 2), (f"*=0, {handbook.name}=99", handbook.max_authority)]:
+        weighted = dataclasses.replace(
+            candor, settings=candor.settings.model_copy(update={"curated_authority": setting})
+        )
+        curated = await weighted.loop.curate(draft(), kb=handbook.name)
+        async with candor.store.engine.connect() as conn:
+            authority = (
+                await conn.execute(text("SELECT authority FROM documents WHERE id = :id"), {"id": curated.document_id})
+            ).scalar_one()
+        assert authority == expected
+        await candor.loop.curated.remove(curated.id)
 
 
 async def test_an_edit_reindexes_the_answer_and_expiring_or_removing_it_takes_it_out_of_search(

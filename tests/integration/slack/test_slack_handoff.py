@@ -30,9 +30,12 @@ from bot.slack.handoff_blocks import (
     HANDOFF_REPLY_CALLBACK,
     QUESTION_ACTION,
     QUESTION_BLOCK,
+    READERS_ACTION,
+    READERS_BLOCK,
     REPLY_ACTION,
     REPLY_BLOCK,
 )
+from rag.experts import Experts
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
@@ -64,8 +67,15 @@ async def served(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> Asy
     ledger = EventLedger(core.store.engine, lease_seconds=2.0)
     async with FakeSlack() as fake:
         fake.channels["C0HRPRIV"] = {"is_private": True}
+        fake.channels[TRIAGE] = {"is_private": True}
         fake.users[EXPERT] = {"real_name": "Ana Diaz"}
-        config = SlackConfig(bot_token="xoxb-test", signing_secret=SECRET, api_url=fake.api_url, triage_channel=TRIAGE)
+        config = SlackConfig(
+            bot_token="xoxb-test",
+            signing_secret=SECRET,
+            api_url=fake.api_url,
+            triage_channel=TRIAGE,
+            experts=Experts.parse(f"slack:{EXPERT}"),
+        )
         adapter = SlackAdapter(config, core, ledger, drain_seconds=5)
         async with serve_adapter(core, adapter) as url:
             yield Served(url, fake, ledger, core, adapter)
@@ -79,9 +89,13 @@ def button(call: Call, action_id: str) -> dict[str, Any]:
     raise AssertionError(f"no {action_id} button in {call.params.get('blocks')}")
 
 
-def reply_values(reply: str, *, curate: bool, question: str = "", groups: str = "") -> dict[str, dict[str, Any]]:
+def reply_values(
+    reply: str, *, curate: bool, question: str = "", groups: str = "", readers: str | None = None
+) -> dict[str, dict[str, Any]]:
     chosen = [{"value": CURATE_VALUE, "text": {"type": "plain_text", "text": "Save"}}] if curate else []
+    option = {"value": readers, "text": {"type": "plain_text", "text": readers}} if readers else None
     return {
+        READERS_BLOCK: {READERS_ACTION: {"type": "radio_buttons", "selected_option": option}},
         REPLY_BLOCK: {REPLY_ACTION: reply},
         CURATE_BLOCK: {CURATE_ACTION: {"type": "checkboxes", "selected_options": chosen}},
         QUESTION_BLOCK: {QUESTION_ACTION: question},
@@ -135,7 +149,7 @@ async def test_a_refusal_handed_to_a_person_comes_back_answered_and_the_kept_ans
     (form,) = await served.fake.wait_for("views.open")
     assert form.params["view"]["callback_id"] == HANDOFF_REPLY_CALLBACK
     handoff_id = form.params["view"]["private_metadata"]
-    values = reply_values(BICYCLE_REPLY, curate=True, question=BICYCLE)
+    values = reply_values(BICYCLE_REPLY, curate=True, question=BICYCLE, readers="everyone")
     assert await served.interact(view_submission(HANDOFF_REPLY_CALLBACK, handoff_id, values, user=EXPERT)) == 200
 
     (delivered,) = await served.fake.wait_for(
@@ -233,7 +247,8 @@ async def test_a_private_answer_s_hand_off_is_answered_in_a_direct_message(serve
     await served.interact(block_action(HANDOFF, value, user="U3", channel="C4", ephemeral=True))
     (triage,) = await served.fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == TRIAGE)
     values = reply_values("Dogs are welcome on Fridays if they are friendly.", curate=False)
-    await served.interact(view_submission(HANDOFF_REPLY_CALLBACK, button(triage, HANDOFF_REPLY)["value"], values))
+    handoff_id = button(triage, HANDOFF_REPLY)["value"]
+    await served.interact(view_submission(HANDOFF_REPLY_CALLBACK, handoff_id, values, user=EXPERT))
     (delivered,) = await served.fake.wait_for("chat.postMessage", where=lambda c: "Fridays" in block_text(c))
     assert delivered.params["channel"] == "U3" and delivered.params.get("thread_ts") is None
 
@@ -243,7 +258,7 @@ async def test_an_empty_reply_is_refused_in_the_form_and_nothing_is_sent(served:
     await served.interact(block_action(HANDOFF, button(answer, HANDOFF)["value"], channel="C1"))
     (triage,) = await served.fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == TRIAGE)
     handoff_id = button(triage, HANDOFF_REPLY)["value"]
-    body = form_body(view_submission(HANDOFF_REPLY_CALLBACK, handoff_id, reply_values("  ", curate=True)))
+    body = form_body(view_submission(HANDOFF_REPLY_CALLBACK, handoff_id, reply_values("  ", curate=True), user=EXPERT))
     status, response = await served.post(body, signed_headers(SECRET, body))
     assert status == 200
     assert json.loads(response) == {"response_action": "errors", "errors": {REPLY_BLOCK: "Write the answer first."}}
@@ -264,7 +279,9 @@ async def test_a_double_click_and_a_form_sent_twice_post_and_keep_once(served: S
     (triage,) = await served.fake.wait_for("chat.postMessage", where=lambda c: c.params["channel"] == TRIAGE)
 
     handoff_id = button(triage, HANDOFF_REPLY)["value"]
-    values = reply_values("Yes, on the second floor next to the gym.", curate=True, question="Is there a shower?")
+    values = reply_values(
+        "Yes, on the second floor next to the gym.", curate=True, question="Is there a shower?", readers="everyone"
+    )
     forms = [view_submission(HANDOFF_REPLY_CALLBACK, handoff_id, values, user=EXPERT) for _ in range(2)]
     assert await asyncio.gather(*(served.interact(f) for f in forms)) == [200, 200]
     told = await served.fake.wait_for("chat.postEphemeral", count=3)
@@ -282,7 +299,7 @@ async def test_a_double_click_and_a_form_sent_twice_post_and_keep_once(served: S
     assert kept == 1
 
 
-async def test_a_restricted_question_s_reply_form_offers_its_groups_and_long_text_fits_slack(served: Served) -> None:
+async def test_a_restricted_question_s_reply_form_offers_its_cited_documents_groups(served: Served) -> None:
     mention, answer = await ask(served, RESTRICTED_QUESTION, channel="C0HRPRIV")
     await served.interact(block_action(FEEDBACK_DOWN, trace_id_of(answer), channel="C0HRPRIV", thread_ts=mention["ts"]))
     (note,) = await served.fake.wait_for("chat.postEphemeral")
@@ -292,8 +309,13 @@ async def test_a_restricted_question_s_reply_form_offers_its_groups_and_long_tex
     (form,) = await served.fake.wait_for(
         "views.open", where=lambda c: c.params["view"]["callback_id"] == HANDOFF_REPLY_CALLBACK
     )
-    groups = next(b for b in form.params["view"]["blocks"] if b.get("block_id") == GROUPS_BLOCK)
+    blocks = form.params["view"]["blocks"]
+    groups = next(b for b in blocks if b.get("block_id") == GROUPS_BLOCK)
     assert groups["element"]["initial_value"] == "hr-confidential"
+    readers = next(b for b in blocks if b.get("block_id") == READERS_BLOCK)
+    assert readers["element"]["initial_option"]["value"] == "cited"
+    cited = " ".join(e["text"] for b in blocks if b["type"] == "context" for e in b["elements"])
+    assert cited.startswith("Cited: ") and "(hr-confidential)" in cited
 
 
 def test_an_escaped_question_is_cut_to_slack_s_section_limit() -> None:

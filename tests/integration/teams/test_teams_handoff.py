@@ -19,6 +19,7 @@ from sqlalchemy import text
 from bot.teams.app import TeamsAdapter, TeamsConfig
 from bot.teams.handoff import ALREADY, FAILED, NOT_HERE, PASSED_ON
 from bot.teams.handoff_cards import HANDOFF_VERB, REPLY_VERB
+from rag.experts import Experts
 from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
@@ -55,7 +56,7 @@ async def served(candor: Candor, handbook: KnowledgeBase, tmp_path: Path) -> Asy
     core = dataclasses.replace(candor, settings=settings, answerer=answerer, limits=None)
     ledger = EventLedger(core.store.engine, lease_seconds=2.0)
     async with FakeConnector() as fake:
-        config = TeamsConfig(triage_channel=TRIAGE)
+        config = TeamsConfig(triage_channel=TRIAGE, experts=Experts.parse(f"teams:{EXPERT_AAD}"))
         teams = TeamsAdapter(config, core, ledger, drain_seconds=5, backoff_seconds=0.2)
         async with serve_adapter(core, teams) as url:
             yield Served(url, fake, ledger, core, teams)
@@ -139,8 +140,14 @@ async def reply(served: Served, post: Call, fields: dict[str, Any], **who: Any) 
     return dict(body)
 
 
-def form(answer: str, *, curate: bool, question: str = "", groups: str = "") -> dict[str, str]:
-    return {"reply": answer, "curate": "true" if curate else "false", "question": question, "groups": groups}
+def form(answer: str, *, curate: bool, question: str = "", groups: str = "", readers: str = "") -> dict[str, str]:
+    return {
+        "reply": answer,
+        "curate": "true" if curate else "false",
+        "question": question,
+        "groups": groups,
+        "readers": readers,
+    }
 
 
 async def handoff_row(served: Served, trace_id: str) -> dict[str, Any]:
@@ -188,7 +195,7 @@ async def test_a_refusal_handed_to_a_person_comes_back_answered_and_the_kept_ans
     )
 
     # the expert replies and keeps the reply as a curated answer
-    done = await reply(served, post, form(BICYCLE_REPLY, curate=True, question=BICYCLE))
+    done = await reply(served, post, form(BICYCLE_REPLY, curate=True, question=BICYCLE, readers="everyone"))
     assert done["type"] == "application/vnd.microsoft.card.adaptive"
     assert f"{EXPERT_NAME} replied to the asker" in shown(done["value"]) and "Saved as curated answer" in shown(
         done["value"]
@@ -297,6 +304,7 @@ async def test_an_answer_from_restricted_documents_is_not_shown_in_the_triage_ch
     triage = json.dumps(post.body, ensure_ascii=False)
     assert "restricted documents" in triage
     assert "58,000" not in triage and "Candor's answer" not in triage and "Sources" not in triage
+    assert "hr-confidential" not in triage  # the card is the whole channel's: it names no access group
 
 
 async def test_an_empty_reply_is_refused_on_the_card_and_nothing_is_sent(served: Served) -> None:

@@ -69,6 +69,7 @@ def test_the_triage_channel_turns_the_hand_off_on(tmp_path: Path, monkeypatch: p
     assert TeamsAdapter(config, NoCore(), EventLedger(engine)).handoffs is None  # type: ignore[arg-type]
 
     monkeypatch.setenv("TEAMS_TRIAGE_CHANNEL", "19:0a1b2c3d4e5f@thread.tacv2")
+    monkeypatch.setenv("CANDOR_EXPERTS", "teams:00000000-0000-4000-8000-0000000e0e01=Ana Diaz")
     config = teams_config(load_settings(home=tmp_path))
     assert config.triage_channel == "19:0a1b2c3d4e5f@thread.tacv2"
     handoffs = TeamsAdapter(config, NoCore(), EventLedger(engine)).handoffs  # type: ignore[arg-type]
@@ -94,3 +95,16 @@ def test_a_triage_channel_that_is_not_a_channel_id_says_so(
     with pytest.raises(ConfigError, match="TEAMS_TRIAGE_CHANNEL") as refused:
         load_settings(home=tmp_path)
     assert says in str(refused.value)
+
+
+def test_a_triage_channel_with_no_teams_expert_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MICROSOFT_APP_ID", raising=False)
+    monkeypatch.setenv("TEAMS_TRIAGE_CHANNEL", "19:0a1b2c3d4e5f@thread.tacv2")
+    monkeypatch.setenv("CANDOR_EXPERTS", "slack:U0EXPERT")  # experts elsewhere answer no Teams hand-off
+    with pytest.raises(ConfigError, match="CANDOR_EXPERTS names no Teams expert"):
+        teams_config(load_settings(home=tmp_path))
+    monkeypatch.delenv("CANDOR_EXPERTS")
+    with pytest.raises(ConfigError, match="CANDOR_EXPERTS"):
+        teams_config(load_settings(home=tmp_path))

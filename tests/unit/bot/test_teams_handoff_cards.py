@@ -31,7 +31,7 @@ from bot.teams.handoff_cards import (
     vote_offer_activity,
     with_handoff_offer,
 )
-from rag.model.loop import CitedSource, CuratedAnswer, Handoff
+from rag.model.loop import CitedDocument, CitedSource, CuratedAnswer, Handoff
 from tests.answers import TRACE, answer
 
 HANDOFF_ID = "6c1f7b1e-2f0a-4d8e-9d5e-7f3b0c2a9e11"
@@ -158,7 +158,8 @@ def test_the_triage_card_shows_the_question_the_answer_its_sources_and_the_trace
 def test_the_reply_form_is_prefilled_with_the_question_and_sends_the_hand_off() -> None:
     card = triage_card(handoff())
     fields = inputs(card)
-    assert list(fields) == ["reply", "curate", "question", "groups"]
+    assert list(fields) == ["reply", "curate", "question", "readers", "groups"]
+    assert fields["readers"]["value"] == "" and fields["groups"]["value"] == ""  # nothing cited: a choice to make
     assert fields["reply"]["isRequired"] and fields["reply"]["value"] == ""
     assert (fields["curate"]["type"], fields["curate"]["value"]) == ("Input.Toggle", "false")
     assert fields["question"]["value"] == "Where do I store my bicycle at the office?"
@@ -186,7 +187,8 @@ def test_unlinkable_or_very_long_source_urls_are_named_not_linked() -> None:
 
 def test_the_biggest_hand_off_fits_one_teams_card() -> None:
     sources = tuple(CitedSource(n, "T" * 400, "https://example.com/" + "u" * 480) for n in range(1, 60))
-    big = handoff(question="q" * 4000, answer_text="a" * 30_000, sources=sources)
+    cited = tuple(CitedDocument("T" * 400, ("g" * 60,)) for _ in range(60))
+    big = handoff(question="q" * 4000, answer_text="a" * 30_000, sources=sources, cited=cited)
     assert activity_size(triage_activity(big)) < 28_000
     form = ReplyForm(HANDOFF_ID, "r" * 9000, True, "q" * 5000, ("g" * 900,))
     assert activity_size({"attachments": [triage_card(big, form=form, problem=EMPTY_REPLY)]}) < 28_000
@@ -197,10 +199,11 @@ def test_a_form_with_a_problem_comes_back_with_what_was_typed() -> None:
         {"handoff": HANDOFF_ID, "reply": "  ", "curate": "true", "question": " Bikes? ", "groups": " hr, , ops "}
     )
     assert form == ReplyForm(HANDOFF_ID, "", True, "Bikes?", ("hr", "ops"))
-    assert form.problem() == EMPTY_REPLY
-    assert replace(form, reply="The bike room.", question="").problem() == NO_QUESTION
-    assert replace(form, reply="The bike room.").problem() is None
-    card = triage_card(handoff(), form=form, problem=form.problem())
+    assert form.problem(handoff()) == EMPTY_REPLY
+    assert replace(form, reply="The bike room.", question="").problem(handoff()) == NO_QUESTION
+    assert replace(form, reply="The bike room.").problem(handoff()) == "Choose who may read the curated answer."
+    assert replace(form, reply="The bike room.", readers="groups").problem(handoff()) is None
+    card = triage_card(handoff(), form=form, problem=form.problem(handoff()))
     assert f"⚠️ {EMPTY_REPLY}" in texts(card, "TextBlock")
     fields = inputs(card)
     assert (fields["curate"]["value"], fields["question"]["value"], fields["groups"]["value"]) == (
