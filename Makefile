@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both create .venv and install
-# what they need first, with the versions CI tested (constraints.txt; `make lock` refreshes it).
+# what they need first, with the versions CI tested (constraints.txt; `make lock` refreshes it);
+# `make test` also installs headless Chromium for the browser tests (scripts/ensure_chromium.sh).
 # On machines without a local CPU wheel of torch, pass the PyTorch CPU index, e.g.
 # `make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
 
@@ -12,7 +13,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet --constraint $(CONSTRAINTS)
 TORCH := torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 
-.PHONY: install demo test lint lock clean
+.PHONY: install demo test lint lock clean chromium
 
 # Candor and what it runs on; the demo needs no more.
 $(BIN)/candor: pyproject.toml $(CONSTRAINTS)
@@ -29,10 +30,15 @@ $(VENV)/.test-extras: $(BIN)/candor
 
 install: $(BIN)/candor
 
+# Headless Chromium for the browser tests: Debian's package, through apt-get (sudo when not root),
+# or a message saying what to install where that cannot be done.
+chromium:
+	bash scripts/ensure_chromium.sh
+
 demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/demo.py
 
-test: $(VENV)/.test-extras
+test: $(VENV)/.test-extras chromium
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 	$(BIN)/ruff check rag bot migrations tests benchmarks scripts
 	$(BIN)/mypy

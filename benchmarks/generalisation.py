@@ -1,6 +1,6 @@
 """Answer quality on corpora nobody on the team wrote: the blind corpora of eval/blind/.
 
-Each corpus (documents and a golden file in the DESIGN.md format) was written by a helper that saw
+Each corpus (documents and a golden file in the docs/design.md format) was written by a helper that saw
 only the golden format and the list of question kinds, never Candor's code, rules or sample
 (eval/blind/README.md says which were measured blind, when, and with what result). Each is ingested
 into a knowledge base of its own and asked through `Candor.answer` with the offline defaults,

@@ -104,7 +104,7 @@ async def default_runtime() -> Candor:
 
 
 async def answer(question: Question) -> Answer:
-    """Answer one question through the gated pipeline (DESIGN.md, "The flow")."""
+    """Answer one question through the gated pipeline (docs/design.md, "The flow")."""
     return await (await default_runtime()).answer(question)
 
 

@@ -1,4 +1,4 @@
-"""Headless Chromium (Debian's `chromium`, which .ci/run installs) driven over the DevTools protocol,
+"""Headless Chromium (Debian's `chromium`, which `make test` installs) driven over the DevTools protocol,
 for tests of pages a person uses with the keyboard. No driver package: the protocol is JSON over a
 websocket, spoken here with aiohttp, the same client the rest of the tests use.
 
@@ -40,7 +40,7 @@ class Chromium:
         if binary is None:
             raise RuntimeError(
                 "chromium is not installed, and this test needs it: "
-                "apt-get install -y --no-install-recommends chromium (.ci/run does this)"
+                "apt-get install -y --no-install-recommends chromium (make test does this: scripts/ensure_chromium.sh)"
             )
         profile = folder / "chromium-profile"
         profile.mkdir(parents=True, exist_ok=True)

@@ -12,14 +12,16 @@ import json
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.markup import escape
 
 from bot.cli.common import AccessOption, KbOption, err, out, run
-from rag import Candor, parse_interval, parse_moment
-from rag.model.loop import CuratedAnswer, CuratedDraft
+
+if TYPE_CHECKING:
+    from rag import Candor
+    from rag.model.loop import CuratedAnswer
 
 answers_app = typer.Typer(
     help="Curated answers: experts' answers kept as documents, searched and cited like any other.",
@@ -83,6 +85,8 @@ def add(
     as_json: JsonOption = False,
 ) -> None:
     """Keep an answer: it is searched, gated and cited ("answered by AUTHOR on DATE") from now on."""
+    from rag.model.loop import CuratedDraft
+
     text = _answer_text(answer, answer_file)
     name = author or getpass.getuser()
     draft = CuratedDraft(
@@ -178,6 +182,8 @@ def _answer_text(answer: str | None, answer_file: Path | None) -> str:
 def _expiry(value: str | None) -> datetime | None:
     if value is None:
         return None
+    from rag import parse_interval, parse_moment
+
     now = datetime.now(UTC)
     try:
         moment = (

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bot.cli.common import KbOption, err, out, run
-from bot.render.audit_text import render_conflict_audit
-from rag import Candor, ConflictAudit
+
+if TYPE_CHECKING:
+    from rag import Candor, ConflictAudit
 
 audit_app = typer.Typer(
     help="Standing audits: documents that disagree with each other, and the answers given from them.",
@@ -31,6 +32,7 @@ def conflicts(
     For each pair: the thing, both values (prices, limits, durations, dates) with the sentence each
     comes from, both documents with their effective dates and authority, which is newer and which an
     answer prefers."""
+    from bot.render.audit_text import render_conflict_audit
 
     async def work(candor: Candor) -> tuple[str, ConflictAudit | None]:
         name = kb or candor.settings.default_kb

@@ -12,21 +12,26 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from bot.cli.audit import audit_app
 from bot.cli.common import err, out, run
-from bot.render.report_text import relaxed_estimate
-from rag import DEFAULT_SAMPLE, AuditRequest, Candor, Imported, relaxed_false_alarms, report_window
+
+if TYPE_CHECKING:
+    from rag import AuditRequest, Candor, Imported
+
+SAMPLE = 50
+"""`--sample`'s default: `rag.DEFAULT_SAMPLE`, spelled out so that the option is built without the core
+(tests/unit/bot/test_cli_startup.py checks they agree)."""
 
 
 @audit_app.command("answers")
 def answers(
     sample: Annotated[int, typer.Option(min=1, max=100_000, help="Delivered answers (and abstentions) to sample.")] = (
-        DEFAULT_SAMPLE
+        SAMPLE
     ),
     since: Annotated[str, typer.Option(help="Start of the window: 7d, 12h, 2w ago, or an ISO date (UTC).")] = "30d",
     until: Annotated[str | None, typer.Option(help="End of the window, not included (default: now).")] = None,
@@ -46,6 +51,7 @@ def answers(
 ) -> None:
     """Re-verify the sentences of a sample of delivered answers with the audit verifier
     (CANDOR_AUDIT_VERIFIER) and re-check a sample of abstentions; or export / import human labels."""
+    from rag import AuditRequest, report_window
 
     if export is not None and labels is not None:
         err.print("error: --export and --import go separately", highlight=False)
@@ -103,6 +109,9 @@ def _percent(value: float | None) -> str:
 
 def summary_text(summary: Mapping[str, Any]) -> str:
     """The audit's summary as a person reads it (a pure function of `AuditResult.summary()`)."""
+    from bot.render.report_text import relaxed_estimate
+    from rag import relaxed_false_alarms
+
     unsupported, independent = summary["unsupported"], summary["independent"]
     if not independent["of"]:
         how = "no sentence judged"

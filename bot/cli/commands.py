@@ -1,5 +1,9 @@
 """`candor`: the command line. Thin: parse arguments, call the core, print.
 
+Every command imports what it runs inside its function (the core, the renderers), so that building
+the app, `candor --help` and `candor --version` load typer and rich only; a command module's top
+level imports nothing heavier (tests/unit/bot/test_cli_startup.py holds it).
+
 Exit status: 0 success; 1 an error (printed as one line on stderr); 3 the ingest finished but
 some files were skipped (each named with its reason).
 """
@@ -9,9 +13,8 @@ from __future__ import annotations
 import json
 import sys
 from datetime import UTC, datetime
-from importlib.metadata import version as package_version
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.markup import escape
@@ -35,15 +38,15 @@ from bot.cli.gaps import gaps
 from bot.cli.operate import migrate, prepare, serve, slack_worker
 from bot.cli.purge import purge
 from bot.cli.sync import sync
-from bot.render.report_html import render_html, write_html
-from bot.render.report_text import render_report
-from bot.render.text import render_summary, render_text
-from rag import By, Candor, EvalRun, IngestReport, parse_interval, report_window
-from rag.errors import FileWriteError
-from rag.model.answers import Answer, Question
-from rag.model.types import AccessScope, clean_text
+
+if TYPE_CHECKING:
+    from rag import Candor, EvalRun, IngestReport
+    from rag.model.answers import Answer
 
 EXIT_SKIPPED = 3
+
+ReportBy = Literal["day", "week"]
+"""`candor report --by`: `rag.By`, spelled out here so that the option is built without the core."""
 
 app = typer.Typer(
     name="candor",
@@ -55,6 +58,8 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
+        from importlib.metadata import version as package_version
+
         out.print(f"candor {package_version('candor')}", markup=False, highlight=False)
         raise typer.Exit()
 
@@ -84,6 +89,9 @@ def ingest(
     ] = None,
 ) -> None:
     """Add or update documents in a knowledge base."""
+    from rag import parse_interval
+    from rag.model.types import clean_text
+
     if not paths and not reembed:
         err.print("error: give at least one file or folder (or --reembed)")
         raise typer.Exit(2)
@@ -165,6 +173,7 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list, best first.")] = False,
 ) -> None:
     """Show the passages hybrid search ranks highest for QUERY."""
+    from rag.model.types import AccessScope
 
     async def work(candor: Candor) -> list[dict[str, object]]:
         await require_knowledge_base(candor, kb)
@@ -204,6 +213,9 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
 ) -> None:
     """Answer QUESTION through the full gated pipeline, with citations, or abstain."""
+    from bot.render.text import render_text
+    from rag.model.answers import Question
+    from rag.model.types import AccessScope
 
     async def work(candor: Candor) -> Answer:
         await require_knowledge_base(candor, kb)
@@ -227,6 +239,7 @@ def evaluate(
     ] = False,
 ) -> None:
     """Ask every question of GOLDEN and score the answers; the run is stored for later reports."""
+    from bot.render.text import render_summary
 
     async def work(candor: Candor) -> EvalRun:
         return await candor.evaluate(golden, kb=kb)
@@ -256,7 +269,7 @@ def report(
     kb: Annotated[
         str | None, typer.Option("--kb", help="Only answers scoped to this knowledge base or citing its documents.")
     ] = None,
-    by: Annotated[By | None, typer.Option("--by", help="A row per day or per week (UTC).")] = None,
+    by: Annotated[ReportBy | None, typer.Option("--by", help="A row per day or per week (UTC).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     html: Annotated[
         Path | None,
@@ -264,6 +277,11 @@ def report(
     ] = None,
 ) -> None:
     """What the gate log says: routes, gates, feedback, latency, cost, sources, platforms, eval runs."""
+    from bot.render.report_html import render_html, write_html
+    from bot.render.report_text import render_report
+    from rag import report_window
+    from rag.errors import FileWriteError
+
     try:
         window = report_window(since, until, by=by, kb=kb)
     except ValueError as exc:

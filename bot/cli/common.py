@@ -1,8 +1,12 @@
 """What every `candor` command shares: the consoles, the common options, and running a piece of
 work against the core with errors turned into one line on stderr and an exit status.
 
-Each command module (bot/cli/commands.py and the `bot/cli_*.py` groups) imports from here, never from
+Each command module (bot/cli/commands.py and the `bot/cli/*.py` groups) imports from here, never from
 bot/cli/commands.py, which imports them all to register their commands.
+
+Importing this module loads typer and rich only: the core (`rag`), the settings and logging are
+imported when a command runs, so `candor --help` and `candor --version` start at once
+(tests/unit/bot/test_cli_startup.py).
 """
 
 from __future__ import annotations
@@ -11,17 +15,17 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bot.cli.logs import configure_logging
-from rag import Candor, open_candor
-from rag.config import Settings, load_settings
-from rag.errors import CandorError, ConfigError, RetrievalError
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from rag import Candor
+    from rag.config import Settings
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -37,6 +41,9 @@ AccessOption = Annotated[
 
 def run(work: Callable[[Candor], Awaitable[T]], *, check_embedder: bool = True) -> T:
     """`work` on an open core; a `CandorError` is printed as one line and exits 1."""
+    from rag import open_candor
+    from rag.errors import CandorError
+
     settings = cli_settings()
 
     async def main() -> T:
@@ -55,12 +62,18 @@ def run(work: Callable[[Candor], Awaitable[T]], *, check_embedder: bool = True) 
 
 async def require_knowledge_base(candor: Candor, name: str | None) -> None:
     """A `--kb` that names no knowledge base is an error, not an empty search."""
+    from rag.errors import RetrievalError
+
     if name is not None and await candor.knowledge_base(name) is None:
         raise RetrievalError(f"no knowledge base is called {name!r}")
 
 
 def cli_settings() -> Settings:
     """The settings, or exit 1 with the configuration error; logging set up at their level."""
+    from bot.cli.logs import configure_logging
+    from rag.config import load_settings
+    from rag.errors import ConfigError
+
     try:
         settings = load_settings()
     except ConfigError as exc:
@@ -74,6 +87,8 @@ async def every(interval: float, once: Callable[[], Awaitable[None]]) -> None:
     """`--every`: `once()`, a wait, `once()` again, until SIGTERM or SIGINT ends the wait (a run in
     progress finishes); then "stopped". A run that fails with a `CandorError` (the database away, a
     bad file) is one line, and the next run tries again."""
+    from rag.errors import CandorError
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -103,6 +118,8 @@ def progress_bar() -> Progress | _NoProgress:
     """A transient bar on stdout for `candor ingest` and `candor sync`, only on a terminal."""
     if not out.is_terminal:
         return _NoProgress()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -8,13 +8,14 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bot.cli.common import err, run
-from rag import Candor, parse_moment, write_private
-from rag.errors import FileWriteError
+
+if TYPE_CHECKING:
+    from rag import Candor
 
 feedback_app = typer.Typer(help="Feedback: the 👍/👎 votes on answers, with the answers.", no_args_is_help=True)
 
@@ -29,6 +30,8 @@ def export(
 ) -> None:
     """Every vote of the window with its answer: trace id, created_at, platform, question, answer,
     route, rating, reason, user (pseudonymised: CANDOR_EXPORT_USERS), voted_at."""
+    from rag import parse_moment, write_private
+    from rag.errors import FileWriteError
 
     now = datetime.now(UTC)
     try:

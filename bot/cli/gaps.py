@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from bot.cli.common import err, out, run
-from bot.render.gaps_text import render_gaps
-from rag import Candor, report_window
+
+if TYPE_CHECKING:
+    from rag import Candor
 
 
 def gaps(
@@ -33,6 +34,8 @@ def gaps(
 
     Each group is re-checked against the documents with relaxed retrieval and labelled "true gap"
     (nothing there) or "possibly answerable" (a wrong abstention to look at), with the best evidence."""
+    from bot.render.gaps_text import render_gaps
+    from rag import report_window
 
     try:
         window = report_window(since, until, kb=kb)

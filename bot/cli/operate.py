@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from bot.cli.common import cli_settings, err, out, run
-from rag import Candor, prepare_embedder
-from rag.errors import CandorError, ConfigError
+
+if TYPE_CHECKING:
+    from rag import Candor
 
 log = logging.getLogger("candor.cli")
 
@@ -29,6 +30,7 @@ def serve(
     from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app, in_background, settle_heap
     from bot.server import serve as run_server
     from bot.web.identity import chat_login, chat_page_line, is_loopback
+    from rag.errors import ConfigError
 
     settings = cli_settings()
     slack = settings.slack_bot_token is not None
@@ -116,6 +118,9 @@ def slack_worker() -> None:
 def prepare() -> None:
     """Load the embedder once (exporting its ONNX file into CANDOR_MODELS_DIR on first use), then
     exit: a container image runs it at build time, so that a container starts without writing a cache."""
+    from rag import prepare_embedder
+    from rag.errors import CandorError
+
     settings = cli_settings()
     try:
         backend = asyncio.run(prepare_embedder(settings))

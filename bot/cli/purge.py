@@ -6,13 +6,15 @@ Registered on the main app by `bot/cli/commands.py` (`app.command("purge")(purge
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from bot.cli.common import err, out, run
-from rag import Candor, Purged, parse_moment
+
+if TYPE_CHECKING:
+    from rag import Candor, Purged
 
 
 def purge(
@@ -22,6 +24,8 @@ def purge(
 ) -> None:
     """Remove question text, asker ids and vote comments from traces, feedback and the chat ledger
     older than the cut-off. Routes, gates, sources, ratings and costs stay, so reports still count them."""
+    from rag import parse_moment
+
     try:
         cutoff = parse_moment(older_than, datetime.now(UTC))
     except ValueError as exc:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from bot.cli.common import err, every, out, progress_bar, run
-from rag import Candor, SourceDocument, SyncReport, parse_interval
-from rag.model.types import clean_text
+
+if TYPE_CHECKING:
+    from rag import Candor, SourceDocument, SyncReport
 
 EXIT_SKIPPED = 3
 
@@ -36,6 +37,9 @@ def sync(
     ] = None,
 ) -> None:
     """Bring the knowledge bases up to date with the configured sources: only what changed is fetched."""
+    from rag import parse_interval
+    from rag.model.types import clean_text
+
     if every is not None:
         try:
             interval = parse_interval(every)

@@ -184,7 +184,7 @@ async def _json_object(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
     if "user" in body:
-        raise BadRequest('"user" is not accepted: who asks is who signed in (the README\'s security section).')
+        raise BadRequest('"user" is not accepted: who asks is who signed in (docs/security.md).')
     return body
 
 

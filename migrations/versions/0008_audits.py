@@ -1,6 +1,6 @@
 """Audits of delivered answers and abstentions (`candor audit answers`), and labels people gave.
 
-DESIGN.md's hallucination rate is measured by re-verifying a sample of delivered sentences with a
+docs/design.md's hallucination rate is measured by re-verifying a sample of delivered sentences with a
 verifier independent of the gate; these tables hold those re-verifications, the relaxed re-checks
 of abstentions, and the labels people import from a labelled CSV.
 

@@ -96,7 +96,7 @@ GateName = Literal[
     "self_consistency",
     "contradiction",
 ]
-"""Every gate an answer passes, in the order an attempt meets them (DESIGN.md, "The flow"):
+"""Every gate an answer passes, in the order an attempt meets them (docs/design.md, "The flow"):
 `retrieval_score` (best dense cosine), `premise` (names and codes no evidence mentions), `bridge`
 (multi-hop's second retrieval), `writer` (the configured writer, or its fallback), `faithfulness`
 (the critic's verdicts), `rescue` (per-claim re-retrieval), `writer_conflicts` (a model writer's
@@ -250,7 +250,7 @@ class Answer:
         return self.route == "abstained"
 
     def as_json(self) -> dict[str, Any]:
-        """The object `candor ask --json` prints (DESIGN.md, "Public interface")."""
+        """The object `candor ask --json` prints (docs/design.md, "Public interface")."""
         return {
             "question": self.question,
             "route": self.route,

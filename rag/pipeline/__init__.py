@@ -1,1 +1,1 @@
-"""The answer path (DESIGN.md, "The flow"): understand, access, retrieve, rerank, synthesise, critic, compose."""
+"""The answer path (docs/design.md, "The flow"): understand, access, retrieve, rerank, synthesise, critic, compose."""

@@ -89,7 +89,7 @@ def compose(attempt: Attempt, *, refusal: str, detector: ContradictionDetector |
 def _resolve(attempt: Attempt, checked: Checked, detector: ContradictionDetector) -> tuple[Final, ...]:
     """A supported sentence, swapped for the other source's when a conflict prefers that one. When
     neither source is preferred, both sentences, each citing its own source and marked disputed:
-    stating the first-ranked one alone would assert a value the answer cannot prefer (DESIGN.md:
+    stating the first-ranked one alone would assert a value the answer cannot prefer (docs/design.md:
     "neither decides -> no preference"). The other sentence is the source's own words, cited to it."""
     origin = _origin(attempt, checked)
     shortlist = [s for r in attempt.evidence[checked.part].ranked[:SHORTLIST_FOR_CONFLICTS] for s in r.sentences]

@@ -1,4 +1,4 @@
-"""The flow of DESIGN.md in one place: the steps of one attempt in order, and the retry.
+"""The flow of docs/design.md in one place: the steps of one attempt in order, and the retry.
 
 `GatedAttempt.steps` is the list of one attempt's steps (rag/pipeline/steps.py), each a small class
 whose `run` takes the attempt so far and returns a new frozen `Attempt`, with the gates it may add

@@ -1,6 +1,6 @@
 """`candor audit answers`: sampled re-verification of delivered answers, and re-checks of abstentions.
 
-DESIGN.md defines the hallucination rate as the share of delivered sentences that a verifier
+docs/design.md defines the hallucination rate as the share of delivered sentences that a verifier
 independent of the gate's own judges unsupported by their cited evidence, on a sample. `run_audit`
 makes that sample:
 

@@ -1,6 +1,6 @@
 """The verifier `candor audit answers` re-verifies delivered sentences with, and whether it is independent.
 
-DESIGN.md's hallucination rate needs a verifier independent of the gate's own: a gate cannot find
+docs/design.md's hallucination rate needs a verifier independent of the gate's own: a gate cannot find
 its own blind spots. `CANDOR_AUDIT_VERIFIER` picks the audit's verifier:
 
     auto                  the strongest configured: the gate's LLM judge (CANDOR_JUDGE=openai:...),

@@ -1,4 +1,4 @@
-"""Golden question files (DESIGN.md, "Public interface"): load and check them.
+"""Golden question files (docs/design.md, "Public interface"): load and check them.
 
 A golden file is a YAML list of `{id, question, answerable, answer, sources, keywords, tags}` with
 optional `conflict: {preferred, stale, preferred_source, stale_source}`, `parts: [{text,

@@ -1,6 +1,6 @@
 """The report's sampled measures, from the audit rows (`candor audit answers`, migration 0008): pure functions.
 
-- `hallucination_rate`: DESIGN.md's, from re-verified delivered sentences. Only rows whose verifier
+- `hallucination_rate`: docs/design.md's, from re-verified delivered sentences. Only rows whose verifier
   is independent of that trace's gate count, one judgement per delivered sentence (the query keeps
   the latest judged one; `verifier` lists whose were counted). When only the gate's own verifier
   re-checked a window, the rate is withheld (`not_independent`) and what is shown instead is how

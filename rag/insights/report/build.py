@@ -12,7 +12,7 @@ rate None when `of` is 0). The definitions are in docs/reporting.md; in short:
   the ones whose attempt-2 gate passed.
 - gate_dropped_sentences: the gate's own view, the critic's drops (`stage = 'critic'`) over the
   sentences its faithfulness gates checked, every attempt included.
-- hallucination_rate: DESIGN.md's, from the sampled re-verifications `candor audit answers` stored,
+- hallucination_rate: docs/design.md's, from the sampled re-verifications `candor audit answers` stored,
   counted only where the audit's verifier is independent of the trace's gate (`not_independent`,
   with no rate, when only the gate's own re-checked; `not_measured` when none did), never from the
   gate's own drops, one judgement per delivered sentence, stratified by UTC day and weighted by the

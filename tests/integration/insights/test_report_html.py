@@ -7,8 +7,8 @@ and a stored `candor eval` run; the traces are then moved to three days of June 
 periods to trend. The report is asked for that knowledge base only, so other tests' traffic in the
 same database does not change it.
 
-Chromium is required, not optional: without it the test fails and says how to install it (.ci/run
-installs Debian's `chromium`).
+Chromium is required, not optional: without it the test fails and says how to install it (`make test`
+installs Debian's `chromium`: scripts/ensure_chromium.sh).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     if binary is None:
         pytest.fail(
             "chromium is not installed, and the HTML report test needs it: "
-            "apt-get install -y --no-install-recommends chromium (.ci/run does this)"
+            "apt-get install -y --no-install-recommends chromium (make test does this: scripts/ensure_chromium.sh)"
         )
     command = [
         binary,

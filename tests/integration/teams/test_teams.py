@@ -228,7 +228,7 @@ async def test_an_answer_that_takes_20_seconds_still_arrives_after_the_turn_with
         typing = [c for c in served.fake.calls if c.body.get("type") == "typing" and c.at < call.at]
         assert len(typing) >= 6, "a typing indicator every few seconds while the model writes"
         assert max(b.at - a.at for a, b in itertools.pairwise(typing)) < 10
-        # typing only: no text, no informative update or stream (README, "Microsoft Teams")
+        # typing only: no text, no informative update or stream (docs/teams.md)
         assert all(not c.body.get("text") and not c.body.get("entities") for c in typing)
         assert [c for c in served.fake.calls if c.at < call.at and c.body.get("type") != "typing"] == []
         row = await answered(served, question)
