@@ -12,6 +12,7 @@ knowledge base, with which credentials and permissions.
         requests_per_second: 2
         credentials:                 # environment-variable NAMES, never the secrets themselves
           authorization: HELP_CENTRE_AUTH
+        # allow_private_network: true   # any kind: an internal site (or a list: [10.20.0.0/16])
       - name: wiki
         kind: confluence             # rag/ingest/sources/confluence.py
         kb: internal
@@ -47,6 +48,11 @@ knowledge base, with which credentials and permissions.
           anyone: public             # a file anyone with the link can open is public (unset: adds no one)
         credentials: {service_account: GOOGLE_SERVICE_ACCOUNT_JSON}   # the key's JSON text
 
+Every source's requests go through the network guard (rag/ingest/sources/guard.py): loopback,
+link-local, private, multicast and unspecified addresses are refused, unless the source says
+`allow_private_network: true`, or lists the internal networks it may reach (`[10.20.0.0/16]`);
+then `candor sync` warns, naming the source and what it may reach, each time it starts it.
+
 A value that looks like a secret written inline (a `token`, `password`, `secret`, `api_key`,
 `authorization` key anywhere outside `credentials`, or a `credentials` value that is not a variable
 name) is refused with the line to write instead.
@@ -54,6 +60,7 @@ name) is refused with the line to write instead.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -73,7 +80,7 @@ _ACCESS_REQUIRED = frozenset({"notion"})
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SECRET_KEYS = frozenset({"token", "password", "secret", "api_key", "apikey", "authorization", "client_secret"})
-_COMMON = frozenset({"name", "kind", "kb", "access", "credentials"})
+_COMMON = frozenset({"name", "kind", "kb", "access", "credentials", "allow_private_network"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +93,9 @@ class SourceConfig:
     """Credential name → the environment variable that holds it (read at sync time)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """The kind's own settings (a website's start URLs, sitemap, budget...)."""
+    allow_private_network: bool | tuple[str, ...] = False
+    """May reach every internal address (true) or these internal networks (an internal site); off
+    unless written."""
 
 
 def load_sources(path: Path) -> list[SourceConfig]:
@@ -141,6 +151,7 @@ def _source(entry: object, where: str) -> SourceConfig:
     kb = entry.get("kb")
     if kb is not None and (not isinstance(kb, str) or not kb.strip()):
         raise SyncError(f"{where}: `kb` must be a knowledge base name")
+    private = _private_networks(entry.get("allow_private_network", False), where)
     return SourceConfig(
         name=name,
         kind=kind,
@@ -148,7 +159,20 @@ def _source(entry: object, where: str) -> SourceConfig:
         access=_access(entry.get("access", []), where),
         credentials=_credentials(entry.get("credentials", {}), where),
         options={k: v for k, v in entry.items() if k not in _COMMON},
+        allow_private_network=private,
     )
+
+
+def _private_networks(value: object, where: str) -> bool | tuple[str, ...]:
+    if isinstance(value, bool):
+        return value
+    wrong = f"{where}: `allow_private_network` is true, false, or a list of networks like [10.20.0.0/16]"
+    if not isinstance(value, list) or not value:
+        raise SyncError(wrong)
+    try:
+        return tuple(str(ipaddress.ip_network(str(n), strict=False)) for n in value)
+    except ValueError as exc:
+        raise SyncError(f"{wrong} ({exc})") from exc
 
 
 def _access(value: object, where: str) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ from rag.ingest.sources.confluence_access import (
 )
 from rag.ingest.sources.confluence_api import ConfluenceApi
 from rag.ingest.sources.confluence_options import ConfluenceOptions
+from rag.ingest.sources.guard import Network
 from rag.model.types import NO_ONE
 
 log = logging.getLogger("candor.sync.confluence")
@@ -79,7 +80,9 @@ class Confluence:
         credentials: Mapping[str, str],
         variables: Mapping[str, str],
         access: Sequence[str] = (),
+        network: Network | None = None,
     ) -> None:
+        """`network`: how Confluence is reached (default: the guard, no internal addresses)."""
         missing = [key for key in ("email", "token") if key not in credentials]
         if missing:
             raise SyncError(
@@ -100,6 +103,8 @@ class Confluence:
             refused=f"Confluence refused the credentials in {named} (a wrong or expired API token?)",
             timeout_seconds=options.timeout_seconds,
             max_wait_seconds=options.max_wait_seconds,
+            max_bytes=options.max_bytes,
+            network=network,
         )
         self._items: dict[str, _Item] = {}
         self._group_names: dict[str, str] = {}

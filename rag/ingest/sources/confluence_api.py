@@ -8,9 +8,9 @@ credentials (never their values).
 
 The credentials are sent to Confluence only. Nothing here asks for a URL off the configured site, and
 a redirect that leaves it (a download Confluence answers with a 302 to its media host) is followed
-without them: they go with each request, never on the session, as aiohttp drops a request's own
-`auth` when a redirect leaves its host but applies a session's default `auth` again on every hop,
-wherever it leads.
+without them: requests go through the guarded client (`outbound.Outbound`), which follows each
+redirect by hand, sends `auth` to the site's own origin only, and checks every address it connects
+to (`guard`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import aiohttp
 
 from rag.errors import ItemError
 from rag.ingest.sources.common import USER_AGENT
+from rag.ingest.sources.guard import Network, origin, redact
 from rag.ingest.sources.http import Limits, bounded_get, json_object
+from rag.ingest.sources.outbound import Outbound
 
 _MAX_RESULT_PAGES = 1000
 """Pages of results one listing follows (250 results each): a cursor that never ends stops here."""
@@ -40,16 +42,22 @@ class ConfluenceApi:
         timeout_seconds: float = 30.0,
         max_wait_seconds: float = 60.0,
         max_bytes: int = 50_000_000,
+        network: Network | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        parts = urlsplit(self.base_url)
-        self.site = f"{parts.scheme}://{parts.netloc}"
+        self.site = origin(self.base_url)
         self.refused = refused
         """What a 401 or 403 says: which variables to check (the connector words it)."""
         self._auth = aiohttp.BasicAuth(email, token)
         """Sent per request (see the module's docstring), so a redirect off the site carries none."""
-        self._limits = Limits("Confluence", refused, timeout_seconds, max_wait_seconds, max_bytes)
-        self._session: aiohttp.ClientSession | None = None
+        self._limits = Limits("Confluence", refused, timeout_seconds, max_wait_seconds)
+        self._client = Outbound(
+            network or Network(),
+            owners=[self.site],
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            timeout_seconds=timeout_seconds,
+            max_bytes=max_bytes,
+        )
 
     def url(self, path: str) -> str:
         """`path` under the base URL (`/api/v2/spaces`, a download link), or a site-relative link
@@ -64,14 +72,9 @@ class ConfluenceApi:
     async def get(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, bytes]:
         """(status, body) of one GET on the site (`bounded_get`: a 429 waited out, refused credentials
         and an unreachable site one line each); a link off the site is never followed."""
-        if urlsplit(url).netloc != urlsplit(self.site).netloc:
-            raise ItemError(f"a link off the Confluence site was not followed: {url}")
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-                timeout=aiohttp.ClientTimeout(total=self._limits.timeout_seconds),
-            )
-        return await bounded_get(self._session, url, params, self._limits, auth=self._auth)
+        if origin(url) != self.site:
+            raise ItemError(f"a link off the Confluence site was not followed: {redact(url)}")
+        return await bounded_get(self._client, url, params, self._limits, auth=self._auth)
 
     async def get_json(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         """(status, the JSON object) of one GET; `{}` for a status other than 200."""
@@ -95,6 +98,4 @@ class ConfluenceApi:
         raise ItemError(f"{path} did not end after {_MAX_RESULT_PAGES} pages of results")
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.aclose()

@@ -30,12 +30,15 @@ class ConfluenceOptions:
     max_documents: int = 5000
     timeout_seconds: float = 30.0
     max_wait_seconds: float = 60.0
+    max_bytes: int = 50_000_000
+    """The largest answer read (a page's JSON, an attachment): a larger one is skipped, with its size."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], where: str) -> ConfluenceOptions:
         known = {
             "base_url", "spaces", "space_access", "space_permissions", "permissions", "attachments",
             "blog_posts", "body_format", "max_documents", "timeout_seconds", "max_wait_seconds", "concurrency",
+            "max_bytes",
         }  # fmt: skip
         unknown = sorted(set(options) - known)
         if unknown:
@@ -75,6 +78,7 @@ class ConfluenceOptions:
                 max_documents=int(options.get("max_documents", 5000)),
                 timeout_seconds=float(options.get("timeout_seconds", 30.0)),
                 max_wait_seconds=float(options.get("max_wait_seconds", 60.0)),
+                max_bytes=int(options.get("max_bytes", 50_000_000)),
             )
         except (TypeError, ValueError) as exc:
             raise SyncError(f"{where}: a confluence setting is not a number: {exc}") from exc
@@ -85,6 +89,8 @@ class ConfluenceOptions:
             raise SyncError(f"{where}: `timeout_seconds` must be positive (got {made.timeout_seconds:g})")
         if not made.max_wait_seconds >= 0:
             raise SyncError(f"{where}: `max_wait_seconds` cannot be negative (got {made.max_wait_seconds:g})")
+        if made.max_bytes < 1:
+            raise SyncError(f"{where}: `max_bytes` must be at least 1 (got {made.max_bytes})")
         if not 1 <= made.concurrency <= 16:
             raise SyncError(f"{where}: `concurrency` is 1 to 16 requests at once (got {made.concurrency})")
         return made

@@ -40,6 +40,7 @@ from rag.ingest.sources.base import Fetched, Format, Gone, ItemState, NotModifie
 from rag.ingest.sources.common import moment
 from rag.ingest.sources.gdrive_access import FileAccess, Permission, PermissionMap, UnmappedLog, file_access
 from rag.ingest.sources.gdrive_api import DriveApi, Reply
+from rag.ingest.sources.guard import Network
 from rag.model.types import NO_ONE
 
 log = logging.getLogger("candor.sync.gdrive")
@@ -78,12 +79,14 @@ class GoogleDriveOptions:
     max_documents: int = 5000
     timeout_seconds: float = 30.0
     max_wait_seconds: float = 60.0
+    max_bytes: int = 50_000_000
+    """The largest answer read (a file, an export, a listing's JSON): a larger file is skipped, with its size."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], where: str) -> GoogleDriveOptions:
         known = {
             "folders", "drives", "permissions", "subject", "api_url", "page_size", "max_documents",
-            "timeout_seconds", "max_wait_seconds",
+            "timeout_seconds", "max_wait_seconds", "max_bytes",
         }  # fmt: skip
         unknown = sorted(set(options) - known)
         if unknown:
@@ -109,13 +112,14 @@ class GoogleDriveOptions:
                 max_documents=int(options.get("max_documents", 5000)),
                 timeout_seconds=float(options.get("timeout_seconds", 30.0)),
                 max_wait_seconds=float(options.get("max_wait_seconds", 60.0)),
+                max_bytes=int(options.get("max_bytes", 50_000_000)),
             )
         except (TypeError, ValueError) as exc:
             raise SyncError(f"{where}: a gdrive setting is not a number: {exc}") from exc
         if not 1 <= made.page_size <= 1000 or made.max_documents < 1 or made.timeout_seconds <= 0:
             raise SyncError(f"{where}: page_size is 1-1000; max_documents and timeout_seconds must be positive")
-        if made.max_wait_seconds < 0:
-            raise SyncError(f"{where}: max_wait_seconds cannot be negative")
+        if made.max_wait_seconds < 0 or made.max_bytes < 1:
+            raise SyncError(f"{where}: max_wait_seconds cannot be negative, max_bytes must be positive")
         return made
 
 
@@ -143,10 +147,12 @@ class GoogleDrive:
         credentials: Mapping[str, str],
         variables: Mapping[str, str],
         access: Sequence[str] = (),
+        network: Network | None = None,
     ) -> None:
         """`access` is the sources file's top-level `access`, refused when given: every file's readers
         come from Drive, and a list there would read as if it decided who may read (it once decided
-        what a file anyone with the link can open got)."""
+        what a file anyone with the link can open got). `network`: how Drive is reached (default:
+        the guard, no internal addresses)."""
         if access:
             raise SyncError(
                 f"source {name!r}: a gdrive source takes its readers from Drive's permissions: map them under "
@@ -170,6 +176,8 @@ class GoogleDrive:
                 "and shared drives are shared with it",
                 timeout_seconds=options.timeout_seconds,
                 max_wait_seconds=options.max_wait_seconds,
+                max_bytes=options.max_bytes,
+                network=network,
             )
         except ValueError as exc:
             raise SyncError(

@@ -15,7 +15,10 @@ thread, once an hour at most.
 Every failure is an `ItemError` with a line a person can act on: the connector turns it into a
 `SourceError` while listing (then nothing stored is removed) and a skipped file while fetching one.
 A refused key names the environment variable that holds it, never its value. Requests go to the
-configured API root only, so the token is sent nowhere else.
+configured API root only, through the guarded client (`outbound.Outbound`: every address checked,
+redirects followed by hand, the token sent to the API's origin only, bodies read whole), so the
+token is sent nowhere else. The token endpoint is google-auth's own (requests), at the key's
+`token_uri`.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from google.oauth2 import service_account
 
 from rag.errors import ItemError
 from rag.ingest.sources.common import USER_AGENT
+from rag.ingest.sources.guard import Network
+from rag.ingest.sources.outbound import Outbound
 from rag.ingest.sources.retry_after import retry_after
 
 log = logging.getLogger("candor.sync.gdrive")
@@ -92,6 +97,7 @@ class DriveApi:
         timeout_seconds: float = 30.0,
         max_wait_seconds: float = 60.0,
         max_bytes: int = 50_000_000,
+        network: Network | None = None,
     ) -> None:
         """`key`: the service account's JSON key (parsed); a malformed one raises `ValueError`."""
         self._credentials = service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
@@ -102,9 +108,14 @@ class DriveApi:
         """What a refused key says: which variable to check (the connector words it)."""
         self._timeout = timeout_seconds
         self._max_wait = max_wait_seconds
-        self._max_bytes = max_bytes
         self._tokens = requests.Session()
-        self._session: aiohttp.ClientSession | None = None
+        self._client = Outbound(
+            network or Network(),
+            owners=[self.root],
+            headers={"User-Agent": USER_AGENT},
+            timeout_seconds=timeout_seconds,
+            max_bytes=max_bytes,
+        )
 
     async def _token(self, *, renew: bool = False) -> str:
         """A valid access token, asked for when there is none, it expired or the API refused it."""
@@ -124,14 +135,6 @@ class DriveApi:
                 raise ItemError(f"the token endpoint could not be reached ({type(exc).__name__})") from exc
         return str(self._credentials.token)
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                headers={"User-Agent": USER_AGENT},
-                timeout=aiohttp.ClientTimeout(total=self._timeout),
-            )
-        return self._session
-
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> Reply:
         """One GET of `path` under the API root, authorised: a 429 or a 403 `rateLimitExceeded` waited
         out (its Retry-After, bounded, twice), a 401 retried once with a new token. `ItemError` when the
@@ -143,20 +146,15 @@ class DriveApi:
             headers = {"Authorization": f"Bearer {await self._token(renew=renew)}"}
             renew = False
             try:
-                async with self._client().get(url, params=dict(params or {}), headers=headers) as response:
-                    status = response.status
-                    if status == 200:
-                        body = await response.content.read(self._max_bytes + 1)
-                        if len(body) > self._max_bytes:
-                            raise ItemError(f"larger than {self._max_bytes} bytes")
-                        return Reply(200, body)
-                    body = await response.content.read(100_000)
-                    reply = Reply(status, body, _reason(body))
-                    wait = response.headers.get("Retry-After")
+                answer = await self._client.get(url, params=params, headers=headers)
             except TimeoutError as exc:
                 raise ItemError(f"Drive did not answer within {self._timeout:g} s") from exc
             except aiohttp.ClientError as exc:
                 raise ItemError(f"Drive could not be reached ({type(exc).__name__}: {exc})"[:300]) from exc
+            status, wait = answer.status, answer.headers.get("Retry-After")
+            if status == 200:
+                return Reply(200, answer.body)
+            reply = Reply(status, answer.body, _reason(answer.body))
             if status == 401 and not renewed:
                 renewed = renew = True  # an access token expires within the hour: ask for a new one, once
                 continue
@@ -202,9 +200,7 @@ class DriveApi:
         raise ItemError(f"{path} did not end after {_MAX_RESULT_PAGES} pages of results")
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.aclose()
         self._tokens.close()
 
 

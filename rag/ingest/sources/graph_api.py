@@ -13,8 +13,10 @@ Every failure is an `ItemError` with a line a person can act on: the connector t
 `SourceError` while listing (nothing stored is removed) and a skipped document while fetching one.
 A refused secret (an AADSTS error from the token endpoint, or a 401 or 403 from Graph) names the
 environment variables to check, never their values. A `@odata.nextLink` off Graph's host is not
-followed, so the token is sent to Graph only (a download's redirect to SharePoint's pre-signed URL
-is followed by aiohttp, which drops the Authorization header on leaving the host).
+followed, so the token is sent to Graph only: requests go through the guarded client
+(`outbound.Outbound`), which follows a download's redirect to SharePoint's pre-signed URL by hand,
+without the Authorization header, and checks every address it connects to (`guard`). The token
+endpoint is MSAL's own (requests), at the configured `authority`.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
 import msal
 
 from rag.errors import ItemError
 from rag.ingest.sources.common import USER_AGENT
+from rag.ingest.sources.guard import Network, origin, redact
 from rag.ingest.sources.http import Limits, bounded_get, json_object
+from rag.ingest.sources.outbound import Outbound
 
 _MAX_RESULT_PAGES = 2000
 """Pages of results one listing follows: a nextLink that never ends stops here."""
@@ -54,6 +57,7 @@ class GraphApi:
         timeout_seconds: float = 30.0,
         max_wait_seconds: float = 60.0,
         max_bytes: int = 50_000_000,
+        network: Network | None = None,
     ) -> None:
         self.graph_url = graph_url.rstrip("/")
         self.refused = refused
@@ -63,11 +67,17 @@ class GraphApi:
         self._secret = client_secret
         self._scope = scope
         self._timeout = timeout_seconds
-        self._limits = Limits("Graph", refused, timeout_seconds, max_wait_seconds, max_bytes, throttled=(429, 503))
+        self._limits = Limits("Graph", refused, timeout_seconds, max_wait_seconds, throttled=(429, 503))
         """A 429 or a 503 (Graph's throttling) is waited out, each its Retry-After, twice."""
         self._app: Any = None
         self._token: tuple[str, float] | None = None
-        self._session: aiohttp.ClientSession | None = None
+        self._client = Outbound(
+            network or Network(),
+            owners=[self.graph_url],
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            timeout_seconds=timeout_seconds,
+            max_bytes=max_bytes,
+        )
         self.token_requests = 0
         """Tokens asked of MSAL (it may answer from its cache)."""
 
@@ -117,18 +127,13 @@ class GraphApi:
     async def get(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, bytes]:
         """(status, body) of one GET with the bearer token (`bounded_get`: a 429 or 503 waited out,
         refused credentials and an unreachable Graph one line each); a link off Graph is never followed."""
-        if urlsplit(url).netloc != urlsplit(self.graph_url).netloc:
-            raise ItemError(f"a link off Microsoft Graph was not followed: {url}")
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-                timeout=aiohttp.ClientTimeout(total=self._limits.timeout_seconds),
-            )
+        if origin(url) != origin(self.graph_url):
+            raise ItemError(f"a link off Microsoft Graph was not followed: {redact(url)}")
 
         async def bearer() -> dict[str, str]:
             return {"Authorization": f"Bearer {await self.bearer()}"}
 
-        return await bounded_get(self._session, url, params, self._limits, headers=bearer)
+        return await bounded_get(self._client, url, params, self._limits, headers=bearer)
 
     async def get_json(self, url: str, params: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         """(status, the JSON object) of one GET; `{}` for a status other than 200."""
@@ -160,6 +165,4 @@ class GraphApi:
         raise ItemError(f"{path} did not end after {_MAX_RESULT_PAGES} pages of results")
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.aclose()

@@ -35,6 +35,7 @@ from typing import Any
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Gone, ItemState, NotModified, Outcome, SourceDocument
 from rag.ingest.sources.common import moment
+from rag.ingest.sources.guard import Network
 from rag.ingest.sources.notion_access import TOP, notion_id, page_groups, under_roots, unread_ancestor, unseen_ids
 from rag.ingest.sources.notion_api import NotionApi
 from rag.ingest.sources.notion_blocks import CHILDREN, page_url, property_lines, render_page, title_of
@@ -56,12 +57,14 @@ class NotionOptions:
     max_documents: int = 5000
     timeout_seconds: float = 30.0
     max_wait_seconds: float = 60.0
+    max_bytes: int = 50_000_000
+    """The largest answer read (a list of blocks, a PDF): a larger PDF is skipped, with its size."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], where: str) -> NotionOptions:
         known = {
             "roots", "page_access", "pdfs", "base_url", "requests_per_second", "max_documents",
-            "timeout_seconds", "max_wait_seconds",
+            "timeout_seconds", "max_wait_seconds", "max_bytes",
         }  # fmt: skip
         unknown = sorted(set(options) - known)
         if unknown:
@@ -88,13 +91,14 @@ class NotionOptions:
                 max_documents=int(options.get("max_documents", 5000)),
                 timeout_seconds=float(options.get("timeout_seconds", 30.0)),
                 max_wait_seconds=float(options.get("max_wait_seconds", 60.0)),
+                max_bytes=int(options.get("max_bytes", 50_000_000)),
             )
         except (TypeError, ValueError) as exc:
             raise SyncError(f"{where}: a notion setting is not a number: {exc}") from exc
         if made.requests_per_second <= 0 or made.max_documents < 1 or made.timeout_seconds <= 0:
             raise SyncError(f"{where}: requests_per_second, max_documents and timeout_seconds must be positive")
-        if made.max_wait_seconds < 0:
-            raise SyncError(f"{where}: max_wait_seconds cannot be negative")
+        if made.max_wait_seconds < 0 or made.max_bytes < 1:
+            raise SyncError(f"{where}: max_wait_seconds cannot be negative, max_bytes must be positive")
         return made
 
 
@@ -141,7 +145,9 @@ class Notion:
         credentials: Mapping[str, str],
         variables: Mapping[str, str],
         access: Sequence[str] = (),
+        network: Network | None = None,
     ) -> None:
+        """`network`: how Notion is reached (default: the guard, no internal addresses)."""
         if "token" not in credentials:
             raise SyncError(
                 f"source {name!r}: a notion source needs `credentials: {{token: VARIABLE}}` (an internal "
@@ -160,6 +166,8 @@ class Notion:
             requests_per_second=options.requests_per_second,
             timeout_seconds=options.timeout_seconds,
             max_wait_seconds=options.max_wait_seconds,
+            max_bytes=options.max_bytes,
+            network=network,
         )
         self._pages: dict[str, _Page] = {}
         self._files: dict[str, _File] = {}

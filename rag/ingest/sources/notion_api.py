@@ -5,8 +5,10 @@ Retries are the client's own, and there is one layer of them: a 429 `rate_limite
 for its `Retry-After` (at most `max_wait_seconds`, twice), and a 500 or 503 to a GET is tried twice
 more with back-off. Requests are paced to `requests_per_second` (Notion allows an average of three)
 by an httpx request hook, so retries are paced too. A PDF is downloaded from the block's file URL (a
-pre-signed S3 URL that expires within the hour) by a second httpx client that sends no token, so the
-integration's secret goes to Notion only.
+pre-signed S3 URL that expires within the hour) by a second client that sends no token, so the
+integration's secret goes to Notion only. Both go out through the guarded client
+(`outbound.Outbound`, under httpx by `outbound_httpx`): every address checked, redirects followed
+by hand, the token sent to the API's origin only, each answer read whole up to `max_bytes`.
 
 Every failure is an `ItemError` with a line a person can act on; the connector turns it into a
 `SourceError` while listing (then nothing stored is removed) and a skipped page while fetching. A
@@ -22,13 +24,17 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import httpx
 from notion_client import APIErrorCode, APIResponseError, AsyncClient
 from notion_client.client import RetryOptions
 from notion_client.errors import HTTPResponseError, NotionClientErrorBase, RequestTimeoutError
 
 from rag.errors import ItemError
+from rag.ingest.sources.guard import Network
 from rag.ingest.sources.notion_blocks import CHILDREN
+from rag.ingest.sources.outbound import Outbound
+from rag.ingest.sources.outbound_httpx import OutboundTransport
 
 log = logging.getLogger("candor.sync.notion")
 
@@ -53,6 +59,7 @@ class NotionApi:
         timeout_seconds: float = 30.0,
         max_wait_seconds: float = 60.0,
         max_bytes: int = 50_000_000,
+        network: Network | None = None,
     ) -> None:
         self.refused = refused
         """What a 401 says: which variable to check (the connector words it)."""
@@ -60,10 +67,11 @@ class NotionApi:
         self._next = 0.0
         self._pace_lock = asyncio.Lock()
         self._timeout = timeout_seconds
-        self._max_bytes = max_bytes
+        network = network or Network()
+        api = Outbound(network, owners=[base_url], timeout_seconds=timeout_seconds, max_bytes=max_bytes)
         sdk_log = logging.getLogger("candor.sync.notion.client")
         self.client = AsyncClient(
-            client=httpx.AsyncClient(event_hooks={"request": [self._pace]}),
+            client=httpx.AsyncClient(event_hooks={"request": [self._pace]}, transport=OutboundTransport(api)),
             auth=token,
             base_url=base_url.rstrip("/"),
             timeout_ms=int(timeout_seconds * 1000),
@@ -73,7 +81,7 @@ class NotionApi:
             logger=sdk_log,
             log_level=logging.ERROR,
         )
-        self._files = httpx.AsyncClient(timeout=timeout_seconds, follow_redirects=True)
+        self._files = Outbound(network, owners=(), timeout_seconds=timeout_seconds, max_bytes=max_bytes)
 
     async def _pace(self, request: httpx.Request) -> None:
         """Wait so requests start at most `requests_per_second` apart."""
@@ -180,19 +188,14 @@ class NotionApi:
     async def download(self, url: str) -> bytes:
         """A Notion-hosted file's bytes from its pre-signed URL (no token sent), at most `max_bytes`."""
         try:
-            async with self._files.stream("GET", url) as response:
-                if response.status_code != 200:
-                    raise ItemError(f"the file's URL answered {response.status_code}")
-                data = bytearray()
-                async for chunk in response.aiter_bytes():
-                    data.extend(chunk)
-                    if len(data) > self._max_bytes:
-                        raise ItemError(f"the file is larger than {self._max_bytes} bytes")
-                return bytes(data)
-        except httpx.TimeoutException as exc:
+            reply = await self._files.get(url)
+        except TimeoutError as exc:
             raise ItemError(f"the file did not download within {self._timeout:g} s") from exc
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             raise ItemError(f"the file could not be downloaded ({type(exc).__name__})") from exc
+        if reply.status != 200:
+            raise ItemError(f"the file's URL answered {reply.status}")
+        return reply.body
 
     async def aclose(self) -> None:
         await self.client.aclose()

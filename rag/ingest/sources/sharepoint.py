@@ -39,6 +39,7 @@ from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import NO_ONE, Fetched, Format, Gone, ItemState, NotModified, Outcome, SourceDocument
 from rag.ingest.sources.common import moment
 from rag.ingest.sources.graph_api import GraphApi
+from rag.ingest.sources.guard import Network
 from rag.ingest.sources.sharepoint_access import item_access
 from rag.ingest.sources.sharepoint_options import SharePointOptions
 
@@ -79,8 +80,15 @@ class SharePoint:
     kind = "sharepoint"
 
     def __init__(
-        self, options: SharePointOptions, *, name: str, credentials: Mapping[str, str], variables: Mapping[str, str]
+        self,
+        options: SharePointOptions,
+        *,
+        name: str,
+        credentials: Mapping[str, str],
+        variables: Mapping[str, str],
+        network: Network | None = None,
     ) -> None:
+        """`network`: how Graph is reached (default: the guard, no internal addresses)."""
         missing = [key for key in _CREDENTIALS if key not in credentials]
         if missing:
             raise SyncError(
@@ -102,6 +110,8 @@ class SharePoint:
             "or an app without Sites.Read.All / Files.Read.All?)",
             timeout_seconds=options.timeout_seconds,
             max_wait_seconds=options.max_wait_seconds,
+            max_bytes=options.max_bytes,
+            network=network,
         )
         self._items: dict[str, _Item] = {}
         self._logged: set[str] = set()

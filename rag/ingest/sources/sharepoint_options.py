@@ -36,7 +36,7 @@ SCOPE = "https://graph.microsoft.com/.default"
 _KNOWN = frozenset(
     {
         "sites", "libraries", "drives", "site_pages", "permissions", "graph_url", "authority", "scope",
-        "max_documents", "timeout_seconds", "max_wait_seconds",
+        "max_documents", "timeout_seconds", "max_wait_seconds", "max_bytes",
     }
 )  # fmt: skip
 _PERMISSION_KEYS = frozenset({"groups", "site_groups", "users", "organization", "anonymous"})
@@ -55,6 +55,8 @@ class SharePointOptions:
     max_documents: int = 5000
     timeout_seconds: float = 30.0
     max_wait_seconds: float = 60.0
+    max_bytes: int = 50_000_000
+    """The largest answer read (a file, a page's JSON): a larger one is skipped, with its size."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], where: str, *, access: tuple[str, ...] = ()) -> SharePointOptions:
@@ -96,11 +98,12 @@ class SharePointOptions:
                 max_documents=int(options.get("max_documents", 5000)),
                 timeout_seconds=float(options.get("timeout_seconds", 30.0)),
                 max_wait_seconds=float(options.get("max_wait_seconds", 60.0)),
+                max_bytes=int(options.get("max_bytes", 50_000_000)),
             )
         except (TypeError, ValueError) as exc:
             raise SyncError(f"{where}: a sharepoint setting is not a number: {exc}") from exc
-        if made.max_documents < 1 or made.timeout_seconds <= 0 or made.max_wait_seconds < 0:
-            raise SyncError(f"{where}: max_documents and timeout_seconds must be positive")
+        if made.max_documents < 1 or made.timeout_seconds <= 0 or made.max_wait_seconds < 0 or made.max_bytes < 1:
+            raise SyncError(f"{where}: max_documents, timeout_seconds and max_bytes must be positive")
         return made
 
 

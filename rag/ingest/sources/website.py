@@ -5,8 +5,16 @@ followed), on the same site, allowed by robots.txt. Fetching a page follows its 
 (the sync visits each once, within `max_pages`), at most `requests_per_second` (or robots.txt's
 Crawl-delay, if slower). On a re-sync each page is asked for with `If-None-Match` / `If-Modified-Since`:
 a 304 downloads nothing. A 429 is waited out (its Retry-After, at most `max_wait_seconds`, twice);
-a 5xx, a timeout or a page that is not HTML, Markdown, text or PDF is one skipped page. A sitemap
-or robots.txt that cannot be read fails the listing (`SourceError`): nothing stored is removed.
+a 5xx, a timeout, a page larger than `max_bytes` (20 MB) or not HTML, Markdown, text or PDF is one
+skipped page. A sitemap or robots.txt that cannot be read fails the listing (`SourceError`):
+nothing stored is removed. A `user:password@` in a URL is never written to a log or an error.
+
+"The site" is the origins (scheme, host, port) of the start pages and the sitemap, plus any the
+source lists under `other_sites`: a sitemap, a sitemap index's entry, a link, robots.txt or a
+redirect anywhere else is not fetched (a redirect is checked before it is followed, so nothing of
+an off-site answer is downloaded), and the source's `authorization` goes to its own origins only,
+never to `other_sites`. Every request goes through the guarded client (`outbound.Outbound`,
+`guard`), so no page of the site can lead the sync to an internal address either.
 
 Boilerplate goes before the page is stored: navigation, header, footer, aside, script and style;
 when the page has a `<main>` (or `<article>`s), only that is kept. The stored bytes are that cleaned
@@ -32,6 +40,8 @@ from lxml import etree
 from rag.errors import ItemError, SourceError, SyncError
 from rag.ingest.sources.base import Fetched, Format, Gone, ItemState, NotModified, Outcome, SourceDocument
 from rag.ingest.sources.common import USER_AGENT, escape_html
+from rag.ingest.sources.guard import Network, origin, redact
+from rag.ingest.sources.outbound import Outbound
 from rag.ingest.sources.retry_after import http_date, retry_after
 
 log = logging.getLogger("candor.sync.website")
@@ -63,10 +73,15 @@ class WebsiteOptions:
     timeout_seconds: float = 20.0
     max_wait_seconds: float = 60.0
     max_bytes: int = 20_000_000
+    other_sites: tuple[str, ...] = ()
+    """Origins beyond the start pages' and the sitemap's that pages, sitemaps and redirects may be on."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], where: str) -> WebsiteOptions:
-        known = {"start_urls", "sitemap", "max_pages", "requests_per_second", "timeout_seconds", "max_wait_seconds"}
+        known = {
+            "start_urls", "sitemap", "other_sites", "max_pages", "requests_per_second", "timeout_seconds",
+            "max_wait_seconds", "max_bytes",
+        }  # fmt: skip
         unknown = sorted(set(options) - known)
         if unknown:
             raise SyncError(f"{where}: unknown website settings {unknown} (known: {sorted(known)})")
@@ -77,9 +92,12 @@ class WebsiteOptions:
         urls = [*starts, *([sitemap] if sitemap else [])]
         if not urls:
             raise SyncError(f"{where}: a website needs `start_urls` or a `sitemap`")
-        for url in urls:
+        others = options.get("other_sites") or []
+        if isinstance(others, str) or not isinstance(others, list):
+            raise SyncError(f"{where}: `other_sites` lists sites' URLs, like [https://docs.example.com]")
+        for url in (*urls, *others):
             if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
-                raise SyncError(f"{where}: {url!r} is not an http(s) URL")
+                raise SyncError(f"{where}: {redact(repr(url))} is not an http(s) URL")
         try:
             made = cls(
                 start_urls=tuple(normalise(u) for u in starts),
@@ -88,17 +106,24 @@ class WebsiteOptions:
                 requests_per_second=float(options.get("requests_per_second", 2.0)),
                 timeout_seconds=float(options.get("timeout_seconds", 20.0)),
                 max_wait_seconds=float(options.get("max_wait_seconds", 60.0)),
+                max_bytes=int(options.get("max_bytes", 20_000_000)),
+                other_sites=tuple(sorted({_site(u) for u in others})),
             )
         except (TypeError, ValueError) as exc:
             raise SyncError(f"{where}: a website setting is not a number: {exc}") from exc
-        if made.max_pages < 1 or made.requests_per_second <= 0 or made.timeout_seconds <= 0:
-            raise SyncError(f"{where}: max_pages, requests_per_second and timeout_seconds must be positive")
+        if made.max_pages < 1 or made.requests_per_second <= 0 or made.timeout_seconds <= 0 or made.max_bytes < 1:
+            raise SyncError(f"{where}: max_pages, requests_per_second, timeout_seconds and max_bytes must be positive")
         return made
 
     @property
-    def sites(self) -> frozenset[str]:
-        """The hosts (scheme and authority) pages may be on."""
+    def own_sites(self) -> frozenset[str]:
+        """The origins of the start pages and the sitemap: the only ones credentials go to."""
         return frozenset(_site(u) for u in (*self.start_urls, *([self.sitemap] if self.sitemap else [])))
+
+    @property
+    def sites(self) -> frozenset[str]:
+        """The origins (scheme, host, port) pages, sitemaps and redirects may be on."""
+        return self.own_sites | frozenset(self.other_sites)
 
 
 class Website:
@@ -113,18 +138,26 @@ class Website:
         access: Sequence[str] = (),
         credentials: Mapping[str, str] | None = None,
         user_agent: str = USER_AGENT,
+        network: Network | None = None,
     ) -> None:
+        """`network`: how the site is reached (default: the guard, no internal addresses)."""
         self.options = options
         self.access = tuple(access)
         self.max_documents = options.max_pages
         self.not_synced: Mapping[str, int] = {}
         """Nothing is left out by kind: what this source lists, Candor reads."""
         self.user_agent = user_agent
-        headers = {"User-Agent": user_agent}
-        if credentials and "authorization" in credentials:
-            headers["Authorization"] = credentials["authorization"]
-        self._headers = headers
-        self._session: aiohttp.ClientSession | None = None
+        given = credentials or {}
+        secret = {"Authorization": given["authorization"]} if "authorization" in given else {}
+        self._client = Outbound(
+            network or Network(),
+            owners=options.own_sites,
+            reach=options.sites,
+            headers={"User-Agent": user_agent},
+            credentials=secret,
+            timeout_seconds=options.timeout_seconds,
+            max_bytes=options.max_bytes,
+        )
         self._robots: dict[str, urllib.robotparser.RobotFileParser] = {}
         self._interval = 1.0 / options.requests_per_second
         self._next_request = 0.0
@@ -157,8 +190,6 @@ class Website:
             return Gone(document, f"the site answered {status}")
         if status != 200:
             raise ItemError(f"the site answered {status}")
-        if _site(final_url) not in self.options.sites:
-            raise ItemError(f"redirected off the site, to {final_url}")
         kind = response_headers.get("Content-Type", "").split(";")[0].strip().lower()
         page_format = _FORMATS.get(kind)
         if page_format is None:
@@ -181,9 +212,7 @@ class Website:
         )
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.aclose()
 
     # --- pieces ----------------------------------------------------------------------------
 
@@ -209,10 +238,10 @@ class Website:
         try:
             status, _, body, _ = await self._get(f"{site}/robots.txt", {})
         except ItemError as exc:
-            raise SourceError(f"robots.txt of {site} could not be read: {exc}") from exc
+            raise SourceError(redact(f"robots.txt of {site} could not be read: {exc}")) from exc
         parser = urllib.robotparser.RobotFileParser()
         if status >= 500 or status == 429:
-            raise SourceError(f"robots.txt of {site} could not be read: the site answered {status}")
+            raise SourceError(redact(f"robots.txt of {site} could not be read: the site answered {status}"))
         parser.parse(body.decode("utf-8", "replace").splitlines() if status == 200 else [])
         delay = parser.crawl_delay(self.user_agent)
         if delay:
@@ -228,13 +257,13 @@ class Website:
             try:
                 status, _, body, _ = await self._get(url, {})
             except ItemError as exc:
-                raise SourceError(f"the sitemap {url} could not be read: {exc}") from exc
+                raise SourceError(redact(f"the sitemap {url} could not be read: {exc}")) from exc
             if status != 200:
-                raise SourceError(f"the sitemap {url} could not be read: the site answered {status}")
+                raise SourceError(redact(f"the sitemap {url} could not be read: the site answered {status}"))
             try:
                 root = etree.fromstring(body, parser=etree.XMLParser(resolve_entities=False, no_network=True))
             except etree.XMLSyntaxError as exc:
-                raise SourceError(f"the sitemap {url} is not valid XML: {exc}") from exc
+                raise SourceError(redact(f"the sitemap {url} is not valid XML: {exc}")) from exc
             for entry in root:
                 if not isinstance(entry.tag, str):
                     continue
@@ -242,34 +271,32 @@ class Website:
                 if not loc:
                     continue
                 if etree.QName(root).localname == "sitemapindex":
-                    queue.append(loc)
+                    if _site(loc) in self.options.sites:
+                        queue.append(loc)
+                    else:  # not fetched: nothing of the source's goes off the site, not even a request
+                        log.warning("the sitemap index %s lists %s, off the site: not read", redact(url), redact(loc))
                 elif _site(loc) in self.options.sites:
                     pages.append((normalise(loc), _w3c_date(_child_text(entry, "lastmod"))))
         return pages
 
     async def _get(self, url: str, headers: Mapping[str, str]) -> tuple[int, Mapping[str, str], bytes, str]:
-        """One GET at the rate limit, a 429 waited out; (status, headers, body, final URL).
-        `ItemError` when the site does not answer in time or the connection fails."""
-        if self._session is None:
-            timeout = aiohttp.ClientTimeout(total=self.options.timeout_seconds)
-            self._session = aiohttp.ClientSession(headers=self._headers, timeout=timeout)
+        """One GET at the rate limit through the guarded client, a 429 waited out; (status, headers,
+        body, final URL). `ItemError` when the site does not answer in time, the connection fails,
+        the guard refuses the address, a redirect leaves the site or the body is too large."""
         for attempt in range(_RETRIES_429 + 1):
             await self._pace()
             try:
-                async with self._session.get(url, headers=dict(headers), max_redirects=5) as response:
-                    if response.status == 429 and attempt < _RETRIES_429:
-                        wait = retry_after(response.headers.get("Retry-After"), self.options.max_wait_seconds)
-                        log.info("%s: 429, waiting %.1f s", url, wait)
-                        await asyncio.sleep(wait)
-                        continue
-                    body = await response.content.read(self.options.max_bytes + 1) if response.status == 200 else b""
-                    if len(body) > self.options.max_bytes:
-                        raise ItemError(f"larger than {self.options.max_bytes} bytes")
-                    return response.status, response.headers, body, str(response.url)
+                reply = await self._client.get(url, headers=headers)
             except TimeoutError as exc:
                 raise ItemError(f"no answer within {self.options.timeout_seconds:g} s") from exc
             except aiohttp.ClientError as exc:
-                raise ItemError(f"could not be fetched ({type(exc).__name__}: {exc})"[:300]) from exc
+                raise ItemError(redact(f"could not be fetched ({type(exc).__name__}: {exc})")[:300]) from exc
+            if reply.status == 429 and attempt < _RETRIES_429:
+                wait = retry_after(reply.headers.get("Retry-After"), self.options.max_wait_seconds)
+                log.info("%s: 429, waiting %.1f s", redact(url), wait)
+                await asyncio.sleep(wait)
+                continue
+            return reply.status, reply.headers, reply.body if reply.status == 200 else b"", reply.url
         raise ItemError(f"the site kept answering 429 after {_RETRIES_429} waits")  # pragma: no cover
 
     async def _pace(self) -> None:
@@ -327,8 +354,7 @@ def normalise(url: str) -> str:
 
 
 def _site(url: str) -> str:
-    parts = urlsplit(normalise(url))
-    return f"{parts.scheme}://{parts.netloc}"
+    return origin(url)
 
 
 def _child_text(entry: Any, name: str) -> str:

@@ -34,11 +34,13 @@ async def test_candor_sync_end_to_end(candor: Candor, kb: KnowledgeBase, site: F
         f"""sources:
   - name: help
     kind: website
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     sitemap: {site.url}/sitemap.xml
     requests_per_second: 500
   - name: other
     kind: website
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}-other
     start_urls: [{site.url}/help/returns/]
 """
@@ -100,6 +102,7 @@ async def test_candor_sync_every_syncs_again_until_sigterm(
     config = tmp_path / "sources.yaml"
     config.write_text(
         f"sources:\n  - name: every-{kb.name}\n    kind: website\n    kb: {kb.name}\n"
+        "    allow_private_network: true\n"  # the fake is on 127.0.0.1
         f"    sitemap: {site.url}/sitemap.xml\n    requests_per_second: 500\n"
     )
     url = candor.store.engine.url.render_as_string(hide_password=False)
@@ -139,6 +142,7 @@ async def test_a_sync_killed_midway_resumes_without_duplicates_or_refetching_wha
     config = tmp_path / "sources.yaml"
     config.write_text(
         f"sources:\n  - name: killed-{kb.name}\n    kind: website\n    kb: {kb.name}\n"
+        "    allow_private_network: true\n"  # the fake is on 127.0.0.1
         f"    sitemap: {site.url}/sitemap.xml\n    requests_per_second: 4\n"  # ~8 s for the site
     )
     url = candor.store.engine.url.render_as_string(hide_password=False)
@@ -189,6 +193,7 @@ async def test_candor_sync_shows_its_progress_on_a_terminal_only(
         f"""sources:
   - name: bar-{kb.name}
     kind: website
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     sitemap: {site.url}/sitemap.xml
     requests_per_second: 500

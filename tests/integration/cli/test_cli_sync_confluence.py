@@ -31,6 +31,7 @@ async def test_candor_sync_a_confluence_source(
         f"""sources:
   - name: wiki-{kb.name}
     kind: confluence
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     base_url: {wiki.url}
     spaces: [ENG, HR]

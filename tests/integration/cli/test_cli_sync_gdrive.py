@@ -32,6 +32,7 @@ async def test_candor_sync_a_google_drive_source(
         f"""sources:
   - name: drive-{kb.name}
     kind: gdrive
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     api_url: {drive.url}
     folders: [{drive.root}]

@@ -32,6 +32,7 @@ async def test_candor_sync_a_notion_source(
         f"""sources:
   - name: notion-{kb.name}
     kind: notion
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     access: []
     base_url: {notion.url}

@@ -34,6 +34,7 @@ async def test_candor_sync_a_sharepoint_source(
         f"""sources:
   - name: intranet-{kb.name}
     kind: sharepoint
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     sites: ["{graph.hostname}:/sites/Finance"]
     libraries: [Documents, Policies]

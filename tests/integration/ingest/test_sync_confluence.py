@@ -38,6 +38,7 @@ def source(wiki: FakeConfluence, kb: KnowledgeBase, name: str = "wiki", token: s
     return f"""
   - name: {name}-{kb.name}
     kind: confluence
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     base_url: {wiki.url}
     spaces: [ENG, HR]
@@ -183,6 +184,7 @@ def by_space_permissions(wiki: FakeConfluence, kb: KnowledgeBase, groups: str, e
     return f"""
   - name: spaces-{kb.name}
     kind: confluence
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     base_url: {wiki.url}
     spaces: [ENG, HR]

@@ -47,6 +47,7 @@ def source(
     return f"""
   - name: {name}-{kb.name}
     kind: notion
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     access: []
     base_url: {notion.url}

@@ -44,6 +44,7 @@ def source(graph: FakeGraph, kb: KnowledgeBase, name: str = "intranet", secret: 
     return f"""
   - name: {name}-{kb.name}
     kind: sharepoint
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     sites: ["{graph.hostname}:/sites/Finance"]
     libraries: [Documents, Policies]

@@ -35,6 +35,7 @@ def sources_file(
         f"""sources:
   - name: {name or f"help-{kb.name}"}
     kind: website
+    allow_private_network: true  # the fake is on 127.0.0.1
     kb: {kb.name}
     access: {access}
     start_urls: [{site.url}/]

@@ -270,6 +270,7 @@ async def test_a_synced_restricted_site_reaches_only_its_group(core: Candor, han
         config = Path(tempfile.mkdtemp()) / "sources.yaml"
         config.write_text(
             f"sources:\n  - name: hr-site\n    kind: website\n    kb: {handbook.name}\n"
+            "    allow_private_network: true\n"  # the fake is on 127.0.0.1
             f"    sitemap: {site.url}/sitemap.xml\n    requests_per_second: 500\n    access: [hr-confidential]\n"
         )
         (report,) = await core.sync(config)
@@ -344,6 +345,7 @@ async def test_a_synced_sharepoint_file_reaches_only_its_group(
         config = folder / "sources.yaml"
         config.write_text(
             f"sources:\n  - name: hr-sharepoint\n    kind: sharepoint\n    kb: {handbook.name}\n"
+            "    allow_private_network: true\n"  # the fake is on 127.0.0.1
             f'    sites: ["{graph.hostname}:/sites/Finance"]\n    libraries: [Documents]\n'
             f"    graph_url: {graph.graph_url}\n    authority: {graph.authority}\n"
             "    permissions: {groups: {g-7f3e-lead: [hr-confidential]}}\n"
@@ -405,6 +407,7 @@ async def test_a_synced_notion_subtree_reaches_only_its_group(
         config = Path(tempfile.mkdtemp()) / "sources.yaml"
         config.write_text(
             f"sources:\n  - name: notion-no-leak\n    kind: notion\n    kb: {handbook.name}\n    access: []\n"
+            "    allow_private_network: true\n"  # the fake is on 127.0.0.1
             f"    base_url: {notion.url}\n    requests_per_second: 500\n"
             f'    page_access: {{"{notion.find("People").id}": [hr-confidential]}}\n'
             "    credentials: {token: NOTION_NO_LEAK_TOKEN}\n"
@@ -462,6 +465,7 @@ async def test_a_synced_restricted_drive_file_reaches_only_its_group(
         config = Path(tempfile.mkdtemp()) / "sources.yaml"
         config.write_text(
             f"sources:\n  - name: hr-drive\n    kind: gdrive\n    kb: {handbook.name}\n    api_url: {drive.url}\n"
+            "    allow_private_network: true\n"  # the fake is on 127.0.0.1
             f"    folders: [{drive.root}]\n"
             "    permissions: {groups: {hr-team@example.com: [hr-confidential]}, domains: {example.com: [staff]}}\n"
             "    credentials: {service_account: NO_LEAK_DRIVE_KEY}\n"
@@ -539,6 +543,7 @@ async def test_a_synced_restricted_confluence_page_reaches_only_its_group(
         config = Path(tempfile.mkdtemp()) / "sources.yaml"
         config.write_text(
             f"sources:\n  - name: confluence-no-leak\n    kind: confluence\n    kb: {handbook.name}\n"
+            "    allow_private_network: true\n"  # the fake is on 127.0.0.1
             f"    base_url: {wiki.url}\n    spaces: [ENG, HR]\n"
             "    permissions: {groups: {hr-managers: [hr-confidential], hr-staff: [staff]},"
             ' users: {"557058:hr-lead": [hr-confidential]}}\n'
