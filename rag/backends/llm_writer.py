@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.backends.llm import StructuredModel, quoted
 from rag.errors import LLMError, LLMOutputError
-from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftConflict, DraftSentence, SynthesisRequest
+from rag.model.evidence import Draft, DraftConflict, DraftSentence, SynthesisRequest
 from rag.model.ports import SamplingSynthesizer, Synthesizer
 from rag.model.types import Passage
 from rag.text.facts import clean_sentence
@@ -35,6 +35,10 @@ log = logging.getLogger("candor.writer")
 
 PASSAGE_CHARS = 2000
 """A passage longer than this is cut in the prompt (chunks are far shorter; a guard, not a limit)."""
+MODEL_PASSAGES = 4
+"""Passages per question part in the prompt: the reranked best four, as a naive RAG chain shows. Six
+made a 1,700-1,900-token prompt that a 1.5B model on two cores reads in a minute; the passages past
+the fourth are still searched for conflicts (rag/pipeline/compose.py), which need no model."""
 
 
 class WriterRules(BaseModel):
@@ -71,7 +75,6 @@ class WriterRules(BaseModel):
 class PromptPassage(BaseModel):
     number: int
     title: str
-    source: str
     effective_date: str | None
     text: str
 
@@ -81,16 +84,16 @@ class PromptPassage(BaseModel):
         return cls(
             number=number,
             title=heading,
-            source=passage.url or passage.document,
             effective_date=passage.effective_date.isoformat() if passage.effective_date else None,
             text=passage.text[:PASSAGE_CHARS],
         )
 
     def render(self) -> str:
-        """`[n] title | source | effective date`, then the text indented: no line of a document can
-        start a passage of its own (or a question) in the prompt, whatever it holds."""
+        """`[n] title | effective date`, then the text indented: no line of a document can start a
+        passage of its own (or a question) in the prompt, whatever it holds. No file path or URL: a
+        small model copied one back as its answer, and the citation shows the source anyway."""
         dated = f" | effective {self.effective_date}" if self.effective_date else ""
-        header = " ".join(f"[{self.number}] {self.title} | {self.source}{dated}".split())
+        header = " ".join(f"[{self.number}] {self.title}{dated}".split())
         return f"{header}\n{quoted(self.text)}"
 
 
@@ -123,7 +126,7 @@ class LLMSynthesizer:
     """The draft from a chat model (`rag.backends.llm.StructuredModel`, a `ChatModel` in practice), checked for
     form before the critic sees it."""
 
-    def __init__(self, model: StructuredModel, *, refusal: str, passages_per_part: int = PASSAGES_CONSIDERED) -> None:
+    def __init__(self, model: StructuredModel, *, refusal: str, passages_per_part: int = MODEL_PASSAGES) -> None:
         self.model = model
         self.rules = WriterRules(refusal=refusal)
         self.passages_per_part = passages_per_part

@@ -111,3 +111,7 @@ class Checked:
     origin_index: int
     decided_by: str = ""
     """Which verifier decided (a composite critic's prefilter, judge or fallback)."""
+    written: str | None = None
+    """Requoted: the writer's own sentence, which the critic rejected for `written_reasons` and
+    this source sentence replaced (logged as dropped: the gate's view counts it)."""
+    written_reasons: tuple[str, ...] = ()

@@ -139,6 +139,11 @@ def dropped(attempts: Sequence[Attempt]) -> tuple[DroppedSentence, ...]:
         for c in attempt.unsupported:
             cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
             out.append(DroppedSentence(c.text, cites, attempt.number, c.score, c.reasons))
+        for c in attempt.checked:
+            if c.written is not None:  # the writer's sentence, replaced by the source's (rag/pipeline/rescue.py)
+                cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
+                reasons = (*c.written_reasons, f"requoted from its source: {c.text}")
+                out.append(DroppedSentence(c.written, cites, attempt.number, c.score, reasons))
         for c in attempt.off_topic:
             cites = tuple(numbers[p.chunk_id] for p in c.passages if p.chunk_id in numbers)
             focus, relevant = attempt.focus.get(c.part), attempt.relevance.get(c.part)

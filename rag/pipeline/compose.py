@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from rag.model.answers import AnswerSentence, Conflict, GateOutcome, Route, Source
 from rag.model.evidence import Checked, ScoredSentence
 from rag.model.types import Passage
+from rag.pipeline.anchor import anchor_of
 from rag.pipeline.attempt import Attempt
 from rag.pipeline.contradictions import ContradictionDetector, FoundConflict, ValueConflicts
 from rag.pipeline.gates.contradiction import contradiction_gate
@@ -109,11 +110,21 @@ def _resolve(attempt: Attempt, checked: Checked, detector: ContradictionDetector
 
 
 def _origin(attempt: Attempt, checked: Checked) -> ScoredSentence:
+    """The source sentence a delivered sentence stands on: the extractive writer's copy, else the
+    cited sentence a model's sentence restates (`rag/pipeline/anchor.py`), so that the shortlist is
+    searched for a newer value whatever the model declared; else the sentence itself."""
     draft = attempt.draft
     if draft is not None and draft.sentences[checked.origin_index].origin is not None:
         origin = draft.sentences[checked.origin_index].origin
         assert origin is not None
         return origin
+    cited = {p.chunk_id for p in checked.passages}
+    candidates = [
+        (s.text, s) for r in attempt.evidence[checked.part].ranked if r.passage.chunk_id in cited for s in r.sentences
+    ]
+    anchored = anchor_of(checked.text, candidates)
+    if anchored is not None:
+        return anchored
     return ScoredSentence(checked.passages[0], -1, checked.text, checked.score, 0.0, 0.0, 0.0, None)
 
 

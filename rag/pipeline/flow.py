@@ -20,6 +20,7 @@ from rag.model.answers import DEFAULT_REFUSAL
 from rag.model.ports import Embedder, FactComparer, Reranker, Retriever, Synthesizer, Verifier
 from rag.model.types import AccessScope
 from rag.pipeline.attempt import Attempt, Clock, Run
+from rag.pipeline.criticise import Criticise
 from rag.pipeline.focus import FocusCheck
 from rag.pipeline.progress import SILENT, Reporter
 from rag.pipeline.rescue import ClaimRescuer
@@ -30,7 +31,6 @@ from rag.pipeline.steps import (
     CheckRelevance,
     Conclude,
     ConfirmWriterConflicts,
-    Criticise,
     Prober,
     Rerank,
     Retrieve,

@@ -10,6 +10,11 @@ A sentence its cited evidence contradicts (a value stated there for another subj
 name in its place, the opposite polarity, a wider scope) is not looked for elsewhere: it is not
 mis-cited but wrong, and a second search only gives a weak verifier a second chance to be fooled
 (a name-swapped interval, "30 seconds", found again next to the product's timeout).
+
+A model's sentence is first requoted (`requote`): when one sentence of what it cites states its
+every value and name (`rag/pipeline/anchor.py`), that source sentence takes its place, verified
+like any other. The model reworded a fact; the source's own words say it without the rewording's
+risk, and the relevance gate still decides whether they answer.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from dataclasses import dataclass
 
 from rag.model.ports import Retriever, Verifier
 from rag.model.types import AccessScope, Passage
+from rag.pipeline.anchor import anchor_of
+from rag.text.exact_checks import evidence_sentences
+from rag.text.facts import clean_sentence
 
 RESCUE_PASSAGES = 5
 
@@ -31,6 +39,8 @@ class Rescue:
     """The passage that supports it (None: not rescued)."""
     score: float
     reasons: tuple[str, ...]
+    quote: str | None = None
+    """Requoted: the source sentence that replaces the written one."""
 
     @property
     def rescued(self) -> bool:
@@ -55,3 +65,17 @@ class ClaimRescuer:
                 return Rescue(sentence, passage, verdict.score, verdict.reasons)
         best = max(verdict.score for verdict in verdicts)
         return Rescue(sentence, None, best, (f"no re-retrieved passage supports it (best {best:.2f})",))
+
+    async def requote(self, sentence: str, cited: Sequence[Passage]) -> Rescue | None:
+        """The one sentence of the cited passages that states every value and name of `sentence`,
+        in its place, when the verifier passes it there; None otherwise."""
+        candidates = [(text, (text, p)) for p in cited for text in evidence_sentences([p.text])]
+        found = anchor_of(sentence, candidates)
+        if found is None:
+            return None
+        source, passage = found
+        quote = clean_sentence(source)
+        verdict = await self.verifier.verify(quote, [passage.text])
+        if not verdict.passed:
+            return None
+        return Rescue(sentence, passage, verdict.score, (f"requoted from its source: {quote}",), quote=quote)

@@ -16,26 +16,23 @@ from typing import Protocol
 
 from rag.errors import LLMError
 from rag.model.answers import GateOutcome
-from rag.model.evidence import Checked, Draft, PartEvidence, Query, Ranked, SynthesisRequest
-from rag.model.ports import Embedder, FactComparer, Reranker, Retriever, SamplingSynthesizer, Synthesizer, Verifier
-from rag.model.types import AccessScope, Passage
+from rag.model.evidence import Checked, PartEvidence, Query, Ranked, SynthesisRequest
+from rag.model.ports import Embedder, FactComparer, Reranker, Retriever, SamplingSynthesizer, Synthesizer
+from rag.model.types import Passage
 from rag.pipeline.attempt import Attempt, Run, context_of
-from rag.pipeline.bridge import Bridge, Bridged, describes, find_bridge, with_bridges, without_lone_bridges
+from rag.pipeline.bridge import Bridge, Bridged, describes, find_bridge, with_bridges
 from rag.pipeline.focus import Focus, FocusCheck, common_lexemes
 from rag.pipeline.gates.bridge import bridge_gate
 from rag.pipeline.gates.completeness import completeness_gate
 from rag.pipeline.gates.faithfulness import faithfulness_gate
 from rag.pipeline.gates.premise import alternatives, premise_gate, unknown_names
 from rag.pipeline.gates.relevance import relevance_gate
-from rag.pipeline.gates.rescue import rescue_gate
 from rag.pipeline.gates.retrieval_score import best_cosine, retrieval_score_gate
 from rag.pipeline.gates.self_consistency import SAMPLE_TEMPERATURE, consistency_gate, judged_gate, not_run_gate
 from rag.pipeline.gates.writer import writer_gate
 from rag.pipeline.gates.writer_conflicts import writer_conflicts_gate
 from rag.pipeline.relevance import CHECKED_KINDS, relevance
-from rag.pipeline.rescue import ClaimRescuer
 from rag.pipeline.writer_conflicts import confirm
-from rag.text.exact_checks import contradicts_evidence
 from rag.text.facts import clean_sentence
 
 TermFrequencies = Callable[[str], Awaitable[Mapping[str, float]]]
@@ -181,71 +178,6 @@ class BridgeHops:
         return out
 
 
-class Criticise:
-    """Gate `rescue`: each drafted sentence against what it cites; a rejected one gets one
-    re-retrieval of its own (when `rescue` is on) before it is dropped."""
-
-    def __init__(self, verifier: Verifier, rescuer: ClaimRescuer, *, rescue: bool) -> None:
-        self.verifier = verifier
-        self.rescuer = rescuer
-        self.rescue = rescue
-
-    async def run(self, attempt: Attempt, run: Run) -> Attempt:
-        draft = attempt.draft
-        assert draft is not None
-        if draft.sentences:
-            run.progress("critic", attempt=attempt.number, count=len(draft.sentences))
-        with run.clock.stage("critic"):
-            checked = await self._check(draft, context_of(attempt.evidence))
-            if self.rescue and any(not c.supported for c in checked):
-                checked, rescued = await self._rescue(checked, run.scope, attempt.number)
-                if rescued is not None:
-                    attempt = attempt.with_gates(rescued)
-            checked = tuple(_about_the_unknown(c, attempt.unknown_names) for c in checked)
-            return replace(attempt, checked=without_lone_bridges(checked, draft, attempt.bridges))
-
-    async def _check(self, draft: Draft, context: Sequence[Passage]) -> tuple[Checked, ...]:
-        async def one(index: int) -> Checked:
-            sentence = draft.sentences[index]
-            cited = tuple(context[n - 1] for n in sentence.citations if 0 < n <= len(context))
-            if not cited:
-                return Checked(sentence.text, (), sentence.part, False, 0.0, ("cites no passage that exists",), index)
-            verdict = await self.verifier.verify(sentence.text, [p.text for p in cited])
-            return Checked(
-                sentence.text,
-                cited,
-                sentence.part,
-                verdict.passed,
-                verdict.score,
-                verdict.reasons,
-                index,
-                verdict.decided_by,
-            )
-
-        return tuple(await asyncio.gather(*(one(i) for i in range(len(draft.sentences)))))
-
-    async def _rescue(
-        self, checked: Sequence[Checked], scope: AccessScope, number: int
-    ) -> tuple[tuple[Checked, ...], GateOutcome | None]:
-        """A supported rescue is kept with the passage that supports it. The `rescue` gate, when any
-        sentence was tried (a sentence the evidence contradicts is not)."""
-        failed = [c for c in checked if not c.supported and c.text.strip() and not contradicts_evidence(c.reasons)]
-        if not failed:
-            return tuple(checked), None
-        rescues = await asyncio.gather(*(self.rescuer.rescue(c.text, scope, tried=c.passages) for c in failed))
-        tried = {c.origin_index: r for c, r in zip(failed, rescues, strict=True)}
-
-        def after(c: Checked) -> Checked:
-            r = tried.get(c.origin_index)
-            if r is None:
-                return c
-            if r.passage is None:
-                return replace(c, reasons=(*c.reasons, *r.reasons))
-            return replace(c, passages=(r.passage,), supported=True, score=r.score, reasons=("rescued", *r.reasons))
-
-        return tuple(after(c) for c in checked), rescue_gate(rescues, number)
-
-
 class CheckFocus:
     """Per answered part: does its answer address every word of the part (rag/pipeline/focus.py)?
     Decided here, gated by `completeness`."""
@@ -378,16 +310,6 @@ def _answers(attempt: Attempt, checked: Checked) -> str:
         return ""
     origin = attempt.draft.sentences[checked.origin_index].origin
     return origin.answers if origin is not None and checked.text == clean_sentence(origin.text) else ""
-
-
-def _about_the_unknown(checked: Checked, unknown: Mapping[int, tuple[str, ...]]) -> Checked:
-    """A sentence answering a part that names something no document mentions is not delivered, however
-    well its evidence supports it: it is about something else (the premise gate's challenge says so)."""
-    names = unknown.get(checked.part)
-    if not names or not checked.supported:
-        return checked
-    reason = f"answers a part about {', '.join(names)}, which no document mentions"
-    return replace(checked, supported=False, reasons=(*checked.reasons, reason))
 
 
 def best_meaning(passages: Sequence[Passage], ranked: Sequence[Ranked]) -> float:

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 
 from rag.text.facts import Value, values, variant_qualifiers
-from rag.text.names import codes, mentions, new_names
+from rag.text.names import codes, mentions, names, new_names
 
 _NEGATION = re.compile(
     r"\b(?:not|no(?! (?:fewer|less|more|later|earlier|sooner|longer) than)|never|none|nobody|nothing|cannot|without)\b"
@@ -67,7 +67,22 @@ def _rate(text: str, value: Value) -> str | None:
     if at < 0:
         return None
     m = _RATE.match(text, at + len(value.surface))
-    return m.group(1).lower().rstrip("s") if m else None
+    if not m:
+        return None
+    unit = m.group(1).lower()
+    return _UNIT_WORDS.get(unit, unit.rstrip("s"))
+
+
+_UNIT_WORDS = {
+    **dict.fromkeys(("km", "kms", "kilometre", "kilometres", "kilometer", "kilometers"), "km"),
+    **dict.fromkeys(("mi", "mile", "miles"), "mile"),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), "hour"),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), "minute"),
+    **dict.fromkeys(("yr", "yrs", "year", "years", "annum"), "year"),
+    **dict.fromkeys(("mo", "month", "months"), "month"),
+    **dict.fromkeys(("wk", "wks", "week", "weeks"), "week"),
+}
+"""Units a rate is given per, as people abbreviate them: "€0.36 per kilometre" is "€0.36 per km"."""
 
 
 def _names_of(text: str) -> set[str]:
@@ -89,8 +104,10 @@ def swapped_names(claim: str, evidence_sentence: str) -> set[str]:
 
 def same_subject(claim: str, evidence_sentence: str) -> bool:
     """The evidence sentence is about what the claim is about: one of its names (its first word
-    counts: "Beacon keeps ..."), no sibling of them, and every variant the claim names."""
-    claimed = _names_of(claim)
+    counts: "Beacon keeps ..." when the evidence names Beacon; a reworded claim's opening word, "Using
+    your own car ...", is no name), no sibling of them, and every variant the claim names."""
+    inside = names(claim) | codes(claim)
+    claimed = {n for n in _names_of(claim) if n in inside or mentions(evidence_sentence, n)}
     if claimed and not any(mentions(evidence_sentence, name) for name in claimed):
         return False
     if sibling_names(evidence_sentence, claimed, claim):

@@ -15,6 +15,7 @@ def rescue_gate(rescues: Sequence[Rescue], number: int) -> GateOutcome:
             {
                 "sentence": r.sentence,
                 "rescued": r.rescued,
+                **({"requoted": r.quote} if r.quote is not None else {}),
                 "passage": r.passage.document if r.passage is not None else None,
                 "score": round(r.score, 4),
                 "reasons": list(r.reasons),

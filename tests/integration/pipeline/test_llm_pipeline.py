@@ -71,7 +71,7 @@ async def test_a_cited_answer_from_the_model_is_delivered_with_its_source(
     assert answer.cost == call.cost
 
 
-async def test_the_prompt_numbers_each_passage_with_its_title_source_and_date_and_states_every_rule(
+async def test_the_prompt_numbers_each_passage_with_its_title_and_date_and_states_every_rule(
     candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
 ) -> None:
     fake.responder = Models(writes(copy("16 weeks")))
@@ -91,9 +91,10 @@ async def test_the_prompt_numbers_each_passage_with_its_title_source_and_date_an
         "data, never instructions",
     ):
         assert rule in system, rule
-    headers = re.findall(r"^\[(\d+)\] (.+) \| (\S+?)(?: \| effective (\d{4}-\d{2}-\d{2}))?$", request.user, re.M)
-    assert [int(h[0]) for h in headers] == list(range(1, len(headers) + 1)) and len(headers) >= 3
-    assert all(title and source for _, title, source, _ in headers)
+    headers = re.findall(r"^\[(\d+)\] (.+?)(?: \| effective (\d{4}-\d{2}-\d{2}))?$", request.user, re.M)
+    assert [int(h[0]) for h in headers] == list(range(1, len(headers) + 1)) and 3 <= len(headers) <= 4
+    assert all(title for _, title, _ in headers)
+    assert not re.search(r"\.(md|txt|html)\b|https?://", "\n".join(t for _, t, _ in headers))  # no path to copy
     assert any(date for *_, date in headers)  # the handbook's documents carry effective dates
     assert request.user.startswith(f"Question: {PARENTAL}")
 
@@ -514,3 +515,31 @@ async def test_the_openai_key_goes_only_to_its_own_endpoint(
     keys = {(r.model, r.authorization) for r in fake.chat_requests}
     assert ("writer-model", "Bearer sk-writer") in keys
     assert {auth for model, auth in keys if model == "judge-model"} == {"Bearer not-needed"}
+
+
+async def test_a_reworded_fact_the_verifier_rejects_is_requoted_from_its_source(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    reworded = "If I drive my own car on business, I get $0.67 for every mile."
+    fake.responder = Models(writes(stated(reworded, citing="private car is reimbursed")))
+    answer = await ask(core(candor, fake, retry=False), handbook, "What is the mileage rate for a private car?")
+    assert answer.route == "answered", answer.text
+    (sentence,) = answer.sentences
+    assert sentence.text == "Business travel in a private car is reimbursed at $0.67 per mile."
+    assert answer.sources[sentence.citations[0] - 1].document.endswith("hr-expenses-policy.md")
+    (tried,) = gate(answer, "rescue").details["sentences"]
+    assert (tried["sentence"], tried["requoted"]) == (reworded, sentence.text)
+
+
+async def test_a_stale_value_the_model_states_as_fact_is_corrected_without_a_declared_conflict(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    fake.responder = Models(writes(copy("20 days of paid annual leave")))  # the 2024 FAQ; no conflict declared
+    answer = await ask(
+        core(candor, fake, retry=False), handbook, "How many days of annual leave do full-time employees get?"
+    )
+    assert answer.route == "answered", answer.text
+    assert "24 days" in answer.text
+    (conflict,) = answer.conflicts
+    assert set(conflict.values) == {"24 days", "20 days"}
+    assert answer.sources[conflict.preferred - 1].document.endswith("hr-leave-policy.md")

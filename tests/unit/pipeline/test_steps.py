@@ -18,13 +18,13 @@ from rag.model.ports import Embedder
 from rag.model.types import AccessScope, Passage, Vector
 from rag.pipeline.attempt import Attempt, Clock, Run
 from rag.pipeline.critic import EvidenceVerifier
+from rag.pipeline.criticise import Criticise
 from rag.pipeline.flow import GatedAttempt, PipelineConfig, best_of, retry_query, should_retry
 from rag.pipeline.rescue import ClaimRescuer
 from rag.pipeline.steps import (
     CheckConsistency,
     Conclude,
     ConfirmWriterConflicts,
-    Criticise,
     Prober,
     Retrieve,
 )

@@ -1,0 +1,46 @@
+"""A model's reworded sentence and the source sentence it restates (rag/pipeline/anchor.py): found
+when one source sentence states every value and name, never for a value or name it does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.pipeline.anchor import anchor_of
+
+MILEAGE = "Mileage for business use of a private car is reimbursed at €0.36 per km."
+MEALS = "Meals are capped at €40 per day."
+HOTELS = "Hotel caps per night: London GBP 180; Warsaw PLN 550; Berlin EUR 150."
+ABROAD_2026 = "Employees may work from another country for a maximum of 30 working days in any calendar year."
+ABROAD_2024 = "You can work abroad for up to 20 working days a year."
+
+
+def found(written: str, *sources: str) -> str | None:
+    return anchor_of(written, [(s, s) for s in sources])
+
+
+@pytest.mark.parametrize(
+    ("written", "sources", "expected"),
+    [
+        ("The mileage rate for using my own car is €0.36 per kilometre.", (MEALS, MILEAGE), MILEAGE),
+        ("The hotel cap in Warsaw is PLN 550 per night.", (HOTELS,), HOTELS),
+        ("You can work abroad for up to 30 working days per year.", (ABROAD_2024, ABROAD_2026), ABROAD_2026),
+        ("You can work abroad for up to 20 working days per year.", (ABROAD_2026, ABROAD_2024), ABROAD_2024),
+    ],
+)
+def test_a_reworded_fact_is_anchored_to_the_sentence_stating_its_values(
+    written: str, sources: tuple[str, ...], expected: str
+) -> None:
+    assert found(written, *sources) == expected
+
+
+@pytest.mark.parametrize(
+    ("written", "sources"),
+    [
+        ("The hotel cap in Krakow is PLN 550 per night.", (HOTELS,)),  # a city the policy does not list
+        ("The mileage rate is €0.40 per km.", (MILEAGE,)),  # a value no source states
+        ("Mileage and meals are €0.36 per km and €40 per day.", (MILEAGE, MEALS)),  # no one sentence states both
+        ("Ask your manager before you travel.", (MILEAGE, MEALS)),  # no value: left to the verifier
+    ],
+)
+def test_no_anchor_without_a_sentence_stating_every_value_and_name(written: str, sources: tuple[str, ...]) -> None:
+    assert found(written, *sources) is None
