@@ -27,7 +27,9 @@ _VERSION = re.compile(
 )
 """A version as a version is written: "v3.2.1", "v2.2-beta", "3.2.1" (three parts), "version 2.3";
 never a bare "2.5", which is as often an amount, nor an IP address."""
-_NAME_WORD = r"(?:[A-Z][a-zA-Z0-9]+|\d+-[A-Z][a-zA-Z0-9]+)(?:\+|\b)"
+_UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĔĖĘĚĜĞĠĢĤĦĨĪĬĮİĲĴĶĹĻĽĿŁŃŅŇŊŌŎŐŒŔŖŘŚŜŞŠŢŤŦŨŪŬŮŰŲŴŶŸŹŻŽ"
+"""Capital letters of the Latin scripts: "Kraków", "Zürich", "Łódź" and "Malmö" are names too."""
+_NAME_WORD = rf"(?:[{_UPPER}][^\W_]+|\d+-[{_UPPER}][^\W_]+)(?:\+|\b)"
 _NAME = re.compile(rf"(?<![\w-]){_NAME_WORD}(?:[ -]{_NAME_WORD})*")
 """Capitalised words in a run; a count joined to a capitalised word belongs to the name
 ("FlexPass 10-Trip", not "FlexPass" and "Trip")."""
@@ -106,7 +108,7 @@ _PERSON_NAME = re.compile(r"[A-Z][a-z'’-]+(?:\s+(?:[A-Z]\.|[A-Z][a-z'’-]+|va
 def new_names(text: str, known: str) -> set[str]:
     """Names in `text` (its first word too, when capitalised and not a common word) absent from `known`."""
     found = names(text)
-    first = re.match(r"\s*([A-Z][a-zA-Z0-9]+)(?=[\s,.;:!?]|$)", text)
+    first = re.match(rf"\s*([{_UPPER}][^\W_]+)(?=[\s,.;:!?]|$)", text)
     if first and first.group(1).lower() not in STOP_WORDS:
         found.add(first.group(1))
     lowered = fold(known)

@@ -44,3 +44,14 @@ def test_a_reworded_fact_is_anchored_to_the_sentence_stating_its_values(
 )
 def test_no_anchor_without_a_sentence_stating_every_value_and_name(written: str, sources: tuple[str, ...]) -> None:
     assert found(written, *sources) is None
+
+
+def test_names_in_latin_scripts_with_accents_are_names() -> None:
+    from rag.pipeline.relevance import _placed
+    from rag.text.names import names
+
+    said = "The IT service desk is based in Kraków."
+    assert names(said) == {"Kraków"} and _placed(said, "Kraków")
+    assert names("Contact Ana Diaz in São Paulo or Zürich.") == {"Ana Diaz", "São Paulo", "Zürich"}
+    assert found("The hotel cap in Malmö is SEK 1,900.", "Hotel caps: Malmö SEK 1,900; Oslo NOK 1,800.")
+    assert found("The hotel cap in Łódź is PLN 400.", "Hotel caps: Malmö SEK 1,900; Oslo NOK 1,800.") is None

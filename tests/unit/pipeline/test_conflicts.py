@@ -424,7 +424,7 @@ def test_the_same_amount_written_differently_is_no_conflict() -> None:
             "19 Mayıs Stadium is the home venue of which sports team?",
             "The Ankara 19 Mayıs Stadium was the home venue of Bursaspor.",
             "The Ankara 19 Mayıs Stadium was the home venue of Ankara's Gençlerbirliği.",
-            ("Bursaspor", "Ankara's Gençlerbirliği"),
+            ("Bursaspor", "Gençlerbirliği"),  # the team's name, now that accented names are names
         ),
         (
             "When was Joseph Lafontaine born?",
