@@ -1,20 +1,25 @@
 """deploy/: the compose file against the Compose Specification's schema, every Kubernetes manifest
-against the Kubernetes API schema (strict: an unknown field is an error), and what each must hold."""
+against the Kubernetes API schema (strict: an unknown field is an error), and what each must hold:
+among it, the compose file's opt-in `local-model` profile and the settings that point Candor at it."""
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
+import sys
 from importlib.resources import files
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 
-from rag.config import load_settings
+from rag.config import LOCAL_ANSWER_BUDGET, LOCAL_LLM_TIMEOUT, load_settings
 from rag.ingest.sources.config import parse_sources
 from tests.conftest import REPO
 
@@ -32,6 +37,19 @@ def compose_schema() -> dict[str, Any]:
     return json.loads(schema.read_text(encoding="utf-8"))
 
 
+def example_env() -> str:
+    return (DEPLOY / "candor.env.example").read_text(encoding="utf-8")
+
+
+def local_model_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("scripts_local_model", REPO / "scripts" / "local_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_compose_file_follows_the_compose_specification() -> None:
     (compose,) = documents(DEPLOY / "compose.yaml")
     jsonschema.validate(compose, compose_schema())
@@ -44,7 +62,12 @@ def test_the_compose_file_follows_the_compose_specification() -> None:
 def test_the_compose_file_waits_for_the_schema_and_keeps_secrets_out() -> None:
     (compose,) = documents(DEPLOY / "compose.yaml")
     services = compose["services"]
-    assert set(services) == {"postgres", "migrate", "ingest", "candor"}
+    assert {name for name, service in services.items() if "profiles" not in service} == {
+        "postgres",
+        "migrate",
+        "ingest",
+        "candor",
+    }
     for name in ("ingest", "candor"):
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
         assert services[name]["env_file"] == "candor.env"
@@ -55,9 +78,42 @@ def test_the_compose_file_waits_for_the_schema_and_keeps_secrets_out() -> None:
     assert "PASSWORD:" not in text and "TOKEN=" not in text and "SECRET=" not in text
 
 
+def test_the_local_model_profile_is_opt_in_and_serves_what_candor_is_pointed_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (compose,) = documents(DEPLOY / "compose.yaml")
+    services = compose["services"]
+    llm = services["llm"]
+    assert llm["profiles"] == ["local-model"]
+    assert llm["image"] == "ghcr.io/ggml-org/llama.cpp:server"
+    default = {name for name, service in services.items() if "profiles" not in service}
+    for name in default:  # `docker compose up` without the profile must not need it
+        assert set(services[name].get("depends_on", {})) <= default, name
+    flags = dict(zip(llm["command"][::2], llm["command"][1::2], strict=True))
+    assert flags["--host"] == "0.0.0.0" and flags["--port"] == "8080"
+    assert llm["volumes"] == ["models:/models:ro"] and "models" in compose["volumes"]
+    assert llm["healthcheck"]["test"][-1] == f"http://127.0.0.1:{flags['--port']}/health"
+    script = local_model_script()
+    model = script.MODELS["qwen-1.5b"]  # the file `scripts/local_model.py fetch` assembles
+    assert flags["--model"] == f"/models/{script.gguf_path(model).name}" and flags["--alias"] == model.alias
+
+    block = example_env().split("# A language model writes the answers", 1)[1]
+    pointed = dict(
+        line.removeprefix("# ").split("=", 1) for line in block.splitlines() if line.startswith("# ") and "=" in line
+    )
+    assert set(pointed) == {"CANDOR_WRITER", "OPENAI_BASE_URL"}
+    address = urlsplit(pointed["OPENAI_BASE_URL"])
+    assert (address.hostname, address.port, address.path) == ("llm", int(flags["--port"]), "/v1")
+    for name in ("CANDOR_LLM_TIMEOUT", "CANDOR_ANSWER_BUDGET_SECONDS", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_settings(home=tmp_path, writer=pointed["CANDOR_WRITER"], openai_base_url=pointed["OPENAI_BASE_URL"])
+    assert settings.writer == f"openai:{flags['--alias']}"
+    assert (settings.llm_timeout, settings.answer_budget) == (LOCAL_LLM_TIMEOUT, LOCAL_ANSWER_BUDGET)
+
+
 def test_the_example_env_file_is_a_valid_configuration(tmp_path: Path) -> None:
     values = {}
-    for line in (DEPLOY / "candor.env.example").read_text(encoding="utf-8").splitlines():
+    for line in example_env().splitlines():
         if line.strip() and not line.startswith("#"):
             name, _, value = line.partition("=")
             values[name] = value
