@@ -18,7 +18,8 @@ _SUFFIX_WORDS = "Pro|Max|Plus|Mini|Ultra|Lite|Air|Outdoor|Indoor|Premium|Standar
 _UNITS = "(?:GB|MB|TB|KB|AM|PM|MS|HZ|GHZ|MHZ|KM|KG|MBPS|GBPS|MAH|KW|KWH|FPS|DPI|MP|GBIT|MBIT)"
 """Sizes and times written without a space ("512GB", "9AM") are not model codes."""
 _CODE = re.compile(
-    rf"\b(?:[A-Z]{{1,5}}-?\d+[A-Za-z]*|[A-Z]+\d+[A-Z0-9-]*|\d+(?!{_UNITS}\b)[A-Z]{{2,}})\b(?:\+|\s(?:{_SUFFIX_WORDS})\b\+?)?"
+    rf"(?<![\w-])(?:[A-Z]{{1,5}}-?[A-Z]{{0,3}}\d+[A-Za-z]*|[A-Z]+\d+[A-Z0-9-]*|\d+(?!{_UNITS}\b)[A-Z]{{2,}})\b"
+    rf"(?:\+|\s(?:{_SUFFIX_WORDS})\b\+?)?"
 )
 _VERSION = re.compile(
     r"(?<![\w.])(?:v(?P<v>\d+(?:\.\d+){1,3})|(?P<bare>\d+\.\d+\.\d+))(?P<pre>-(?:alpha|beta|rc)\d*)?(?!\w|\.\d)"

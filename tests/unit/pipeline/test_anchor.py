@@ -55,3 +55,15 @@ def test_names_in_latin_scripts_with_accents_are_names() -> None:
     assert names("Contact Ana Diaz in São Paulo or Zürich.") == {"Ana Diaz", "São Paulo", "Zürich"}
     assert found("The hotel cap in Malmö is SEK 1,900.", "Hotel caps: Malmö SEK 1,900; Oslo NOK 1,800.")
     assert found("The hotel cap in Łódź is PLN 400.", "Hotel caps: Malmö SEK 1,900; Oslo NOK 1,800.") is None
+
+
+def test_a_hyphenated_product_code_is_one_code_and_its_documents_know_it() -> None:
+    from rag.pipeline.gates.premise import unknown_names
+    from rag.text.names import codes
+    from tests.unit.pipeline.stage_data import passage
+
+    assert codes("What is the battery capacity of the KW-B3 Lite?") == {"KW-B3 Lite"}
+    assert codes("the NW-200X and SOC2") == {"NW-200X", "SOC2"}
+    spec = passage(1, "The KW-B3 Lite has a 54 Wh battery.", title="KW-B3 Lite", heading="Battery")
+    assert unknown_names("What is the battery capacity of the KW-B3 Lite?", [spec]) == ()
+    assert unknown_names("What is the battery capacity of the KW-B4 Lite?", [spec]) == ("KW-B4 Lite",)
