@@ -4,6 +4,8 @@ one way every renderer shortens a text to a platform's limit."""
 
 from __future__ import annotations
 
+import re
+
 from rag.model.answers import Source
 
 LOW_CONFIDENCE_NOTE = (
@@ -37,3 +39,12 @@ def source_date(source: Source) -> str:
     if source.answered_by:
         return f"answered by {source.answered_by}" + (f" on {day}" if day else "")
     return f"effective {day}" if day else ""
+
+
+_DISAGREE = re.compile(r"^\s*(?:the\s+)?sources disagree\s*[:.-]\s*", re.IGNORECASE)
+
+
+def conflict_note(note: str) -> str:
+    """A conflict's note under the renderers' own "Sources disagree" heading: without a heading of
+    its own, which the pipeline's notes begin with ("Sources disagree: ... says 20 days; ...")."""
+    return _DISAGREE.sub("", note.strip())

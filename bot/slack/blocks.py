@@ -31,6 +31,7 @@ from bot.render.wording import (
     LOW_CONFIDENCE_NOTE,
     NO_PREFERENCE_REASON,
     UNANSWERED_NOTE,
+    conflict_note,
     shorten,
     source_date,
 )
@@ -242,7 +243,7 @@ def _conflict_blocks(conflict: Conflict, sources: dict[int, Source]) -> list[Blo
         date = f" ({escape(dated)})" if dated else ""
         return f"[{n}] {title}{date}"
 
-    note = f" {escape(conflict.note)}" if conflict.note.strip() else ""
+    note = f" {escape(conflict_note(conflict.note))}" if conflict_note(conflict.note) else ""
     lines = [f"⚠️ *Sources disagree:*{note}"]
     if len(conflict.values) == len(conflict.sources):
         lines.extend(

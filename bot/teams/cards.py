@@ -36,6 +36,7 @@ from bot.render.wording import (
     LOW_CONFIDENCE_NOTE,
     NO_PREFERENCE_REASON,
     UNANSWERED_NOTE,
+    conflict_note,
     shorten,
     source_date,
 )
@@ -288,8 +289,8 @@ def _conflict(conflict: Conflict, sources: dict[int, Source]) -> _Line:
         return f"{marker(n)} {title}{date}".rstrip()
 
     pieces = ["⚠️ **Sources disagree:**"]
-    if conflict.note.strip():
-        pieces.append(_full_stop(escape(conflict.note)))
+    if conflict_note(conflict.note):
+        pieces.append(_full_stop(escape(conflict_note(conflict.note))))
     if len(conflict.values) == len(conflict.sources):
         pieces.append(
             "; ".join(

@@ -19,7 +19,13 @@ import re
 from collections.abc import Iterable
 from html import escape
 
-from bot.render.wording import LOW_CONFIDENCE_NOTE, NO_PREFERENCE_REASON, UNANSWERED_NOTE, source_date
+from bot.render.wording import (
+    LOW_CONFIDENCE_NOTE,
+    NO_PREFERENCE_REASON,
+    UNANSWERED_NOTE,
+    conflict_note,
+    source_date,
+)
 from rag.model.answers import DEFAULT_REFUSAL, Answer, AnswerSentence, Conflict, Source
 
 _LINKABLE_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f\"'<>\\`]+", re.IGNORECASE)
@@ -117,6 +123,7 @@ def _conflict_html(conflict: Conflict, anchor: str, sources: dict[int, Source]) 
     else:  # values and sources do not pair up: list both as given
         values = _list("ul", (f'<q class="value">{escape(value)}</q>' for value in conflict.values))
         listing = values + "<p>Sources: " + ", ".join(source_ref(n) for n in conflict.sources) + "</p>"
+    note = conflict_note(conflict.note)
     if conflict.preferred is None:
         verdict = f"No preference: {escape(conflict.reason or NO_PREFERENCE_REASON)}."
     else:
@@ -124,7 +131,7 @@ def _conflict_html(conflict: Conflict, anchor: str, sources: dict[int, Source]) 
         verdict = f"Preferred {source_ref(conflict.preferred)}{reason}."
     return (
         '<aside class="conflict" role="note">'
-        f"<p><strong>Sources disagree</strong>{': ' + escape(conflict.note) if conflict.note else ''}</p>"
+        f"<p><strong>Sources disagree</strong>{': ' + escape(note) if note else ''}</p>"
         f'{listing}<p class="verdict">{verdict}</p></aside>'
     )
 

@@ -502,3 +502,12 @@ def test_any_text_stays_within_limits_and_never_becomes_markup(
     for chunk in texts(messages):
         assert "<" not in OUR_LINK.sub("", chunk)
     assert "<" not in "".join(m.text for m in messages)
+
+
+def test_a_note_that_names_its_own_heading_is_not_headed_twice() -> None:
+    from bot.render.wording import conflict_note
+
+    assert conflict_note("Sources disagree: the FAQ says 20 days; the policy says 24 days.") == (
+        "the FAQ says 20 days; the policy says 24 days."
+    )
+    assert conflict_note("The sources disagree on the number of days.") == "The sources disagree on the number of days."
