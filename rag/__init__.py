@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from rag.pipeline.parts import reads_as_question
     from rag.pipeline.understand import MAX_HISTORY_TURNS, MAX_QUESTION_CHARS
     from rag.runtime import Candor, EvalRun, open_candor, prepare_embedder
-    from rag.tracking.events import Claim, Completion, ThreadTurn
+    from rag.tracking.claims import Claim, Completion, ThreadTurn
     from rag.tracking.retention import Purged
 
 _EXPORTS = {
@@ -65,9 +65,9 @@ _EXPORTS = {
     "MAX_HISTORY_TURNS": "rag.pipeline.understand",
     "MAX_QUESTION_CHARS": "rag.pipeline.understand",
     "reads_as_question": "rag.pipeline.parts",
-    "Claim": "rag.tracking.events",
-    "Completion": "rag.tracking.events",
-    "ThreadTurn": "rag.tracking.events",
+    "Claim": "rag.tracking.claims",
+    "Completion": "rag.tracking.claims",
+    "ThreadTurn": "rag.tracking.claims",
     "Purged": "rag.tracking.retention",
 }
 """What the facade hands out, and where it lives."""

@@ -6,7 +6,8 @@ disk and replayed later (`rag.tracking.spool`). `EventLedger` claims chat events
 answered once, by one replica, and taken over when that replica dies (`rag.tracking.events`).
 """
 
-from rag.tracking.events import Claim, Completion, EventLedger, ThreadTurn
+from rag.tracking.claims import Claim, Completion, ThreadTurn
+from rag.tracking.events import EventLedger
 from rag.tracking.store import TraceStore
 
 __all__ = ["Claim", "Completion", "EventLedger", "ThreadTurn", "TraceStore"]

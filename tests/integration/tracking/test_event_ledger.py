@@ -21,7 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from rag.errors import ConfigError, StoreError
 from rag.runtime import Candor
 from rag.store.migrate import MIGRATIONS_DIR, upgrade_to_head
-from rag.tracking.events import Claim, EventLedger
+from rag.tracking.claims import Claim
+from rag.tracking.events import EventLedger
 from rag.tracking.metrics import Metrics
 
 SHORT = 0.3

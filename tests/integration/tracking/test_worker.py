@@ -7,7 +7,8 @@ import uuid
 
 from bot.worker import Worker
 from rag.runtime import Candor
-from rag.tracking.events import Claim, EventLedger
+from rag.tracking.claims import Claim
+from rag.tracking.events import EventLedger
 
 
 class Crashing:
