@@ -295,6 +295,22 @@ class Candor:
                 await connector.aclose()
         return reports
 
+    async def retire_sources(
+        self, config: Path | None = None, *, keep: bool = False, dry_run: bool = False
+    ) -> list[SyncReport]:
+        """`candor sync`, after its sources: the documents of every synced source the sources file no
+        longer has (removed, renamed, or moved to another knowledge base) removed, or with `keep` left
+        readable by no one; one report each (`SyncReport.retired`)."""
+        from rag.ingest.sources.config import load_sources
+        from rag.ingest.sources.retired import retire
+        from rag.store.sync_state import SyncState
+
+        path = config or self.settings.sources
+        if path is None:
+            raise SyncError("no sources file: give --config FILE or set CANDOR_SOURCES")
+        configured = [(source.name, source.kb or self.settings.default_kb) for source in load_sources(path)]
+        return await retire(self.store, SyncState(self.store.engine), configured, keep=keep, dry_run=dry_run)
+
     async def evaluate(self, golden: Path, *, kb: str | None) -> EvalRun:
         """Every question of a golden file through the pipeline, scored and stored (`candor eval`)."""
         from rag.insights.evaluation.golden import load_golden

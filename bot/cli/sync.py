@@ -3,7 +3,9 @@ Thin: parse, call, print.
 
 Registered on the main app by bot/cli/commands.py. Exit status: 0 every source synced; 3 a source
 could not be listed (nothing of it was removed) or some of its documents were skipped (each named
-with its reason); 1 an error (a bad sources file, an unset credential variable).
+with its reason); 1 an error (a bad sources file, an unset credential variable). After the sources,
+one line for each source no longer in the file (removed, renamed, or moved to another knowledge
+base): its documents removed, or with --keep kept but readable by no one.
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ def sync(
         str | None,
         typer.Option(help="Sync again at this interval (30m, 1h, 1d) until SIGTERM or Ctrl+C; one host's schedule."),
     ] = None,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep",
+            help="Keep the documents of sources no longer in the sources file, readable by no one (default: remove).",
+        ),
+    ] = False,
 ) -> None:
     """Bring the knowledge bases up to date with the configured sources: only what changed is fetched."""
     from rag import parse_interval
@@ -49,7 +58,7 @@ def sync(
         if dry_run:
             err.print("error: --every and --dry-run do not go together", markup=False, highlight=False)
             raise typer.Exit(2)
-        run(lambda candor: _sync_every(candor, config, source, interval))
+        run(lambda candor: _sync_every(candor, config, source, interval, keep))
         return
 
     async def work(candor: Candor) -> list[SyncReport]:
@@ -61,31 +70,41 @@ def sync(
                     name = clean_text(document.title or document.id)[:40]
                     progress.update(task, completed=done, total=known, description=escape(f"{report.source}: {name}"))
 
-            return await candor.sync(config, only=source, dry_run=dry_run, on_document=advance)
+            reports = await candor.sync(config, only=source, dry_run=dry_run, on_document=advance)
+            return reports + await candor.retire_sources(config, keep=keep, dry_run=dry_run)
 
     reports = run(work)
     for report in reports:
-        _print(report)
+        _print(report, keep=keep)
     if not all(report.ok for report in reports):
         raise typer.Exit(EXIT_SKIPPED)
 
 
-async def _sync_every(candor: Candor, config: Path | None, source: str | None, interval: float) -> None:
+async def _sync_every(candor: Candor, config: Path | None, source: str | None, interval: float, keep: bool) -> None:
     """`candor sync --every`: a sync and its summaries at each interval (`bot.cli.common.every`; a sync
     stopped by SIGTERM finishes its document: each is stored with its state in one step)."""
 
     async def once() -> None:
         started = datetime.now(UTC).isoformat(timespec="seconds")
         reports = await candor.sync(config, only=source)
+        reports += await candor.retire_sources(config, keep=keep)
         out.print(f"{started}: synced", markup=False, highlight=False)
         for report in reports:
-            _print(report)
+            _print(report, keep=keep)
 
     await every(interval, once)
 
 
-def _print(report: SyncReport) -> None:
+def _print(report: SyncReport, *, keep: bool = False) -> None:
     head = f"{report.source} ({report.kind} → {report.knowledge_base})"
+    if report.retired:
+        if keep:
+            verb = "would be" if report.dry_run else "are"
+            done = f"its {report.narrowed} documents {verb} kept, readable by no one (--keep)"
+        else:
+            done = f"its {report.deleted} documents {'would be' if report.dry_run else 'were'} removed"
+        out.print(f"{head}: no longer in the sources file: {done}", markup=False, highlight=False)
+        return
     if report.listing_error is not None:
         err.print(f"{head}: could not be listed, nothing removed: {report.listing_error}", markup=False)
         return
@@ -104,11 +123,10 @@ def _print(report: SyncReport) -> None:
     if report.not_synced:
         kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(report.not_synced.items()))
         out.print(f"{head}: not synced, as Candor does not read them: {kinds}", markup=False, highlight=False)
-    if report.moved_from is not None:
-        verb = "would be" if report.dry_run else "were"
+    if report.narrowed:
         out.print(
-            f"{head}: moved from knowledge base {report.moved_from}: its {report.moved_away} documents there "
-            f"{verb} removed",
+            f"{head}: {report.narrowed} documents not fetched in this run are now readable only by whom the "
+            "source allows",
             markup=False,
             highlight=False,
         )

@@ -37,6 +37,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from bot.render.report_html import CSP, render_html
+from bot.web.admin_limit import login_limiter
 from bot.web.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, same_origin
 from bot.web.identity import Network, client_of
 from bot.web.pages import add_page_routes
@@ -120,8 +121,9 @@ def add_routes(
     """Mount ``GET /dashboard`` and ``POST /dashboard/login`` on `app`, for holders of `token`.
 
     Behind a reverse proxy in `trusted_proxies` (CANDOR_WEB_TRUSTED_PROXIES) the login limiter counts
-    the browser's address the proxy forwarded, and the cookie is `Secure` when the browser used HTTPS."""
-    dashboard = Dashboard(service, TokenCheck(token), limiter or LoginLimiter(), tuple(trusted_proxies))
+    the browser's address the proxy forwarded, and the cookie is `Secure` when the browser used HTTPS.
+    The limiter is the application's (`admin_limit.login_limiter`), shared with `/metrics`."""
+    dashboard = Dashboard(service, TokenCheck(token), login_limiter(app, limiter), tuple(trusted_proxies))
     app.router.add_get(PATH, dashboard.page)
     app.router.add_post(LOGIN, dashboard.login)
     add_review_routes(app, service, dashboard.refusal)

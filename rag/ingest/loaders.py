@@ -1,4 +1,4 @@
-"""Turn the bytes of a Markdown, text, HTML or PDF file into a `ParsedDocument`.
+"""Turn the bytes of a Markdown, text, HTML or PDF file into a `ParsedDocument` (a PDF's in rag/ingest/pdf.py).
 
 The caller reads the file; `load_document` picks a parser from the suffix, and every failure
 leaves as an `IngestError` subclass naming the path, with the parser's own error chained.
@@ -7,14 +7,12 @@ leaves as an `IngestError` subclass naming the path, with the parser's own error
 from __future__ import annotations
 
 import codecs
-import io
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import frontmatter
-import pypdf
 import yaml
 from bs4 import BeautifulSoup
 from bs4.element import NavigableString, Tag
@@ -24,7 +22,8 @@ from markdown_it.token import Token
 
 from rag.errors import CorruptFile, EmptyFile, IngestError, UnreadableFile, UnsupportedFile
 from rag.ingest.blocks import Block, ParsedDocument
-from rag.ingest.layout import LIST_MARKER, SHORT_LINE, add, clean, fields, join_lines, plain_blocks, row_text
+from rag.ingest.layout import LIST_MARKER, SHORT_LINE, add, clean, fields, plain_blocks, row_text
+from rag.ingest.pdf import PdfBounds, load_pdf
 
 __all__ = ["SUPPORTED_SUFFIXES", "load_document"]
 
@@ -40,13 +39,15 @@ _HTML_INLINE = frozenset(
 )
 
 
-def load_document(path: Path, data: bytes) -> ParsedDocument:
-    """Parse `data`, the content of `path`, into blocks; the suffix decides the format."""
-    parser = _PARSERS.get(path.suffix.lower())
+def load_document(path: Path, data: bytes, *, pdf_bounds: PdfBounds | None = None) -> ParsedDocument:
+    """Parse `data`, the content of `path`, into blocks; the suffix decides the format. A PDF is read
+    in a worker process within `pdf_bounds` (default `PdfBounds()`: rag/ingest/pdf.py)."""
+    suffix = path.suffix.lower()
+    parser = _PARSERS.get(suffix)
     if parser is None:
         raise UnsupportedFile(path, f"unknown extension {path.suffix!r}")
     try:
-        document = parser(path, data)
+        document = load_pdf(path, data, pdf_bounds or PdfBounds()) if suffix == ".pdf" else parser(path, data)
     except IngestError:
         raise
     except Exception as exc:  # a parser bug or a rejected input: either way this file is corrupt
@@ -249,31 +250,6 @@ class _HtmlWalker:
                 add(self.blocks, "table_row", row_text(header, texts))
 
 
-def _load_pdf(path: Path, data: bytes) -> ParsedDocument:
-    if b"%PDF-" not in data[:1024]:
-        raise CorruptFile(path, "no PDF header")
-    reader = pypdf.PdfReader(io.BytesIO(data))
-    if reader.is_encrypted and not reader.decrypt(""):
-        raise CorruptFile(path, "encrypted with a password")
-    info: Mapping[str, Any] = reader.metadata or {}
-    metadata = {str(key).lstrip("/").lower(): str(info[key]) for key in info}
-    blocks: list[Block] = []
-    for page in reader.pages:
-        page_blocks = plain_blocks((page.extract_text() or "").splitlines(), wrapped=True)
-        if blocks and page_blocks and _continues(blocks[-1], page_blocks[0]):
-            joined = join_lines([blocks[-1].text, page_blocks.pop(0).text])
-            blocks[-1] = Block("paragraph", joined)
-        blocks.extend(page_blocks)
-    title = clean(str(metadata.get("title", "")))
-    return ParsedDocument(blocks, title or None, metadata)
-
-
-def _continues(last: Block, first: Block) -> bool:
-    """A paragraph cut by a page break: no final punctuation before, lower case after."""
-    both = last.kind == first.kind == "paragraph"
-    return both and not last.text.endswith((".", "!", "?", ":")) and first.text[:1].islower()
-
-
 def _reject_binary(path: Path, data: bytes) -> None:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return
@@ -324,6 +300,6 @@ _PARSERS: dict[str, Callable[[Path, bytes], ParsedDocument]] = {
     ".text": _load_text,
     ".html": _load_html,
     ".htm": _load_html,
-    ".pdf": _load_pdf,
+    ".pdf": lambda path, data: load_pdf(path, data, PdfBounds()),
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_PARSERS)

@@ -26,6 +26,7 @@ from rag.ingest.chunking import Chunker
 from rag.ingest.discovery import absolute, discover
 from rag.ingest.document_facts import DocumentFacts, document_facts
 from rag.ingest.loaders import load_document
+from rag.ingest.pdf import PdfBounds
 from rag.model.ports import Embedder
 from rag.model.types import clean_text
 from rag.store.embedding_inputs import chunk_input, input_hash
@@ -100,7 +101,10 @@ class Ingestor:
         embed_sentences: bool = True,
         batch_texts: int = 64,
         today: Callable[[], date] = date.today,
+        pdf_bounds: PdfBounds | None = None,
     ) -> None:
+        """`pdf_bounds`: the most pages and seconds a PDF may take to read (default `PdfBounds()`);
+        past them it is skipped."""
         if batch_texts < 1:
             raise ValueError("batch_texts must be at least 1")
         self.store = store
@@ -109,6 +113,7 @@ class Ingestor:
         self.embed_sentences = embed_sentences
         self.batch_texts = batch_texts
         self.today = today
+        self.pdf_bounds = pdf_bounds or PdfBounds()
 
     async def ingest(
         self,
@@ -272,7 +277,7 @@ class Ingestor:
     def _parse(
         self, path: Path, data: bytes, kb: KnowledgeBase, access: Sequence[str], modified: date
     ) -> DocumentFacts:
-        parsed = load_document(path, data)
+        parsed = load_document(path, data, pdf_bounds=self.pdf_bounds)
         return document_facts(
             path,
             parsed,

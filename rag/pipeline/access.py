@@ -14,10 +14,14 @@ the policy decides. Rules come from a YAML file (`CANDOR_ACCESS_POLICY`); each n
       asker: "U0ADMIN"
       groups: [hr-confidential, finance]
 
-Every matching rule adds its groups (where it counts, below); knowledge bases are limited only
-when every matching rule limits them (to the union of their lists), wherever the question is
-asked. Without a file, or when no rule matches, a question reads public documents only, in every
-knowledge base.
+Every matching rule adds its groups where it counts (below). Knowledge bases: the rules that count
+here, and those that grant no groups at all (a rule that only names `knowledge_bases`), open the
+union of their lists, or every knowledge base when one of them has no list; a matching rule whose
+groups do not count here opens nothing: its list, if it has one, only narrows what the others open,
+and without a list it changes nothing (an asker's rule without `knowledge_bases`, asked in a public
+channel, does not open every knowledge base for them). When no rule opens any, the question starts
+from every knowledge base, narrowed by those lists. Without a file, or when no rule matches, a
+question reads public documents only, in every knowledge base.
 
 Who reads the answer decides which rules count:
 - a rule naming an `asker` grants that person's groups only where nobody else reads the answer: a
@@ -102,10 +106,22 @@ class AccessPolicy:
         if question.scope is not None:
             return question.scope
         matching = [rule for rule in self.rules if rule.matches(question)]
-        groups = frozenset().union(*(rule.groups for rule in matching if rule.grants_groups_to(question)))
-        if not matching or any(rule.knowledge_bases is None for rule in matching):
-            return AccessScope(groups, None)  # a rule without a limit grants every knowledge base
-        return AccessScope(groups, frozenset().union(*(rule.knowledge_bases or () for rule in matching)))
+        counting = [rule for rule in matching if rule.grants_groups_to(question)]
+        groups = frozenset().union(*(rule.groups for rule in counting))
+        opening = [rule for rule in matching if rule in counting or not rule.groups]
+        bases = _opened(opening)
+        for rule in matching:  # a rule whose groups do not count here may narrow, never widen
+            if rule not in opening and rule.knowledge_bases is not None:
+                bases = rule.knowledge_bases if bases is None else bases & rule.knowledge_bases
+        return AccessScope(groups, bases)
+
+
+def _opened(rules: Sequence[AccessRule]) -> frozenset[str] | None:
+    """The knowledge bases `rules` open: the union of their lists; None (every one) when there are
+    no rules, or one of them has no list."""
+    if not rules or any(rule.knowledge_bases is None for rule in rules):
+        return None
+    return frozenset().union(*(rule.knowledge_bases or () for rule in rules))
 
 
 def _rule(entry: object, path: Path, number: int) -> AccessRule:

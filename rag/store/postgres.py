@@ -27,6 +27,7 @@ from rag.store.hybrid import hybrid_candidates
 from rag.store.queries import DOCUMENT_COLUMNS, index_sql
 from rag.store.reembed import reembed_all
 from rag.store.rows import (
+    CHANGED_IN_PLACE,
     Candidate,
     ChunkRow,
     DocumentRow,
@@ -305,10 +306,12 @@ class PostgresStore:
 
     async def set_access(self, document_id: int, groups: Sequence[str]) -> None:
         """Who may read a stored document, its chunks with it, in one transaction (a synced document
-        whose source narrowed its readers while its content could not be fetched)."""
+        whose source narrowed its readers while its content could not be fetched); its options hash
+        becomes `CHANGED_IN_PLACE`, so its next ingest writes it whole again."""
         values = sorted(set(groups))
         async with self._transaction() as conn:
-            await conn.execute(update(documents).where(documents.c.id == document_id).values(access_groups=values))
+            changed = {"access_groups": values, "options_hash": CHANGED_IN_PLACE}
+            await conn.execute(update(documents).where(documents.c.id == document_id).values(**changed))
             await conn.execute(update(chunks).where(chunks.c.document_id == document_id).values(access_groups=values))
 
     async def delete_documents(self, document_ids: Sequence[int]) -> int:

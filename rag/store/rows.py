@@ -16,6 +16,12 @@ class KnowledgeBase:
     max_authority: int
 
 
+CHANGED_IN_PLACE = "changed in place"
+"""The options hash of a document whose readers were changed in place (`PostgresStore.set_access`):
+it matches no ingest's options, so the next ingest of the same bytes processes it again (and gives it
+the groups it is ingested with), and a sync downloads it again rather than trust a "not modified"."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoredDocument:
     id: int

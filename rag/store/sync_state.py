@@ -1,7 +1,10 @@
-"""What `candor sync` remembers between runs (tables `sync_sources` and `sync_items`, migration 0016).
+"""What `candor sync` remembers between runs (tables `sync_sources` and `sync_items`, migrations 0016
+and 0017).
 
-One row per configured source (its cursor, when it last started and last succeeded, its last error)
-and one per item it has shown (the document it became and the item's own state, such as a page's
+One row per configured source, keyed by its name and the knowledge base it fills (its cursor, when it
+last started and last succeeded, its last error): a source renamed, or pointed at another knowledge
+base, is a new row, and the old one is left to `retired` (no configured source owns it any more).
+And one row per item it has shown (the document it became and the item's own state, such as a page's
 ETag). Every write is its own short transaction, made after the document it describes is stored,
 so a sync that crashes resumes from what landed: documents are upserts by source, never duplicated.
 """
@@ -30,8 +33,7 @@ class SyncedSource:
     kind: str
     kb_id: int
     kb_name: str
-    """The knowledge base it last filled completely (a source moved to another one keeps this until
-    its first complete sync there)."""
+    """The knowledge base it fills: with `name`, what the state is kept under."""
     cursor: Mapping[str, Any]
     last_success_at: datetime | None
 
@@ -41,6 +43,12 @@ class StoredItem:
     document_id: int | None
     state: Mapping[str, Any]
     seen_at: datetime | None = None
+
+
+_SOURCES = (
+    "SELECT s.id, s.name, s.kind, s.kb_id, k.name, s.cursor, s.last_success_at "
+    "FROM sync_sources s JOIN knowledge_bases k ON k.id = s.kb_id"
+)
 
 
 class SyncState:
@@ -55,40 +63,53 @@ class SyncState:
         except (SQLAlchemyError, psycopg.Error) as exc:
             raise StoreError(f"database error: {exc}") from exc
 
-    async def find(self, name: str) -> SyncedSource | None:
+    async def find(self, name: str, kb_id: int) -> SyncedSource | None:
         async with self._transaction() as conn:
             row = (
-                await conn.execute(
-                    text(
-                        "SELECT s.id, s.name, s.kind, s.kb_id, k.name, s.cursor, s.last_success_at "
-                        "FROM sync_sources s JOIN knowledge_bases k ON k.id = s.kb_id WHERE s.name = :n"
-                    ),
-                    {"n": name},
-                )
+                await conn.execute(text(_SOURCES + " WHERE s.name = :n AND s.kb_id = :kb"), {"n": name, "kb": kb_id})
             ).first()
         return None if row is None else SyncedSource(*row)
 
+    async def sources(self) -> list[SyncedSource]:
+        """Every source a sync has ever started, configured still or not."""
+        async with self._transaction() as conn:
+            rows = await conn.execute(text(_SOURCES + " ORDER BY k.name, s.name"))
+            return [SyncedSource(*row) for row in rows]
+
     async def start(self, name: str, kind: str, kb_id: int) -> SyncedSource:
-        """The source's row, made on its first sync (into `kb_id`), marked as started now. A known
-        source keeps its knowledge base: a move is recorded by `moved` once it is complete."""
+        """The row of source `name` into `kb_id`, made on its first sync there, marked as started now."""
         async with self._transaction() as conn:
             await conn.execute(
                 text(
                     "INSERT INTO sync_sources (name, kind, kb_id, last_started_at) VALUES (:n, :k, :kb, now()) "
-                    "ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, last_started_at = now()"
+                    "ON CONFLICT (name, kb_id) DO UPDATE SET kind = EXCLUDED.kind, last_started_at = now()"
                 ),
                 {"n": name, "k": kind, "kb": kb_id},
             )
-        found = await self.find(name)
+        found = await self.find(name, kb_id)
         if found is None:  # pragma: no cover - the row was written just above
             raise StoreError(f"the sync state of source {name!r} could not be read back")
         return found
 
-    async def moved(self, source_id: int, kb_id: int) -> None:
-        """The source now fills `kb_id` (its documents in the old base are removed)."""
+    async def sole_documents(self, source_id: int, *, besides: Sequence[int] = ()) -> list[int]:
+        """The stored documents of the source's items that no item of another source holds, but for
+        sources in `besides` (retired too): a source renamed within the same knowledge base meets the
+        same pages on its first run, and they are the new name's."""
         async with self._transaction() as conn:
-            statement = text("UPDATE sync_sources SET kb_id = :kb WHERE id = :id")
-            await conn.execute(statement, {"kb": kb_id, "id": source_id})
+            rows = await conn.execute(
+                text(
+                    "SELECT DISTINCT i.document_id FROM sync_items i WHERE i.source_id = :s "
+                    "AND i.document_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sync_items o "
+                    "WHERE o.document_id = i.document_id AND o.source_id <> ALL(:ignored)) ORDER BY 1"
+                ),
+                {"s": source_id, "ignored": [source_id, *besides]},
+            )
+            return [int(row[0]) for row in rows]
+
+    async def forget(self, source_id: int) -> None:
+        """The source's row and its items (its documents are the caller's to remove first)."""
+        async with self._transaction() as conn:
+            await conn.execute(text("DELETE FROM sync_sources WHERE id = :id"), {"id": source_id})
 
     async def finish(self, source_id: int, *, cursor: Mapping[str, Any] | None, error: str | None) -> None:
         """A run's end: with `cursor` (a complete run) it becomes the last successful sync."""

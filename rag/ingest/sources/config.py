@@ -2,10 +2,10 @@
 knowledge base, with which credentials and permissions.
 
     sources:
-      - name: help-centre            # unique; the sync's state is kept under it
+      - name: help-centre            # unique; the sync's state is kept under it and its knowledge base
         kind: website
         kb: support                  # the knowledge base it fills (default: CANDOR_KB)
-        access: []                   # groups that may read every page; none: public
+        access: []                   # groups that may read every page; none: public (required with credentials)
         start_urls: [https://help.example.com/]
         sitemap: https://help.example.com/sitemap.xml
         max_pages: 500
@@ -76,6 +76,9 @@ KINDS = ("website", "confluence", "sharepoint", "gdrive", "notion")
 """The kinds of source Candor syncs (each a module of rag/ingest/sources/, picked in registry.py)."""
 _ACCESS_REQUIRED = frozenset({"notion"})
 """Kinds whose source says nothing of who may read a document: `access` must be written down."""
+_ACCESS_WITH_CREDENTIALS = frozenset({"website"})
+"""Kinds whose `access` (default: public) must be written down when the source is read with
+credentials: pages behind a login are not public by default."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -152,12 +155,18 @@ def _source(entry: object, where: str) -> SourceConfig:
     if kb is not None and (not isinstance(kb, str) or not kb.strip()):
         raise SyncError(f"{where}: `kb` must be a knowledge base name")
     private = _private_networks(entry.get("allow_private_network", False), where)
+    credentials = _credentials(entry.get("credentials", {}), where)
+    if kind in _ACCESS_WITH_CREDENTIALS and credentials and entry.get("access") is None:
+        raise SyncError(
+            f"{where}: a {kind} source with `credentials` needs an explicit `access:` (a site that asks who "
+            "you are is rarely for everyone): the groups that may read its pages, or [] to make them public"
+        )
     return SourceConfig(
         name=name,
         kind=kind,
         kb=kb.strip() if isinstance(kb, str) else None,
         access=_access(entry.get("access", []), where),
-        credentials=_credentials(entry.get("credentials", {}), where),
+        credentials=credentials,
         options={k: v for k, v in entry.items() if k not in _COMMON},
         allow_private_network=private,
     )

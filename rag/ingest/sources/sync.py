@@ -7,9 +7,15 @@ nothing; what the source says is gone is deleted. After a complete run, every it
 the run did not meet is deleted too; a listing that fails deletes nothing, and a run that reaches
 its budget deletes only what the source said is gone.
 
-A source whose `kb` changed in the sources file is moved: the run fetches everything into the new
-knowledge base, and once a run there is complete, the source's documents in the old one are removed
-(until then they stay, and the next run tries the move again).
+A budget limits downloads, never permissions: in a run that stops at its budget, every stored
+document the run did not fetch still gets who may read it from the listing (and a page reached only
+through links, from the page that links to it), narrowed in place (`narrowed_access`), and one the
+source no longer lists at all is readable by no one until a complete run removes it. Every
+connector's listing says who may read each document: Confluence, SharePoint, Google Drive and Notion
+per document; a website gives every page the source's `access`.
+
+The state is kept per source name and knowledge base: a source whose `kb` changed starts afresh in
+the new base, and its documents in the old one are a retired source's (`retired`).
 
 An item that could not be fetched this time (a 5xx) keeps its document, and the links it held last
 time are followed still, so one failing page does not make the pages below it look deleted. Each
@@ -30,7 +36,8 @@ from rag.errors import IngestError, ItemError, SourceError
 from rag.ingest.pipeline import Ingestor
 from rag.ingest.sources.base import NO_ONE, Connector, Fetched, Gone, ItemState, NotModified, SourceDocument
 from rag.store.postgres import KnowledgeBase, PostgresStore
-from rag.store.sync_state import StoredItem, SyncedSource, SyncState
+from rag.store.rows import CHANGED_IN_PLACE
+from rag.store.sync_state import StoredItem, SyncState
 
 log = logging.getLogger("candor.sync")
 
@@ -60,12 +67,11 @@ class SyncReport:
     not_synced: Mapping[str, int] = field(default_factory=dict)
     """Files the source holds that Candor does not read, counted by kind (see `Connector.not_synced`)."""
     narrowed: int = 0
-    """Documents that could not be fetched and whose stored copy was restricted in place to what the
-    source's listing now allows (see `narrowed_access`)."""
-    moved_from: str | None = None
-    """The knowledge base the source filled before, when this run completed its move."""
-    moved_away: int = 0
-    """Its documents removed from that base (would be, in a dry run)."""
+    """Documents this run did not fetch (one that failed, or past the budget) whose stored copy was
+    restricted in place to what the source's listing now allows (see `narrowed_access`)."""
+    retired: bool = False
+    """Not a configured source's run: a source no longer in the sources file (removed, renamed, or
+    moved to another knowledge base), whose documents were `deleted` (or, kept, `narrowed` to no one)."""
 
     @property
     def ok(self) -> bool:
@@ -93,15 +99,11 @@ class Syncer:
         on_document: SyncProgress | None = None,
     ) -> SyncReport:
         report = SyncReport(name, connector.kind, kb.name, dry_run=dry_run)
-        known = await self.state.find(name)
-        moving = known if known is not None and known.kb_id != kb.id else None
+        known = await self.state.find(name, kb.id)
         if not dry_run:
             known = await self.state.start(name, connector.kind, kb.id)
         source_id = None if known is None else known.id
         items = {} if source_id is None else await self.state.items(source_id)
-        moved_items = set(items) if moving is not None else set()
-        if moving is not None:
-            items = {}  # everything is fetched afresh into the new knowledge base
         stored = await self.store.documents(kb)
         try:
             listing = await connector.listing()
@@ -141,7 +143,15 @@ class Syncer:
             except ItemError as exc:
                 report.skipped.append((doc.id, str(exc)))
                 log.warning("sync %s: skipped %s: %s", name, doc.id, exc)
-                await self._restrict_stale(doc, stored.get(doc.id), report)
+                narrowed = await self._restrict_stale(doc, stored.get(doc.id), report)
+                if narrowed is not None:
+                    log.warning(
+                        "sync %s: %s could not be fetched; its stored copy is now readable by %s only, as the "
+                        "source allows",
+                        name,
+                        doc.id,
+                        ", ".join(narrowed),
+                    )
                 follow(_leads(item, doc))
                 continue
             if isinstance(outcome, Gone):
@@ -160,9 +170,9 @@ class Syncer:
         remove = set(gone)
         if report.complete:
             remove |= {item_id for item_id in items if item_id not in visited}
+        else:
+            await self._listed_access(queue, items, stored, report, visited | set(gone))
         await self._delete(sorted(remove), items, stored, report, source_id)
-        if moving is not None and report.complete:
-            await self._finish_move(moving, kb, moved_items, visited, report, source_id)
         if source_id is not None and not dry_run:
             cursor = {"synced_at": datetime.now(UTC).isoformat(), "documents": len(visited)}
             await self.state.finish(source_id, cursor=cursor if report.complete else None, error=report.note)
@@ -170,51 +180,53 @@ class Syncer:
                 await self.store.analyze()
         return report
 
-    async def _finish_move(
+    async def _listed_access(
         self,
-        moving: SyncedSource,
-        kb: KnowledgeBase,
-        item_ids: set[str],
-        visited: set[str],
+        queue: deque[SourceDocument],
+        items: Mapping[str, StoredItem],
+        stored: Mapping[str, Any],
         report: SyncReport,
-        source_id: int | None,
+        done: set[str],
     ) -> None:
-        """After a complete run into `kb`: the source's documents in the base it filled before go (only
-        that base's, by their source ids), and its items this run did not meet are forgotten."""
-        old = await self.store.knowledge_base(moving.kb_name)
-        previous = {} if old is None else await self.store.documents(old)
-        waiting = sorted(document for document, _ in report.skipped if document in previous)
-        if waiting:  # its only copy is the old one: the move is tried again next run, nothing removed
+        """A run stopped at its budget: who may read what it did not fetch still follows the source.
+        What is left in the queue (listed, or led to) gets the access it is listed with, and the pages
+        its stored copies link to get it too, as a fetch would have given them (nothing is
+        downloaded); an item this source holds that the listing no longer names (gone, or hidden
+        from Candor's account) is readable by no one until a complete run removes it."""
+        before = report.narrowed
+        reached = set(done)
+        while queue:
+            doc = queue.popleft()
+            if doc.id in reached:
+                continue
+            reached.add(doc.id)
+            await self._restrict_stale(doc, stored.get(doc.id), report)
+            queue.extend(lead for lead in _leads(items.get(doc.id), doc) if lead.id not in reached)
+        for item_id in sorted(set(items) - reached):
+            unlisted = SourceDocument(item_id, item_id, access=(NO_ONE,))
+            await self._restrict_stale(unlisted, stored.get(item_id), report)
+        if report.narrowed > before:
             log.warning(
-                "sync %s: the move waits for %d documents that could not be fetched", report.source, len(waiting)
+                "sync %s: %d documents past the budget were not fetched; their stored copies are now readable "
+                "only by whom the source allows",
+                report.source,
+                report.narrowed - before,
             )
-            return
-        leaving = [doc.id for source, doc in previous.items() if source in item_ids]
-        report.moved_from, report.moved_away = moving.kb_name, len(leaving)
-        log.info("sync %s: moved from knowledge base %s (%d documents)", report.source, moving.kb_name, len(leaving))
-        if report.dry_run or source_id is None:
-            return
-        await self.store.delete_documents(leaving)
-        await self.state.forget_items(source_id, sorted(item_ids - visited))
-        await self.state.moved(source_id, kb.id)
 
-    async def _restrict_stale(self, doc: SourceDocument, stored: Any, report: SyncReport) -> None:
-        """A document that could not be fetched keeps its stored copy; but when the listing says who
-        may read it changed, that copy must not stay readable by anyone the source now shuts out."""
+    async def _restrict_stale(self, doc: SourceDocument, stored: Any, report: SyncReport) -> tuple[str, ...] | None:
+        """A document this run did not fetch keeps its stored copy; but when the listing says who may
+        read it changed, that copy must not stay readable by anyone the source now shuts out. The
+        groups it was narrowed to (its next visit downloads it again, `CHANGED_IN_PLACE`, to give it
+        the listed access), or None when it was left as it was."""
         if stored is None or report.dry_run:
-            return
+            return None
         now = tuple(stored.access_groups)
         narrowed = narrowed_access(now, doc.access)
         if sorted(narrowed) == sorted(now):
-            return
+            return None
         await self.store.set_access(stored.id, narrowed)
         report.narrowed += 1
-        log.warning(
-            "sync %s: %s could not be fetched; its stored copy is now readable by %s only, as the source allows",
-            report.source,
-            doc.id,
-            ", ".join(narrowed),
-        )
+        return narrowed
 
     async def _ingest(
         self, fetched: Fetched, kb: KnowledgeBase, previous: Any, report: SyncReport, source_id: int | None
@@ -275,10 +287,10 @@ class Syncer:
 
 def _previous(item: StoredItem | None, doc: SourceDocument, stored: Mapping[str, Any]) -> ItemState | None:
     """What to ask the source with: nothing when the document's access changed (it is fetched and
-    stored again, so the new groups apply), or when its stored copy is gone (removed by hand, or left
-    behind by a move), so "not modified" never leaves a document missing."""
-    if item is None or doc.id not in stored:
-        return None
+    stored again, so the new groups apply), or when its stored copy is gone (removed by hand) or was
+    narrowed in place, so "not modified" never leaves a document missing or too narrow."""
+    if item is None or doc.id not in stored or stored[doc.id].options_hash == CHANGED_IN_PLACE:
+        return None  # a copy narrowed in place is downloaded again, to be stored with its listed access
     if sorted(item.state.get("access", [])) != sorted(doc.access):
         return None
     return ItemState(item.state, item.document_id)

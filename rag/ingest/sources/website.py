@@ -217,6 +217,8 @@ class Website:
     # --- pieces ----------------------------------------------------------------------------
 
     def _document(self, url: str, modified: datetime | None = None) -> SourceDocument:
+        """A page as the listing names it. A site says nothing of who may read a page: every page, listed
+        or led to, has the source's `access`, so a sync past its budget applies that to every stored page."""
         parts = urlsplit(url)
         title = parts.path.rstrip("/").rsplit("/", 1)[-1] or parts.netloc
         return SourceDocument(url, url, title, modified, self.access)

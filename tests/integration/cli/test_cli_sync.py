@@ -86,7 +86,7 @@ async def test_candor_sync_refuses_inline_secrets_and_unset_credentials(candor: 
 
     config.write_text(
         "sources:\n  - name: wiki\n    kind: website\n    start_urls: [http://x.test/]\n"
-        "    credentials: {authorization: WIKI_AUTH}\n"
+        "    access: [staff]\n    credentials: {authorization: WIKI_AUTH}\n"
     )
     unset = run_cli(candor, tmp_path, "sync", "--config", str(config))  # that source cannot start: exit 3
     assert unset.returncode == 3 and "$WIKI_AUTH, which is not set" in unset.stderr, unset.stderr
@@ -206,3 +206,33 @@ async def test_candor_sync_shows_its_progress_on_a_terminal_only(
     assert "dry run, nothing written: 32 added" in shown
     piped = run_cli(candor, tmp_path, "sync", "--config", str(config), "--dry-run")
     assert f"bar-{kb.name}: " not in piped.stdout and "\x1b[" not in piped.stdout  # no bar into a pipe
+
+
+async def test_candor_sync_removes_a_source_no_longer_in_the_file_or_keeps_it_for_no_one(
+    candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
+) -> None:
+    def entry(name: str, base: str) -> str:
+        return (
+            f"\n  - name: {name}\n    kind: website\n    allow_private_network: true\n    kb: {base}\n"
+            f"    start_urls: [{site.url}/help/returns/]\n    max_pages: 4\n    requests_per_second: 500\n"
+        )
+
+    gone, staying = f"gone-{kb.name}", f"staying-{kb.name}"
+    config = tmp_path / "sources.yaml"
+    config.write_text("sources:" + entry(gone, kb.name) + entry(staying, f"{kb.name}-b"))
+    assert run_cli(candor, tmp_path, "sync", "--config", str(config)).returncode == 0
+    held = len(await candor.store.documents(kb))
+    assert held == 4
+
+    config.write_text("sources:" + entry(staying, f"{kb.name}-b"))
+    kept = run_cli(candor, tmp_path, "sync", "--config", str(config), "--keep")
+    line = f"{gone} (website → {kb.name}): no longer in the sources file: its {held} documents"
+    assert f"{line} are kept, readable by no one (--keep)" in kept.stdout, kept.stdout
+    rows = await candor.store.fetch_all("SELECT access_groups FROM documents WHERE kb_id = %(kb)s", {"kb": kb.id})
+    assert [list(groups) for (groups,) in rows] == [["candor:no-one"]] * held
+
+    removed = run_cli(candor, tmp_path, "sync", "--config", str(config))
+    assert removed.returncode == 0 and f"{line} were removed" in removed.stdout, removed.stdout
+    assert await candor.store.documents(kb) == {}
+    again = run_cli(candor, tmp_path, "sync", "--config", str(config))
+    assert gone not in again.stdout  # said once

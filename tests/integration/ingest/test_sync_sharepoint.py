@@ -241,6 +241,9 @@ async def test_throttling_is_waited_out_and_a_failing_item_conversion_or_permiss
     assert graph.requested[delta] == 2 + pages and graph.throttled[delta] == 0  # two 429s, then its pages
     assert first.ok and first.added == SYNCED
     before = await documents(candor, kb)
+    passwords = doc_id(graph, "Passwords.txt")
+    readers = (await stored(candor, kb))[passwords][0]
+    assert readers and readers != [NO_ONE]
 
     graph.edit("Q1 summary.pdf", ["Q1 summary", "Q1 revenue grew by 15 percent."])
     graph.failing.add("Q1 summary.pdf")
@@ -256,12 +259,15 @@ async def test_throttling_is_waited_out_and_a_failing_item_conversion_or_permiss
         ]
     )
     assert second.complete and second.deleted == 0 and await documents(candor, kb) == before
+    assert (await stored(candor, kb))[passwords][0] == [NO_ONE]  # who may read it is unknown: no one
 
     graph.failing.clear()
     graph.unconvertible.clear()
     graph.failing_permissions.clear()
     [third] = await candor.sync(config)
-    assert third.ok and (third.updated, third.fetched) == (2, 2), third
+    # the two edited files, and the copy narrowed in place, fetched again to get its readers back
+    assert third.ok and (third.updated, third.fetched) == (3, 3), third
+    assert (await stored(candor, kb))[passwords][0] == readers
     assert "15 percent" in (await ask(candor, kb, "By how much did Q1 revenue grow?", "finance")).text
 
 

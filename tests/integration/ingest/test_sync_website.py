@@ -116,9 +116,8 @@ async def test_a_source_that_cannot_start_is_reported_and_the_others_still_sync(
     candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
 ) -> None:
     path = sources_file(tmp_path, site, kb)
-    path.write_text(
-        path.read_text().replace("sources:", "sources:\n  - {name: broken, kind: website, credentials: {a: UNSET_X}}")
-    )
+    broken_entry = "\n  - {name: broken, kind: website, access: [], credentials: {a: UNSET_X}}"
+    path.write_text(path.read_text().replace("sources:", "sources:" + broken_entry))
     broken, synced = await candor.sync(path)
     assert broken.source == "broken" and broken.listing_error is not None and "$UNSET_X" in broken.listing_error
     assert not broken.ok and broken.added == 0
@@ -144,7 +143,7 @@ async def test_a_dry_run_lists_changes_and_writes_nothing(
     assert (real.updated, real.deleted) == (1, 1)
 
 
-async def test_a_source_moved_to_another_knowledge_base_leaves_the_old_one_once_complete(
+async def test_a_source_moved_to_another_knowledge_base_leaves_the_old_one_on_the_next_sync(
     candor: Candor, kb: KnowledgeBase, site: FakeWebsite, tmp_path: Path
 ) -> None:
     name = f"moving-{kb.name}"
@@ -155,27 +154,24 @@ async def test_a_source_moved_to_another_knowledge_base_leaves_the_old_one_once_
     moved = sources_file(tmp_path, site, other, name=name)
 
     [dry] = await candor.sync(moved, dry_run=True)
-    assert (dry.added, dry.moved_from, dry.moved_away) == (SYNCED, kb.name, SYNCED)
+    [dry_retired] = [r for r in await candor.retire_sources(moved, dry_run=True) if r.source == name]
+    assert dry.added == SYNCED and (dry_retired.knowledge_base, dry_retired.deleted) == (kb.name, SYNCED)
     assert len(await documents(candor, kb)) == SYNCED and await documents(candor, other) == {}
 
-    site.sitemap_status = 503  # a move that cannot list removes nothing and is tried again
+    site.sitemap_status = 503  # the new base cannot be filled yet: the old copies go all the same
     [failed] = await candor.sync(moved)
-    assert failed.listing_error is not None and failed.moved_from is None
-    assert len(await documents(candor, kb)) == SYNCED and await documents(candor, other) == {}
+    assert failed.listing_error is not None
+    [retired] = [r for r in await candor.retire_sources(moved) if r.source == name]
+    assert retired.retired and (retired.knowledge_base, retired.deleted) == (kb.name, SYNCED)
+    assert await documents(candor, kb) == {} and await documents(candor, other) == {}
 
     site.sitemap_status = 200
-    site.failing.add("/help/returns/article-2")  # its only copy is the old one: the move waits
-    [waiting] = await candor.sync(moved)
-    assert waiting.complete and waiting.moved_from is None, waiting
-    assert len(await documents(candor, kb)) == SYNCED and len(await documents(candor, other)) == SYNCED - 1
-
-    site.failing.discard("/help/returns/article-2")
     [move] = await candor.sync(moved)
-    assert move.complete and (move.added, move.moved_from, move.moved_away) == (1, kb.name, SYNCED), move
+    assert move.complete and move.added == SYNCED, move
     assert await documents(candor, kb) == {} and len(await documents(candor, other)) == SYNCED
-
     [again] = await candor.sync(moved)
-    assert (again.added, again.unchanged, again.moved_from, again.fetched) == (0, SYNCED, None, 0)
+    assert (again.added, again.unchanged, again.fetched) == (0, SYNCED, 0)
+    assert [r for r in await candor.retire_sources(moved) if r.source == name] == []
 
 
 async def test_a_document_removed_from_the_store_is_fetched_again_though_the_site_says_not_modified(

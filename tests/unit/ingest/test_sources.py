@@ -41,13 +41,24 @@ def test_bad_sources_are_refused_with_the_reason(entry: dict[str, object], messa
 
 
 def test_names_are_unique_and_credentials_come_from_the_environment() -> None:
-    one = {"name": "x", "kind": "website", "credentials": {"authorization": "X_AUTH"}}
+    one = {"name": "x", "kind": "website", "access": [], "credentials": {"authorization": "X_AUTH"}}
     with pytest.raises(SyncError, match="repeated: x"):
         parse_sources({"sources": [one, one]})
     [source] = parse_sources([one])
     assert resolve_credentials(source, {"X_AUTH": "Bearer t"}) == {"authorization": "Bearer t"}
     with pytest.raises(SyncError, match=r"\$X_AUTH, which is not set"):
         resolve_credentials(source, {})
+
+
+def test_a_website_read_with_credentials_must_say_who_may_read_it() -> None:
+    entry = {"name": "intranet", "kind": "website", "credentials": {"authorization": "X_AUTH"}}
+    with pytest.raises(SyncError, match=r"source 'intranet': a website source with `credentials` needs an explicit"):
+        parse_sources([entry])
+    [public] = parse_sources([{**entry, "access": []}])  # public, said out loud
+    [staff] = parse_sources([{**entry, "access": ["staff"]}])
+    assert (public.access, staff.access) == ((), ("staff",))
+    [anonymous] = parse_sources([{"name": "help", "kind": "website"}])  # no credentials: public by default
+    assert anonymous.access == ()
 
 
 def test_website_settings_are_checked() -> None:

@@ -216,3 +216,54 @@ def test_an_anonymous_asker_gets_no_groups_but_keeps_the_knowledge_base_limits(t
     assert policy.scope_for(browser) == AccessScope(frozenset(), frozenset({"help-centre"}))
     person = Question("q", platform="web", asker="web-0011", audience="direct", private_reply=True)
     assert policy.scope_for(person).groups == {"staff", "hr-confidential"}
+
+
+ASKER_WITHOUT_BASES = """\
+- platform: slack
+  groups: [staff]
+  knowledge_bases: [handbook]
+- platform: slack
+  asker: "U0ADMIN"
+  groups: [finance]
+"""
+
+
+@pytest.mark.parametrize(
+    ("audience", "private_reply", "groups", "bases"),
+    [
+        # the admin's rule counts only where the admin alone reads the answer: there it opens every base
+        ("direct", False, {"staff", "finance"}, None),
+        # (a reply to the admin alone in a public channel: the platform's rule grants nothing there,
+        # and its list still limits)
+        ("public", True, {"finance"}, frozenset({"handbook"})),
+        # elsewhere it grants nothing, and so opens nothing: the platform's limit stands
+        ("private", False, {"staff"}, frozenset({"handbook"})),
+        ("public", False, set(), frozenset({"handbook"})),
+        ("shared", False, set(), frozenset({"handbook"})),
+    ],
+)
+def test_a_rule_that_grants_no_groups_here_does_not_widen_the_knowledge_bases(
+    tmp_path: Path, audience: str, private_reply: bool, groups: set[str], bases: frozenset[str] | None
+) -> None:
+    policy = policy_from(tmp_path, ASKER_WITHOUT_BASES)
+    question = Question(
+        "q",
+        platform="slack",
+        conversation="T0001/C0GENERAL",
+        asker="U0ADMIN",
+        audience=audience,  # type: ignore[arg-type]
+        private_reply=private_reply,
+    )
+    assert policy.scope_for(question) == AccessScope(frozenset(groups), bases)
+
+
+def test_a_rule_that_grants_nothing_here_only_narrows_with_its_own_list(tmp_path: Path) -> None:
+    policy = policy_from(
+        tmp_path,
+        ASKER_WITHOUT_BASES + '- platform: slack\n  asker: "U0ADMIN"\n  groups: [hr]\n  knowledge_bases: [hr-kb]\n',
+    )
+    public = Question("q", platform="slack", conversation="T0001/C0GENERAL", asker="U0ADMIN", audience="public")
+    # neither admin rule counts in a public channel: hr-kb is not added to the platform's handbook
+    assert policy.scope_for(public).knowledge_bases == frozenset()
+    direct = Question("q", platform="slack", conversation="T0001/D0ADMIN", asker="U0ADMIN", audience="direct")
+    assert policy.scope_for(direct) == AccessScope(frozenset({"staff", "finance", "hr"}), None)
