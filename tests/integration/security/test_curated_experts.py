@@ -10,7 +10,7 @@
 - a curated answer weighs no more than an ordinary document in a conflict (authority 0 by default);
 - a public triage channel refuses to start, and no hand-off is ever posted to one.
 
-The Teams path has the same tests in tests/integration/teams/test_teams_experts.py.
+The Teams path has the same tests in test_curated_experts_teams.py.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
+from sqlalchemy import text
 
 from bot.server import build_app
 from bot.slack.app import SlackAdapter, SlackConfig
@@ -584,3 +585,37 @@ async def test_a_synced_restricted_confluence_page_reaches_only_its_group(
                 assert figure in json.dumps(hr.params, ensure_ascii=False)
     finally:
         wiki.stop()
+
+
+async def test_a_synced_site_whose_sitemap_leaves_the_site_brings_nothing_from_elsewhere(
+    core: Candor, handbook: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restricted site with credentials whose sitemap index lists a sitemap on another host (here
+    127.0.0.3, a recording server): nothing is asked of it, its secret goes nowhere, and nothing from
+    it is stored for anyone to be answered from."""
+    from tests.integration.security.test_network_guard import Server, Site, recorder_answer, serving
+
+    monkeypatch.setenv("NO_LEAK_SITE_AUTH", "Bearer no-leak-site-secret")
+    made = Site()
+    made.server = Server(made.answer)
+    async with serving(made.server, "127.0.0.1") as site, serving(Server(recorder_answer), "127.0.0.3") as elsewhere:
+        made.elsewhere = [f"{elsewhere.url}/stolen.xml"]
+        config = Path(tempfile.mkdtemp()) / "sources.yaml"
+        config.write_text(
+            f"sources:\n  - name: hr-site-leaving\n    kind: website\n    kb: {handbook.name}\n"
+            "    allow_private_network: [127.0.0.1/32]\n"  # the site's fake; 127.0.0.3 stays refused as well
+            f"    sitemap: {site.url}/sitemap.xml\n    requests_per_second: 500\n    access: [hr-confidential]\n"
+            "    credentials: {authorization: NO_LEAK_SITE_AUTH}\n"
+        )
+        (report,) = await core.sync(config)
+        assert report.added == 2  # the site's own two pages
+        assert elsewhere.seen == []  # no request, so no secret either
+    async with core.store.engine.connect() as conn:
+        stored = (
+            await conn.execute(text("SELECT count(*) FROM documents WHERE source LIKE '%127.0.0.3%'"))
+        ).scalar_one()
+    assert stored == 0
+    granted = await core.answer(
+        Question("Planted text from elsewhere?", scope=AccessScope(frozenset({"hr-confidential"}), None))
+    )
+    assert "127.0.0.3" not in json.dumps(granted.as_json())

@@ -1,5 +1,5 @@
-"""The expert role in Teams (issue 37, the high finding), end to end: real botbuilder against the fake
-Bot Connector, the real pipeline and Postgres.
+"""The expert role in Teams (issue 37, the high finding; the Slack path is test_curated_experts.py), end
+to end: real botbuilder against the fake Bot Connector, the real pipeline and Postgres.
 
 - a member of the triage channel who is not an expert cannot reply or keep a curated answer: the
   invoke is refused (403), nothing is stored, delivered or indexed, and the attempt is logged;
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,9 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from rag.tracking.events import EventLedger
 from tests.fakes.bot_connector import FakeConnector
+from tests.fakes.teams_activities import channel_mention, feedback_invoke
 from tests.fakes.teams_server import ingest_handbook
-from tests.integration.teams.test_teams import Served, policy
+from tests.integration.teams.test_teams import HR_CHANNEL, RESTRICTED_QUESTION, Served, policy
 from tests.integration.teams.test_teams_handoff import (
     EXPERT_AAD,
     TRIAGE,
@@ -144,3 +146,34 @@ async def test_a_triage_channel_in_a_team_with_guests_gets_no_hand_off(
         data = execute(card_of(answer.body), HANDOFF_VERB)["data"]
         assert message(await ask_person(served, answer, data, **in_thread(mention))) == FAILED
         assert served.fake.channel_posts(TRIAGE) == []
+
+
+async def test_an_expert_s_reply_to_an_hr_answer_is_kept_for_hr_only_and_the_card_names_no_group(
+    candor: Candor, handbook: KnowledgeBase, tmp_path: Path
+) -> None:
+    question = "When is the L3 salary band reviewed?"
+    async with teams(candor, handbook, tmp_path) as served:
+        service = served.fake.service_url
+        mention = channel_mention(RESTRICTED_QUESTION, channel_id=HR_CHANNEL, service_url=service)
+        await served.post(mention)
+        thread = mention["conversation"]["id"]
+        (answer,) = await served.fake.wait_for(lambda c: c.conversation_id == thread, timeout=30)
+        vote = feedback_invoke(
+            answer.new_id or "", "dislike", conversation_id=thread, conversation_type="channel", service_url=service
+        )
+        assert await served.post(vote) == 200
+        (thanks,) = await served.fake.wait_for(lambda c: c.conversation_id == thread and "attachments" in c.body)
+        data = execute(card_of(thanks.body), HANDOFF_VERB)["data"]
+        where = {"conversation_id": thread, "conversation_type": "channel", "channel_id": HR_CHANNEL}
+        assert message(await ask_person(served, thanks, data, **where)) == PASSED_ON
+        (post,) = await served.fake.wait_for_channel_posts(TRIAGE)
+        assert "hr-confidential" not in json.dumps(post.body)  # the whole triage channel sees the card
+
+        fields = form("The L3 band is reviewed each April.", curate=True, question=question, readers="cited")
+        done = await reply(served, post, fields)
+        assert done["statusCode"] == 200, done
+        assert await kept(served, question) == [
+            {"author": EXPERT_AAD, "author_name": "Ana Diaz (People team)", "access_groups": ["hr-confidential"]}
+        ]
+        _, public = await ask_in_channel(served, question)  # a channel whose readers hold no group
+        assert "each April" not in json.dumps(public.body)
