@@ -1,6 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Both create .venv and install
 # what they need first, with the versions CI tested (constraints.txt; `make lock` refreshes it);
-# `make test` also installs headless Chromium for the browser tests (scripts/ensure_chromium.sh).
+# `make test` also installs headless Chromium for the browser tests (scripts/ensure_chromium.sh)
+# and, in a git work tree, the commit-msg hook of scripts/hooks/.
 # On machines without a local CPU wheel of torch, pass the PyTorch CPU index, e.g.
 # `make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu`.
 
@@ -39,6 +40,8 @@ demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/demo.py
 
 test: $(VENV)/.test-extras chromium
+	@# the commit-msg hook (subjects of 72 characters at most), in a git work tree; never fails the run
+	-@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then git config core.hooksPath scripts/hooks || true; fi
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 	$(BIN)/ruff check rag bot migrations tests benchmarks scripts
 	$(BIN)/mypy
