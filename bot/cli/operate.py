@@ -85,7 +85,8 @@ def serve(
             auth = "authenticated" if settings.microsoft_app_id else "ANONYMOUS (local development only)"
             err.print(f"Teams: http://{host}:{port}/api/messages, {auth}", highlight=False)
         if slack:
-            from bot.slack.app import SlackAdapter, slack_config
+            from bot.slack.app import SlackAdapter
+            from bot.slack.config import slack_config
             from bot.slack.process import AnswerProcess
 
             config = slack_config(settings)

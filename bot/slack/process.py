@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from aiohttp import web
 
 from bot.server import settle_heap
-from bot.slack.app import SlackAdapter, slack_config
+from bot.slack.app import SlackAdapter
+from bot.slack.config import slack_config
 from rag import Candor
 
 log = logging.getLogger("candor.slack")

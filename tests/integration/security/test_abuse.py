@@ -18,7 +18,8 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from bot.server import build_app
-from bot.slack.app import SlackAdapter, SlackConfig
+from bot.slack.app import SlackAdapter
+from bot.slack.config import SlackConfig
 from bot.teams.app import TeamsAdapter, TeamsConfig
 from bot.web.identity import AnonymousVisitors
 from rag.runtime import Candor, build_answerer

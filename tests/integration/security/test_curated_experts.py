@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from bot.slack.app import SlackAdapter, SlackConfig
+from bot.slack.app import SlackAdapter
 from bot.slack.blocks import FEEDBACK_DOWN
+from bot.slack.config import SlackConfig
 from bot.slack.handoff import NOT_EXPERT
 from bot.slack.handoff_blocks import HANDOFF, HANDOFF_REPLY, HANDOFF_REPLY_CALLBACK, REPLY_BLOCK
 from rag.errors import ConfigError

@@ -28,7 +28,8 @@ from aiohttp.test_utils import TestServer
 from sqlalchemy import text
 
 from bot.server import build_app
-from bot.slack.app import SlackAdapter, SlackConfig
+from bot.slack.app import SlackAdapter
+from bot.slack.config import SlackConfig
 from bot.teams.app import TeamsAdapter, TeamsConfig
 from bot.web.identity import AnonymousVisitors, ProxyLogin
 from rag.insights.report.build import Window

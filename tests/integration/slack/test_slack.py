@@ -25,7 +25,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.server import ChatCore
-from bot.slack.app import SlackAdapter, SlackConfig
+from bot.slack.app import SlackAdapter
 from bot.slack.blocks import (
     FEEDBACK_DOWN,
     FEEDBACK_REASON_CALLBACK,
@@ -34,6 +34,7 @@ from bot.slack.blocks import (
     REASON_ACTION,
     REASON_BLOCK,
 )
+from bot.slack.config import SlackConfig
 from bot.slack.history import MAX_HISTORY_CHARS, MAX_TURN_CHARS, MAX_TURNS
 from bot.slack.jobs import PLATFORM, Job
 from bot.slack.thread import PAGE_SIZE, READ_SECONDS

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from bot.slack.app import SlackAdapter, SlackConfig
+from bot.slack.app import SlackAdapter
 from bot.slack.blocks import FEEDBACK_DOWN
+from bot.slack.config import SlackConfig
 from bot.slack.handoff_blocks import (
     CURATE_ACTION,
     CURATE_BLOCK,

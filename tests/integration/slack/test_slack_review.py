@@ -16,7 +16,8 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from sqlalchemy import text
 
-from bot.slack.app import SlackAdapter, SlackConfig
+from bot.slack.app import SlackAdapter
+from bot.slack.config import SlackConfig
 from bot.slack.review_blocks import REVIEW_ACTION
 from rag.insights.report.build import report_window
 from rag.model.answers import Answer, Question
