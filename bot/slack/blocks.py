@@ -122,11 +122,15 @@ def response_url_body(message: SlackMessage) -> dict[str, Any]:
     return body
 
 
-def failure_message(trace_id: str | None = None) -> SlackMessage:
-    """The friendly failure reply; the trace id in small text so a report can be matched to the logs."""
+def failure_message(trace_id: str | None = None, *, handoff: bool = False) -> SlackMessage:
+    """The friendly failure reply; the trace id in small text so a report can be matched to the logs.
+    With `handoff` and a trace (the answer was made but never reached the asker), the "Ask a person"
+    button: the asker got no answer, as after a refusal. With no trace there is nothing to pass on."""
     blocks = [_section(escape(FAILURE_NOTE))]
     if trace_id:
         blocks.extend(_context([f"trace {escape(trace_id)}"]))
+        if handoff:
+            blocks.append({"type": "actions", "elements": [handoff_button(trace_id, "abstained")]})
     return SlackMessage(FAILURE_NOTE, tuple(blocks))
 
 

@@ -283,7 +283,7 @@ class Responder:
 
     async def deliver_failure(self, job: Job, trace_id: str | None) -> None:
         try:
-            await self._deliver(job, [failure_message(trace_id)], trace_id)
+            await self._deliver(job, [failure_message(trace_id, handoff=self.handoff)], trace_id)
         except (SlackApiError, OSError) as exc:
             log.error(
                 "could not tell the asker that answering failed (trace %s): %s",

@@ -20,7 +20,7 @@ from botbuilder.schema import ConversationReference
 from bot.server import ChatCore
 from bot.teams.cards import answer_activity, failure_activity
 from bot.teams.delivery import Delivery, Send
-from bot.teams.handoff_cards import with_handoff_offer
+from bot.teams.handoff_cards import with_handoff_offer, with_offer
 from bot.teams.job import TeamsJob
 from bot.worker import EventClaims
 from rag import Claim, Completion
@@ -114,7 +114,10 @@ class TeamsResponder:
                 extra={"key": claim.key, "trace_id": trace_id},
             )
             if not isinstance(exc, DeliveryError):
-                await self._tell(send, failure_activity(trace_id), claim)
+                failure = failure_activity(trace_id)
+                if self.offer_handoff and trace_id is not None:  # made but never delivered: as a refusal
+                    failure = with_offer(failure, trace_id, "abstained")
+                await self._tell(send, failure, claim)
             return _edit_next(await self.ledger.complete(claim, trace_id=trace_id, failed=True, error=str(exc)))
         reply = {
             "activity_ids": [sent] if sent else [],

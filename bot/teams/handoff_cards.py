@@ -95,9 +95,13 @@ def with_handoff_offer(activity: Mapping[str, Any], answer: Answer) -> dict[str,
     low-confidence or left a part unanswered; else the activity as it is. (The card is under 1 KB:
     the answer is bounded at 80 KB, Teams takes 100 KB.)"""
     reason = handoff_reason(answer)
-    if reason is None:
-        return dict(activity)
-    offer = attachment(offer_card(answer.trace_id, reason, OFFER_NOTE))
+    return dict(activity) if reason is None else with_offer(activity, answer.trace_id, reason)
+
+
+def with_offer(activity: Mapping[str, Any], trace_id: str, reason: HandoffReason) -> dict[str, Any]:
+    """`activity` with the "Ask a person" card under it (also the failure note of an answer that was
+    made but never reached the asker: reason "abstained")."""
+    offer = attachment(offer_card(trace_id, reason, OFFER_NOTE))
     return {**activity, "attachments": [*activity.get("attachments", ()), offer]}
 
 
