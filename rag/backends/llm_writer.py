@@ -132,11 +132,16 @@ class LLMSynthesizer:
         self.passages_per_part = passages_per_part
         self.name = f"llm-writer:{model.name}"
 
+    def shown(self, request: SynthesisRequest) -> tuple[int, ...]:
+        """The chunk ids in the prompt: each part's best `passages_per_part` passages (not the whole
+        shortlist: tokens cost money and small local models have small contexts)."""
+        ids = (r.passage.chunk_id for part in request.parts for r in part.ranked[: self.passages_per_part])
+        return tuple(dict.fromkeys(ids))
+
     def messages(self, request: SynthesisRequest) -> list[dict[str, str]]:
-        """The prompt: each part's best `passages_per_part` passages (not the whole shortlist: tokens
-        cost money and small local models have small contexts), under their context numbers."""
+        """The prompt: the `shown` passages, under their context numbers."""
         parts = "\n".join(f"{i}. {part.text}" for i, part in enumerate(request.parts, 1))
-        shown = {r.passage.chunk_id for part in request.parts for r in part.ranked[: self.passages_per_part]}
+        shown = set(self.shown(request))
         passages = "\n\n".join(
             PromptPassage.of(n, p).render() for n, p in enumerate(request.context, 1) if p.chunk_id in shown
         )
@@ -151,7 +156,7 @@ class LLMSynthesizer:
             return to_draft(written, request, prompt=prompt, refusal=refusal)
 
         (written,) = await self.model.structured(messages, WrittenAnswer, purpose="writer", check=check)
-        return check(written)
+        return replace(check(written), read=self.shown(request))
 
     async def sample(self, request: SynthesisRequest, n: int, *, temperature: float) -> list[Draft]:
         """`n` more drafts at `temperature`, in one request (self-consistency)."""

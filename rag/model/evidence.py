@@ -92,6 +92,9 @@ class Draft:
     """The writer that made it (a fallback writer when the configured one failed)."""
     fallback: str | None = None
     """Why the configured writer did not make it, when it did not."""
+    read: tuple[int, ...] = ()
+    """The chunk ids of the passages the writer was shown, when not the whole context (a model's
+    prompt holds each part's best few): where a mis-cited sentence may be requoted from."""
 
     @property
     def abstained(self) -> bool:

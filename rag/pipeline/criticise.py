@@ -17,6 +17,7 @@ from rag.pipeline.bridge import without_lone_bridges
 from rag.pipeline.gates.rescue import rescue_gate
 from rag.pipeline.rescue import ClaimRescuer
 from rag.text.exact_checks import contradicts_evidence
+from rag.text.names import names
 
 
 class Criticise:
@@ -37,7 +38,10 @@ class Criticise:
             checked = await self._check(draft, context_of(attempt.evidence))
             written = frozenset(i for i, s in enumerate(draft.sentences) if s.origin is None)
             if self.rescue and any(not c.supported for c in checked):
-                checked, rescued = await self._rescue(checked, run.scope, attempt.number, written)
+                context = context_of(attempt.evidence)
+                read = tuple(p for p in context if p.chunk_id in set(draft.read))
+                echoed = frozenset(names(run.understood.text))
+                checked, rescued = await self._rescue(checked, run.scope, attempt.number, written, read, echoed)
                 if rescued is not None:
                     attempt = attempt.with_gates(rescued)
             checked = tuple(_about_the_unknown(c, attempt.unknown_names) for c in checked)
@@ -64,14 +68,24 @@ class Criticise:
         return tuple(await asyncio.gather(*(one(i) for i in range(len(draft.sentences)))))
 
     async def _rescue(
-        self, checked: Sequence[Checked], scope: AccessScope, number: int, written: frozenset[int]
+        self,
+        checked: Sequence[Checked],
+        scope: AccessScope,
+        number: int,
+        written: frozenset[int],
+        read: Sequence[Passage],
+        echoed: frozenset[str],
     ) -> tuple[tuple[Checked, ...], GateOutcome | None]:
         """A rejected model sentence is requoted from what it cites when one source sentence states
         it; any other rejected sentence (but one its evidence contradicts) gets a re-retrieval. A
         supported rescue is kept with the passage that supports it; the `rescue` gate lists them all."""
         failed = [c for c in checked if not c.supported and c.text.strip()]
         requoted = await asyncio.gather(
-            *(self.rescuer.requote(c.text, c.passages) for c in failed if c.origin_index in written and c.passages)
+            *(
+                self.rescuer.requote(c.text, c.passages, read=read, echoed=echoed)
+                for c in failed
+                if c.origin_index in written
+            )
         )
         tried = {r.sentence: r for r in requoted if r is not None}
         searched = [c for c in failed if c.text not in tried and not contradicts_evidence(c.reasons)]
@@ -95,7 +109,21 @@ class Criticise:
                 return rescued
             return replace(rescued, text=r.quote, reasons=("requoted",), written=c.text, written_reasons=c.reasons)
 
-        return tuple(after(c) for c in checked), rescue_gate(list(tried.values()), number)
+        return _once(tuple(after(c) for c in checked)), rescue_gate(list(tried.values()), number)
+
+
+def _once(checked: Sequence[Checked]) -> tuple[Checked, ...]:
+    """Each requoted source sentence once: two written sentences restating one source sentence
+    deliver it once (the second writer's sentence says nothing the first's quote does not)."""
+    seen: set[str] = set()
+    kept = []
+    for c in checked:
+        if c.written is not None and c.text in seen:
+            continue
+        if c.supported:
+            seen.add(c.text)
+        kept.append(c)
+    return tuple(kept)
 
 
 def _about_the_unknown(checked: Checked, unknown: Mapping[int, tuple[str, ...]]) -> Checked:

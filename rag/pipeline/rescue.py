@@ -11,10 +11,11 @@ name in its place, the opposite polarity, a wider scope) is not looked for elsew
 mis-cited but wrong, and a second search only gives a weak verifier a second chance to be fooled
 (a name-swapped interval, "30 seconds", found again next to the product's timeout).
 
-A model's sentence is first requoted (`requote`): when one sentence of what it cites states its
-every value and name (`rag/pipeline/anchor.py`), that source sentence takes its place, verified
-like any other. The model reworded a fact; the source's own words say it without the rewording's
-risk, and the relevance gate still decides whether they answer.
+A model's sentence is first requoted (`requote`): when one sentence of what it cites (else of the
+other passages it was shown) states its every value and name (`rag/pipeline/anchor.py`), that
+source sentence takes its place, verified like any other. The model reworded a fact; the source's
+own words say it without the rewording's risk, and the relevance gate still decides whether they
+answer.
 """
 
 from __future__ import annotations
@@ -66,16 +67,33 @@ class ClaimRescuer:
         best = max(verdict.score for verdict in verdicts)
         return Rescue(sentence, None, best, (f"no re-retrieved passage supports it (best {best:.2f})",))
 
-    async def requote(self, sentence: str, cited: Sequence[Passage]) -> Rescue | None:
-        """The one sentence of the cited passages that states every value and name of `sentence`,
-        in its place, when the verifier passes it there; None otherwise."""
-        candidates = [(text, (text, p)) for p in cited for text in evidence_sentences([p.text])]
-        found = anchor_of(sentence, candidates)
-        if found is None:
-            return None
-        source, passage = found
-        quote = clean_sentence(source)
-        verdict = await self.verifier.verify(quote, [passage.text])
-        if not verdict.passed:
-            return None
-        return Rescue(sentence, passage, verdict.score, (f"requoted from its source: {quote}",), quote=quote)
+    async def requote(
+        self,
+        sentence: str,
+        cited: Sequence[Passage],
+        *,
+        read: Sequence[Passage] = (),
+        echoed: frozenset[str] = frozenset(),
+    ) -> Rescue | None:
+        """The one sentence of the cited passages that states every value and name of `sentence`
+        (`rag/pipeline/anchor.py`; a name the asker used may be left to its passage), in its place,
+        when the verifier passes it there; else the same from the other passages the writer read (a
+        small model cites the wrong one of four); None otherwise."""
+        others = [p for p in read if p.chunk_id not in {c.chunk_id for c in cited}]
+        for passages in (cited, others):
+            candidates = [(text, (text, p)) for p in passages for text in evidence_sentences([p.text])]
+            found = anchor_of(sentence, candidates, echoed=echoed, around=_around)
+            if found is None:
+                continue
+            source, passage = found
+            quote = clean_sentence(source)
+            verdict = await self.verifier.verify(quote, [passage.text])
+            if verdict.passed:
+                return Rescue(sentence, passage, verdict.score, (f"requoted from its source: {quote}",), quote=quote)
+        return None
+
+
+def _around(found: tuple[str, Passage]) -> str:
+    """Where a name left out of a sentence may be said: its passage, title and heading."""
+    passage = found[1]
+    return f"{passage.title} {passage.heading} {passage.text}"

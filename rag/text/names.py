@@ -106,11 +106,15 @@ def people(text: str) -> set[str]:
 _PERSON_NAME = re.compile(r"[A-Z][a-z'’-]+(?:\s+(?:[A-Z]\.|[A-Z][a-z'’-]+|van|de|von|der|da|di|le|la)){1,3}")
 
 
+_OPENING_VERB = re.compile(r"\s*[A-Za-z]+\s+(?:on|in|to|into|onto|the|a|an|your|up|out|through)\b")
+"""An instruction's opening verb is no name: "Click on Developer", "Log in to", "Enter a name"."""
+
+
 def new_names(text: str, known: str) -> set[str]:
     """Names in `text` (its first word too, when capitalised and not a common word) absent from `known`."""
     found = names(text)
     first = re.match(rf"\s*([{_UPPER}][^\W_]+)(?=[\s,.;:!?]|$)", text)
-    if first and first.group(1).lower() not in STOP_WORDS:
+    if first and first.group(1).lower() not in STOP_WORDS and not _OPENING_VERB.match(text):
         found.add(first.group(1))
     lowered = fold(known)
     return {n for n in found if fold(n) not in lowered}

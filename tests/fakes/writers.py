@@ -74,6 +74,18 @@ def stated(text: str, *, citing: str | None = None, citations: Sequence[int] = (
     return make
 
 
+def miscited(text: str, *, holding: str, part: int = 1) -> Sentence:
+    """`text` as written, citing a passage of the prompt other than the one holding `holding` (a small
+    model's mis-citation among the passages it was shown)."""
+
+    def make(request: ChatRequest) -> dict[str, Any]:
+        right = find(request, holding)[0]
+        wrong = next(n for n in passages(request) if n != right)
+        return {"text": text, "citations": [wrong], "part": part}
+
+    return make
+
+
 Note = Callable[[ChatRequest], dict[str, Any]]
 
 

@@ -22,7 +22,7 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.teams_server import ingest_handbook
-from tests.fakes.writers import Models, altered, compares, copy, disagreement, judges, stated, writes
+from tests.fakes.writers import Models, altered, compares, copy, disagreement, judges, miscited, stated, writes
 from tests.tiny_cross_encoders import TinyCrossEncoders
 
 PARENTAL = "How much paid parental leave does the primary carer get?"
@@ -529,6 +529,42 @@ async def test_a_reworded_fact_the_verifier_rejects_is_requoted_from_its_source(
     assert answer.sources[sentence.citations[0] - 1].document.endswith("hr-expenses-policy.md")
     (tried,) = gate(answer, "rescue").details["sentences"]
     assert (tried["sentence"], tried["requoted"]) == (reworded, sentence.text)
+
+
+async def test_a_fact_cited_to_the_wrong_passage_it_was_shown_is_requoted_from_the_right_one(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    reworded = "If I drive my own car on business, I get $0.67 for every mile."
+    fake.responder = Models(writes(miscited(reworded, holding="private car is reimbursed")))
+    answer = await ask(core(candor, fake, retry=False), handbook, "What is the mileage rate for a private car?")
+    assert answer.route == "answered", answer.text
+    (sentence,) = answer.sentences
+    assert sentence.text == "Business travel in a private car is reimbursed at $0.67 per mile."
+    assert answer.sources[sentence.citations[0] - 1].document.endswith("hr-expenses-policy.md")
+
+
+async def test_a_value_no_passage_it_was_shown_states_is_not_requoted_from_any(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    fake.responder = Models(writes(miscited("I get $0.76 for every mile.", holding="private car is reimbursed")))
+    answer = await ask(core(candor, fake, retry=False), handbook, "What is the mileage rate for a private car?")
+    assert "0.76" not in answer.text and answer.route == "abstained", answer.text
+    assert not any("requoted" in reason for d in answer.dropped for reason in d.reasons)
+
+
+async def test_a_name_from_the_question_need_not_be_in_the_source_sentence_it_restates(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    written = "At Northwind Labs, the Security team is the owner of the security policy."
+    fake.responder = Models(writes(stated(written, citing="owns the security policy and reports")))
+    answer = await ask(
+        core(candor, fake, retry=False), handbook, "Which team owns the security policy at Northwind Labs?"
+    )
+    assert answer.route == "answered", answer.text
+    (sentence,) = answer.sentences
+    assert sentence.text.startswith("The Security team owns the security policy")
+    (tried,) = gate(answer, "rescue").details["sentences"]
+    assert tried["sentence"] == written
 
 
 async def test_a_stale_value_the_model_states_as_fact_is_corrected_without_a_declared_conflict(
