@@ -14,7 +14,6 @@ import re
 from rag.model.evidence import ScoredSentence
 from rag.pipeline.relevance import FROM_EVENT, states
 from rag.pipeline.understand import answer_type
-from rag.text.attributes import same_attribute
 from rag.text.claims import sibling_names, without
 from rag.text.copies import filled_differently
 from rag.text.facts import (
@@ -40,18 +39,16 @@ def differing_answers(a: ScoredSentence, b: ScoredSentence, question: str) -> tu
     two weeks" against "30 days", "49 EUR" against "€59". Each sentence's answer is the value, of
     the kind the question asks for, in its clause that shares most of the question's words (a table
     cell read with its row and header). Not a conflict: values for another variant (annual where
-    monthly is asked), a sibling ("Beacon Pro" for "Beacon"), another subject (a region, plan or
-    product each names that the other does not), or another attribute (sick leave against holiday,
-    the extended warranty against the standard one: rag/text/attributes.py). Known gap: a side
-    that alone names a region or plan ("In Germany, the fee is €59" against "The fee is €49") is
-    still compared."""
+    monthly is asked), a sibling ("Beacon Pro" for "Beacon"), or another subject (a region, plan or
+    product each names that the other does not). Known gap: a side that alone names a region or plan
+    ("In Germany, the fee is €59" against "The fee is €49") is still compared."""
     if not question:
         return None
     first, second = answer_value(a.text, question), answer_value(b.text, question)
     if first is None or second is None:
         return None
     (x, clause_a), (y, clause_b) = first, second
-    if not _comparable(x, clause_a, y, clause_b) or _same(x, y) or not same_attribute(clause_a, clause_b):
+    if not _comparable(x, clause_a, y, clause_b) or _same(x, y):
         return None
     asked = names(question) | codes(question)
     where_a, where_b = where(a), where(b)

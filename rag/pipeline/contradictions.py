@@ -22,7 +22,6 @@ import numpy as np
 
 from rag.model.evidence import ScoredSentence
 from rag.pipeline.answer_values import differing_answers, differing_fills, where
-from rag.text.attributes import same_attribute
 from rag.text.categories import differing_categories
 from rag.text.claims import negated
 from rag.text.facts import MONTH_NAMES, Value, content_words, qualifiers, values
@@ -206,7 +205,7 @@ def _polarity(text: str, other: str) -> Value:
 def same_subject(a: ScoredSentence, b: ScoredSentence) -> bool:
     if _names_but_months(a.text) != _names_but_months(b.text) or codes(a.text) != codes(b.text):
         return False
-    if qualifiers(a.text) != qualifiers(b.text) or not same_attribute(a.text, b.text):
+    if qualifiers(a.text) != qualifiers(b.text):
         return False
     wa, wb = _words_without_values(a.text), _words_without_values(b.text)
     if not wa or not wb or len(wa & wb) / len(wa | wb) < MIN_OVERLAP:

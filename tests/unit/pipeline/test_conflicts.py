@@ -371,31 +371,6 @@ def test_two_answers_to_the_question_conflict_however_they_are_worded(
             "RE-7 Express trains are Class 48 units, built in 2019, with four wheelchair spaces.",
             "Each RE-7 Express train has space for 6 bikes.",
         ),
-        (  # another kind of leave: sick days are not holiday
-            "How many sick days do I get?",
-            "Employees get 12 sick days per year with full pay.",
-            "Staff get 20 days of holiday a year.",
-        ),
-        (  # a deadline is not an allowance of days off
-            "How long do I have to submit expenses?",
-            "Submit expense claims within 30 days of the expense.",
-            "Q: How many days off do I get? A: You get 20 days of paid holiday per year.",
-        ),
-        (  # days in the office are not days off
-            "How many days a week must I be in the office?",
-            "Employees work 3 days per week in the office.",
-            "You get 20 days of holiday a year.",
-        ),
-        (  # the standard warranty is not the extended one
-            "How long is the warranty on the KX-2?",
-            "The KX-2 comes with a 24-month warranty.",
-            "The extended warranty for the KX-2 lasts 48 months.",
-        ),
-        (  # the minimum firmware is not the current one
-            "What is the minimum firmware for the KX-2?",
-            "The KX-2 requires firmware 3.8 or later.",
-            "The current firmware for the KX-2 is 3.9.",
-        ),
         (  # a yes/no question has no value to compare
             "Do remote employees get help with their internet bill?",
             "Remote employees receive an internet allowance of $40 per month.",
