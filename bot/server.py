@@ -35,6 +35,7 @@ from bot.web.identity import ChatLogin, Network
 from bot.web.metrics import MetricsSource
 from bot.web.metrics import add_routes as add_metrics_routes
 from bot.web.routes import add_routes as add_web_routes
+from bot.web.sources import SourcesService
 from rag import AuditRequest
 from rag.errors import CandorError
 from rag.model.answers import Answer, Feedback, Question
@@ -145,11 +146,13 @@ def build_app(
     trusted_proxies: Sequence[Network] = (),
     metrics: MetricsSource | None = None,
     open_metrics: bool = False,
+    sources: SourcesService | None = None,
 ) -> web.Application:
     """The application `candor serve` runs: `/healthz`; the chat page at `/` only with a `chat`
     login; `/dashboard` (the report page, `bot.web.dashboard`) only with an admin token and a core
-    that makes reports; `/metrics` with `metrics`, behind the admin token when there is one, else
-    only when `open_metrics` (a server on a loopback address)."""
+    that makes reports, with the sources pages (`bot.web.sources`) when given `sources`; `/metrics`
+    with `metrics`, behind the admin token when there is one, else only when `open_metrics` (a
+    server on a loopback address)."""
     if max_question_chars < 1:
         raise ValueError(f"max_question_chars must be at least 1, got {max_question_chars}")
     app = web.Application(client_max_size=max_body_bytes)
@@ -161,7 +164,7 @@ def build_app(
     if admin_token:
         if reports is None:
             raise ValueError("an admin token was given but no report service to show")
-        add_dashboard_routes(app, reports, admin_token, trusted_proxies=trusted_proxies)
+        add_dashboard_routes(app, reports, admin_token, trusted_proxies=trusted_proxies, sources=sources)
     return app
 
 

@@ -28,7 +28,7 @@ it into a friendly message.
     ├── TrackingError               a trace, feedback or eval run could not be stored
     │   └── UnknownTrace            feedback names a trace that does not exist
     ├── DeliveryError               a chat platform did not take a reply (after retries)
-    ├── NotFound                    a hand-off or curated answer named by id does not exist
+    ├── NotFound                    a hand-off, curated answer, source or document named does not exist
     ├── LLMError                    a language model could not give a usable reply (after retries)
     │   ├── LLMUnavailable          unreachable, failing, out of time, or its circuit breaker is open
     │   └── LLMOutputError          its reply was not JSON, broke the schema, or was cut off
@@ -157,7 +157,7 @@ class DeliveryError(CandorError):
 
 
 class NotFound(CandorError):
-    """A hand-off or a curated answer named by its id does not exist (or no longer does)."""
+    """A hand-off, a curated answer, a source or a document named does not exist (or no longer does)."""
 
 
 class LLMError(CandorError):

@@ -5,12 +5,15 @@ Registered on the main app by bot/cli/commands.py. Exit status: 0 every source s
 could not be listed (nothing of it was removed) or some of its documents were skipped (each named
 with its reason); 1 an error (a bad sources file, an unset credential variable). After the sources,
 one line for each source no longer in the file (removed, renamed, or moved to another knowledge
-base): its documents removed, or with --keep kept but readable by no one.
+base): its documents removed, or with --keep kept but readable by no one. A source another process
+is syncing now (another replica's `candor sync`, or the dashboard's Sync now) is not run again: one
+line says so, and the exit status does not change for it. With --every, each source's next run is
+recorded after each round, for the dashboard's sources page.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -84,11 +87,15 @@ async def _sync_every(candor: Candor, config: Path | None, source: str | None, i
     """`candor sync --every`: a sync and its summaries at each interval (`bot.cli.common.every`; a sync
     stopped by SIGTERM finishes its document: each is stored with its state in one step)."""
 
+    from rag import SourceOverview
+
     async def once() -> None:
-        started = datetime.now(UTC).isoformat(timespec="seconds")
+        started = datetime.now(UTC)
         reports = await candor.sync(config, only=source)
         reports += await candor.retire_sources(config, keep=keep)
-        out.print(f"{started}: synced", markup=False, highlight=False)
+        # the next round starts `interval` after this one ends (`bot.cli.common.every`)
+        await SourceOverview(candor).note_next_runs(reports, datetime.now(UTC) + timedelta(seconds=interval))
+        out.print(f"{started.isoformat(timespec='seconds')}: synced", markup=False, highlight=False)
         for report in reports:
             _print(report, keep=keep)
 
@@ -104,6 +111,9 @@ def _print(report: SyncReport, *, keep: bool = False) -> None:
         else:
             done = f"its {report.deleted} documents {'would be' if report.dry_run else 'were'} removed"
         out.print(f"{head}: no longer in the sources file: {done}", markup=False, highlight=False)
+        return
+    if report.busy is not None:
+        out.print(f"{head}: not run now: {report.busy}", markup=False, highlight=False)
         return
     if report.listing_error is not None:
         err.print(f"{head}: could not be listed, nothing removed: {report.listing_error}", markup=False)

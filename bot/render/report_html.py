@@ -20,9 +20,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from bot.files import write_private
 from bot.render.report_cards import SAMPLED, rate_text, sampled_cards, sampled_chart
 from bot.render.svg_charts import Series, bar_chart, format_value, line_chart, stacked_bars
-from rag import write_private
 
 ROUTES = {"answered": "answered", "low_confidence": "low confidence", "abstained": "abstained"}
 EVAL_METRICS = {
@@ -48,15 +48,21 @@ th{background:#f2f2f2}td.num{text-align:right}summary{cursor:pointer;color:#0b53
 """
 
 
-def render_html(report: Mapping[str, Any], *, review_url: str | None = None) -> str:
+def render_html(report: Mapping[str, Any], *, review_url: str | None = None, sources_url: str | None = None) -> str:
     """The whole page: the window and headline numbers, trend charts, tables, how each number is counted;
-    on the dashboard (`review_url`), a link to the review queue whose labels feed the people's rates."""
+    on the dashboard (`review_url`), a link to the review queue whose labels feed the people's rates,
+    and (`sources_url`) to the synced sources, knowledge bases and documents."""
     window, total = report["window"], report["total"]
     sections = [_header(window, total)]
     if review_url is not None:
         sections.append(
             f'<p class="review"><a href="{escape(review_url, quote=True)}">Review answers</a>: label a sample of '
             "answers sentence by sentence; the labels count in the people's rates below at once.</p>"
+        )
+    if sources_url is not None:
+        sections.append(
+            f'<p class="review"><a href="{escape(sources_url, quote=True)}">Sources</a>: what each synced source '
+            "last did, the knowledge bases and their documents, and Sync now.</p>"
         )
     if not total.get("questions"):
         sections.append(f'<p class="empty">{NO_ANSWERS} Nothing was asked in it; stored eval runs follow.</p>')
@@ -75,7 +81,7 @@ def render_html(report: Mapping[str, Any], *, review_url: str | None = None) -> 
 
 
 def write_html(path: Path, page: str) -> Path:
-    """Write `page` to `path` atomically (`rag.insights.files.write_private`), so a reader never sees half a
+    """Write `page` to `path` atomically (`bot.files.write_private`), so a reader never sees half a
     page; the file gets the usual permissions (0666 less the umask): it holds counts and document
     names, no question or passage, and is made to be shared. `FileWriteError` when it cannot."""
     return write_private(path, page, mode=None)

@@ -42,6 +42,7 @@ from bot.web.dashboard_auth import COOKIE_MAX_AGE, LoginLimiter, TokenCheck, sam
 from bot.web.identity import Network, client_of
 from bot.web.pages import add_page_routes
 from bot.web.review import add_review_routes
+from bot.web.sources import SOURCES, SourcesService, add_source_routes, next_pages
 from rag import AuditRequest, Window, report_window
 from rag.errors import CandorError
 
@@ -57,7 +58,7 @@ DEFAULT_SINCE = "30d"
 BY = ("day", "week")
 WINDOW_KEYS = ("since", "until", "by", "kb", "next")
 REVIEW = "/dashboard/review"
-_NEXT = re.compile(r"^/dashboard(?:/review|/answers|/traces/[0-9a-fA-F-]{36})?$")
+_NEXT = re.compile(r"^/dashboard(?:/review|/answers|/traces/[0-9a-fA-F-]{36})?$|^(?:" + "|".join(next_pages()) + ")$")
 """Where a login may return to: the dashboard's own pages only."""
 
 
@@ -117,29 +118,41 @@ def add_routes(
     *,
     limiter: LoginLimiter | None = None,
     trusted_proxies: Sequence[Network] = (),
+    sources: SourcesService | None = None,
 ) -> None:
-    """Mount ``GET /dashboard`` and ``POST /dashboard/login`` on `app`, for holders of `token`.
+    """Mount ``GET /dashboard`` and ``POST /dashboard/login`` on `app`, for holders of `token`; with
+    `sources`, the sources, knowledge bases and documents pages (`bot.web.sources`) too.
 
     Behind a reverse proxy in `trusted_proxies` (CANDOR_WEB_TRUSTED_PROXIES) the login limiter counts
     the browser's address the proxy forwarded, and the cookie is `Secure` when the browser used HTTPS.
     The limiter is the application's (`admin_limit.login_limiter`), shared with `/metrics`."""
-    dashboard = Dashboard(service, TokenCheck(token), login_limiter(app, limiter), tuple(trusted_proxies))
+    limits = login_limiter(app, limiter)
+    dashboard = Dashboard(service, TokenCheck(token), limits, tuple(trusted_proxies), with_sources=sources is not None)
     app.router.add_get(PATH, dashboard.page)
     app.router.add_post(LOGIN, dashboard.login)
     add_review_routes(app, service, dashboard.refusal)
     add_page_routes(app, service, dashboard.refusal)
+    if sources is not None:
+        add_source_routes(app, sources, dashboard.refusal)
 
 
 class Dashboard:
     """The two handlers, with the token they check against and the failed logins they count."""
 
     def __init__(
-        self, service: ReportService, check: TokenCheck, limiter: LoginLimiter, trusted: tuple[Network, ...] = ()
+        self,
+        service: ReportService,
+        check: TokenCheck,
+        limiter: LoginLimiter,
+        trusted: tuple[Network, ...] = (),
+        *,
+        with_sources: bool = False,
     ) -> None:
         self._service = service
         self._check = check
         self._limiter = limiter
         self._trusted = trusted
+        self._sources_url = SOURCES if with_sources else None
 
     def refusal(self, request: web.Request, *, back_to: str | None = PATH) -> web.Response | None:
         """None for the admin (a valid bearer token or login cookie); else the response that refuses:
@@ -173,7 +186,7 @@ class Dashboard:
             return _plain(500, UNEXPECTED)
         kept = {key: value for key, value in _kept(request.query).items() if key in ("since", "until", "kb")}
         review = REVIEW + ("?" + urlencode(kept) if kept else "")
-        page = render_html(report, review_url=review)
+        page = render_html(report, review_url=review, sources_url=self._sources_url)
         return web.Response(text=page, content_type="text/html", charset="utf-8", headers=PAGE_HEADERS)
 
     async def login(self, request: web.Request) -> web.StreamResponse:

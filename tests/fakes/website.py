@@ -6,6 +6,7 @@ the test's own loop and a `candor sync` process can use it, and counts what it s
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class FakeWebsite:
     """Paths that answer 429 (Retry-After: 0) this many more times before they answer."""
     binary: dict[str, bytes] = field(default_factory=dict)
     """Paths served as image/png."""
+    held: set[str] = field(default_factory=set)
+    """Paths whose answer waits while they are in here (a test sees a sync in progress)."""
     host: str = "127.0.0.1"
     port: int = 0
     _runner: web.AppRunner | None = None
@@ -90,6 +93,8 @@ class FakeWebsite:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
         self.requested[path] += 1
+        while path in self.held:  # noqa: ASYNC110 (the test's thread edits the set: no event of this loop to share)
+            await asyncio.sleep(0.02)
         if path == "/robots.txt":
             return web.Response(text="User-agent: *\nDisallow: /private/\n", content_type="text/plain")
         if path == "/sitemap.xml":

@@ -21,73 +21,44 @@ An item that could not be fetched this time (a 5xx) keeps its document, and the 
 time are followed still, so one failing page does not make the pages below it look deleted. Each
 item's state is saved after its document is stored: a crash resumes where it stopped, and since
 documents are upserts by source, nothing is stored twice.
+
+Each run but a dry run is claimed in Postgres first (`rag.store.sync_runs`: one running run per
+source and knowledge base, across every process and replica) and recorded there from start to end
+(`rag.ingest.sources.runs`); a source another process is running now is not run again: its report
+says so (`SyncReport.busy`), and nothing is fetched nor removed.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from rag.errors import IngestError, ItemError, SourceError
 from rag.ingest.pipeline import Ingestor
 from rag.ingest.sources.base import NO_ONE, Connector, Fetched, Gone, ItemState, NotModified, SourceDocument
+from rag.ingest.sources.report import SyncProgress, SyncReport
+from rag.ingest.sources.runs import run_claimed
 from rag.store.postgres import KnowledgeBase, PostgresStore
 from rag.store.rows import CHANGED_IN_PLACE
+from rag.store.sync_runs import RunClaim, SyncRuns
 from rag.store.sync_state import StoredItem, SyncState
+
+__all__ = ["SyncProgress", "SyncReport", "Syncer", "narrowed_access"]
 
 log = logging.getLogger("candor.sync")
 
 
-@dataclass(slots=True)
-class SyncReport:
-    source: str
-    kind: str
-    knowledge_base: str
-    dry_run: bool = False
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    fetched: int = 0
-    """Documents downloaded in full (a 304 is not one)."""
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    """(document, reason) for each that could not be fetched or read; its stored version stays."""
-    changes: list[tuple[str, str]] = field(default_factory=list)
-    """(added | updated | deleted, document) for each change, in order (what a dry run would do)."""
-    listing_error: str | None = None
-    """Why the source could not be listed (then nothing was fetched nor removed)."""
-    complete: bool = False
-    """The whole source was visited: deletions of unseen documents were applied."""
-    note: str | None = None
-    """Why the run stopped before the end (its budget)."""
-    not_synced: Mapping[str, int] = field(default_factory=dict)
-    """Files the source holds that Candor does not read, counted by kind (see `Connector.not_synced`)."""
-    narrowed: int = 0
-    """Documents this run did not fetch (one that failed, or past the budget) whose stored copy was
-    restricted in place to what the source's listing now allows (see `narrowed_access`)."""
-    retired: bool = False
-    """Not a configured source's run: a source no longer in the sources file (removed, renamed, or
-    moved to another knowledge base), whose documents were `deleted` (or, kept, `narrowed` to no one)."""
-
-    @property
-    def ok(self) -> bool:
-        return self.listing_error is None and not self.skipped
-
-
-SyncProgress = Callable[[SyncReport, SourceDocument, int, int], None]
-"""Called before each document is fetched: the run's report so far, the document, how many were
-visited (this one included) and how many are known (listed or led to, within the budget)."""
-
-
 class Syncer:
-    def __init__(self, store: PostgresStore, ingestor: Ingestor, state: SyncState) -> None:
+    def __init__(
+        self, store: PostgresStore, ingestor: Ingestor, state: SyncState, runs: SyncRuns | None = None
+    ) -> None:
         self.store = store
         self.ingestor = ingestor
         self.state = state
+        self.runs = runs or SyncRuns(state.engine)
 
     async def run(
         self,
@@ -97,6 +68,39 @@ class Syncer:
         *,
         dry_run: bool = False,
         on_document: SyncProgress | None = None,
+        claim: RunClaim | None = None,
+        trigger: str = "candor sync",
+    ) -> SyncReport:
+        """One run of source `name` into `kb`: under `claim` when the caller holds it already (the
+        dashboard's "Sync now"), else claimed here; a source another process runs now is `busy`."""
+        if dry_run:
+            return await self._run(name, connector, kb, dry_run=True, on_document=on_document)
+        if claim is None:
+            claim = await self.runs.claim(name, connector.kind, kb.id, trigger=trigger)
+        if claim is None:
+            holder = await self.runs.holder(name, kb.id)
+            report = SyncReport(name, connector.kind, kb.name)
+            report.busy = "another run of this source is in progress" + (
+                f" ({holder.trigger}, {holder.owner}, since {holder.started_at:%Y-%m-%d %H:%M:%S %Z})" if holder else ""
+            )
+            log.warning("sync %s: not run: %s", name, report.busy)
+            return report
+        return await run_claimed(
+            self.runs,
+            claim,
+            lambda progress: self._run(name, connector, kb, dry_run=False, on_document=progress),
+            fresh=lambda: SyncReport(name, connector.kind, kb.name),
+            on_document=on_document,
+        )
+
+    async def _run(
+        self,
+        name: str,
+        connector: Connector,
+        kb: KnowledgeBase,
+        *,
+        dry_run: bool,
+        on_document: SyncProgress | None,
     ) -> SyncReport:
         report = SyncReport(name, connector.kind, kb.name, dry_run=dry_run)
         known = await self.state.find(name, kb.id)

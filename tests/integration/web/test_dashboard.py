@@ -91,10 +91,10 @@ async def log_in(http: ClientSession, token: str = TOKEN, **fields: str) -> Any:
     )
 
 
-async def expected_page(candor: Candor) -> str:
-    """The report page of the EMPTY window, with its link to the review queue of the same window."""
+async def expected_page(candor: Candor, *, sources: str | None = None) -> str:
+    """The report page of the EMPTY window, with its link to the review queue of the same window (and `sources`)."""
     report = await build_report(candor.tracker.engine, report_window("2019-01-01", "2019-02-01"))
-    return render_html(report, review_url=f"/dashboard/review?{EMPTY}")
+    return render_html(report, review_url=f"/dashboard/review?{EMPTY}", sources_url=sources)
 
 
 def assert_no_report(body: str) -> None:
@@ -410,7 +410,9 @@ async def test_candor_serve_mounts_the_dashboard_when_the_token_is_set(candor: C
         async with ClientSession(f"http://127.0.0.1:{port}", cookie_jar=CookieJar(unsafe=True)) as http:
             assert (await http.get(f"/dashboard?{EMPTY}&token={TOKEN}")).status == 401, "never read from a URL"
             response = await http.get(f"/dashboard?{EMPTY}", headers=bearer())
-            assert response.status == 200 and await response.text() == await expected_page(candor)
+            page = await expected_page(candor, sources="/dashboard/sources")  # `candor serve` mounts the sources
+            assert response.status == 200 and await response.text() == page
+            assert (await http.get("/dashboard/sources", headers=bearer())).status == 200
             assert (await log_in(http, **{"since": "2019-01-01", "until": "2019-02-01"})).status == 303
             assert (await http.get(f"/dashboard?{EMPTY}")).status == 200
     finally:
