@@ -6,6 +6,9 @@ a runtime (`async with rag.open_candor(settings) as candor`) call its methods: `
 `record_feedback`, `search`, `ingest`, `evaluate`, `report`, `gaps`, `audit_conflicts`,
 `audit_answers`, `export_labels`, `import_labels`, `export_feedback`, `health`. The names below
 are imported on first use, so `import rag.model` (say) does not load the whole core.
+
+What the facade hands out is listed in docs/design.md ("Public interface"); tests/unit/test_facade.py
+holds `_EXPORTS`, `__all__`, that list and `bot/`'s imports in agreement.
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rag.ingest.pipeline import IngestReport
     from rag.ingest.sources.base import SourceDocument
+    from rag.ingest.sources.overview import SourceOverview
     from rag.ingest.sources.sync import SyncProgress, SyncReport
     from rag.insights.audit.answers import DEFAULT_SAMPLE, AuditRequest, AuditResult
     from rag.insights.audit.labels import Imported
     from rag.insights.conflicts.findings import AuditedDocument, ConflictAudit, ConflictPair, Difference
-    from rag.insights.files import write_private
     from rag.insights.report.build import (
         By,
         Window,
@@ -32,7 +35,6 @@ if TYPE_CHECKING:
         report_window,
     )
     from rag.model.answers import Answer, Question
-    from rag.pipeline.parts import reads_as_question
     from rag.pipeline.understand import MAX_HISTORY_TURNS, MAX_QUESTION_CHARS
     from rag.runtime import Candor, EvalRun, open_candor, prepare_embedder
     from rag.tracking.claims import Claim, Completion, ThreadTurn
@@ -47,6 +49,7 @@ _EXPORTS = {
     "SyncReport": "rag.ingest.sources.sync",
     "SyncProgress": "rag.ingest.sources.sync",
     "SourceDocument": "rag.ingest.sources.base",
+    "SourceOverview": "rag.ingest.sources.overview",
     "DEFAULT_SAMPLE": "rag.insights.audit.answers",
     "AuditRequest": "rag.insights.audit.answers",
     "AuditResult": "rag.insights.audit.answers",
@@ -55,7 +58,6 @@ _EXPORTS = {
     "ConflictAudit": "rag.insights.conflicts.findings",
     "ConflictPair": "rag.insights.conflicts.findings",
     "Difference": "rag.insights.conflicts.findings",
-    "write_private": "rag.insights.files",
     "By": "rag.insights.report.build",
     "Window": "rag.insights.report.build",
     "parse_interval": "rag.insights.report.build",
@@ -64,7 +66,6 @@ _EXPORTS = {
     "report_window": "rag.insights.report.build",
     "MAX_HISTORY_TURNS": "rag.pipeline.understand",
     "MAX_QUESTION_CHARS": "rag.pipeline.understand",
-    "reads_as_question": "rag.pipeline.parts",
     "Claim": "rag.tracking.claims",
     "Completion": "rag.tracking.claims",
     "ThreadTurn": "rag.tracking.claims",
@@ -134,6 +135,7 @@ __all__ = [
     "IngestReport",
     "Purged",
     "SourceDocument",
+    "SourceOverview",
     "SyncProgress",
     "SyncReport",
     "ThreadTurn",
@@ -145,8 +147,6 @@ __all__ = [
     "parse_interval",
     "parse_moment",
     "prepare_embedder",
-    "reads_as_question",
     "relaxed_false_alarms",
     "report_window",
-    "write_private",
 ]

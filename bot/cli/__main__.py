@@ -1,5 +1,5 @@
 """`python -m bot.cli`: the `candor` command."""
 
-from bot.cli.commands import main
+from bot.cli import main
 
 main()

@@ -11,9 +11,7 @@ imported when a command runs, so `candor --help` and `candor --version` start at
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -41,6 +39,8 @@ AccessOption = Annotated[
 
 def run(work: Callable[[Candor], Awaitable[T]], *, check_embedder: bool = True) -> T:
     """`work` on an open core; a `CandorError` is printed as one line and exits 1."""
+    import asyncio
+
     from rag import open_candor
     from rag.errors import CandorError
 
@@ -87,6 +87,9 @@ async def every(interval: float, once: Callable[[], Awaitable[None]]) -> None:
     """`--every`: `once()`, a wait, `once()` again, until SIGTERM or SIGINT ends the wait (a run in
     progress finishes); then "stopped". A run that fails with a `CandorError` (the database away, a
     bad file) is one line, and the next run tries again."""
+    import asyncio
+    import signal
+
     from rag.errors import CandorError
 
     stop = asyncio.Event()

@@ -7,7 +7,6 @@ Registered on the main app by `bot/cli/commands.py`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,6 +29,7 @@ def serve(
     from bot.server import MAX_BODY_BYTES, PLATFORM_BODY_BYTES, build_app, in_background, settle_heap
     from bot.server import serve as run_server
     from bot.web.identity import chat_login, chat_page_line, is_loopback
+    from rag import SourceOverview
     from rag.errors import ConfigError
 
     settings = cli_settings()
@@ -68,6 +68,7 @@ def serve(
             trusted_proxies=settings.trusted_proxies,
             metrics=candor.metrics,
             open_metrics=is_loopback(host),
+            sources=SourceOverview(candor) if token else None,
         )
         in_background(app_, candor.replay_spool_while_serving, "spool replay")
         in_background(app_, candor.purge_while_serving, "retention")
@@ -119,6 +120,8 @@ def slack_worker() -> None:
 def prepare() -> None:
     """Load the embedder once (exporting its ONNX file into CANDOR_MODELS_DIR on first use), then
     exit: a container image runs it at build time, so that a container starts without writing a cache."""
+    import asyncio
+
     from rag import prepare_embedder
     from rag.errors import CandorError
 

@@ -40,10 +40,10 @@ from bot.slack.config import SlackConfig
 from bot.slack.experts import SlackExperts
 from bot.slack.feedback import SlackFeedback
 from bot.slack.handoff import SlackHandoffs
+from bot.slack.history import reads_as_question
 from bot.slack.jobs import PLATFORM, Job, Responder
 from bot.slack.review import SlackReview
 from bot.worker import EventClaims, Worker
-from rag import reads_as_question
 from rag.errors import StoreError
 
 log = logging.getLogger("candor.slack")

@@ -12,6 +12,7 @@ pipeline's understand step strips it from every turn it reads, as it does from t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -28,6 +29,21 @@ MAX_HISTORY_CHARS = 16_000
 _CONTENT_SUBTYPES = frozenset({"thread_broadcast", "file_share", "bot_message", "me_message"})
 """Message subtypes that carry something said (besides none); joins, topic changes and the
 tombstone of a deleted thread parent do not."""
+
+_ASKS = re.compile(
+    r"^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|will|would"
+    r"|should|may|must|has|have)\b",
+    re.IGNORECASE,
+)
+
+
+def reads_as_question(text: str) -> bool:
+    """Whether a reply in a thread Candor answered, from someone other than the asker, is a follow-up
+    question for it: a question mark, or a question word first ("how do I ...", "is there ...").
+    The rule the answer path uses to tell what a message says from what it asks
+    (`rag.pipeline.parts`); tests/unit/bot/test_slack_history.py keeps the two in agreement."""
+    return "?" in text or bool(_ASKS.match(text))
+
 
 _Moment = tuple[Decimal, int]
 """Where a turn sits: the ts it was posted at, then 0 for a message, 1 for an answer at the same ts."""

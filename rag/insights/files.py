@@ -1,4 +1,6 @@
-"""Writing the files Candor hands to people (exports, label sheets, report pages): whole, or not at all.
+"""Writing the files the core hands to people (the audit's label sheet): whole, or not at all. The
+command line's files (a vote export, the report page) are written the same way by `bot.files`, its
+own writer; tests/unit/test_files.py runs one suite over both.
 
 `write_private` writes to a temporary file in the target's own folder (`mkstemp`: created mode 0600,
 so nobody else can open it while it fills), flushes and fsyncs it, sets its mode, then renames it
@@ -9,10 +11,8 @@ it was: the temporary file is removed, or, after a crash, left as a `.<name>.*.t
 The folder must exist: it is not created (a mistyped path should not scatter folders), and its
 absence is a `FileWriteError` saying so. Every `OSError` becomes a `FileWriteError` naming the path.
 
-Mode 0600 by default: a vote export or a label sheet holds questions, answers, cited passages
-(restricted ones included) and user ids. The HTML report page (counts, rates and document names, no
-question or passage text; made to be shared) passes ``mode=None``: 0666 less the umask, as any new
-file gets.
+Mode 0600 by default: a label sheet holds questions, answers and cited passages (restricted ones
+included); ``mode=None`` gives 0666 less the umask, as any new file gets.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import re
 import sys
+import tomllib
 from importlib.resources import files
 from pathlib import Path
 from types import ModuleType
@@ -184,6 +186,53 @@ def test_the_sync_cronjob_reads_a_valid_sources_file_and_credentials_only_by_ref
 
 def test_the_image_recipe_is_multi_stage_non_root_and_health_checked() -> None:
     recipe = (DEPLOY / "Containerfile").read_text(encoding="utf-8")
-    assert recipe.count("FROM ${BASE}") == 2 and "ARG BASE=" in recipe
+    stages = re.findall(r"^FROM \$\{BASE\}(?: AS (\S+))?$", recipe, re.MULTILINE)
+    assert stages == ["build", "runtime-venv", ""] and "ARG BASE=" in recipe
     assert "candor prepare" in recipe  # the model's export baked in at build time
+    # torch only in the build stage: the image copies the runtime stage's environment, which is
+    # checked to have no torch and to load the export without it
+    final = recipe.split("AS runtime-venv", 1)[1].split("\nFROM ${BASE}\n", 1)[1]
+    assert "COPY --from=runtime-venv /opt/candor /opt/candor" in final and "--from=build" not in final
+    runtime = recipe.split("AS runtime-venv", 1)[1].split("\nFROM ${BASE}\n", 1)[0]
+    assert "runtime_requirements.py" in runtime and 'import torch" 2>/dev/null' in runtime and "torch==" not in runtime
     assert "USER 10001:10001" in recipe and "HEALTHCHECK" in recipe and "/healthz" in recipe
+
+
+def _runtime_requirements() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("runtime_requirements", DEPLOY / "runtime_requirements.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_runtime_stage_installs_no_torch() -> None:
+    """What deploy/runtime_requirements.py lets the runtime stage install, followed through the
+    installed distributions' own requirements (extras and markers as pip reads them), reaches
+    neither torch nor sentence-transformers; and it leaves out only what the build stage needs."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+
+    module = _runtime_requirements()
+    listed = module.runtime_requirements(REPO / "pyproject.toml")
+    everything = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert {module.name(r) for r in everything} - {module.name(r) for r in listed} == module.BUILD_ONLY
+    seen: set[tuple[str, str]] = set()
+    todo = [(Requirement(r), "") for r in listed]
+    while todo:
+        requirement, extra = todo.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        key = module.name(requirement.name)
+        for wanted in ("", *sorted(requirement.extras)):
+            if (key, wanted) in seen:
+                continue
+            seen.add((key, wanted))
+            try:
+                todo += [(Requirement(r), wanted) for r in requires(key) or []]
+            except PackageNotFoundError:
+                continue
+    reached = {key for key, _ in seen}
+    assert "torch" not in reached and "sentence-transformers" not in reached and "transformers" not in reached
+    assert {"onnxruntime", "tokenizers", "sqlalchemy", "slack-bolt"} <= reached

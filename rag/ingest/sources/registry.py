@@ -10,7 +10,8 @@ from rag.ingest.sources.base import Connector
 from rag.ingest.sources.config import SourceConfig, resolve_credentials
 from rag.ingest.sources.confluence import Confluence
 from rag.ingest.sources.confluence_options import ConfluenceOptions
-from rag.ingest.sources.gdrive import GoogleDrive, GoogleDriveOptions
+from rag.ingest.sources.gdrive import GoogleDrive
+from rag.ingest.sources.gdrive_options import GoogleDriveOptions
 from rag.ingest.sources.guard import Network
 from rag.ingest.sources.notion import Notion, NotionOptions
 from rag.ingest.sources.sharepoint import SharePoint

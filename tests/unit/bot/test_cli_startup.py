@@ -1,11 +1,13 @@
 """`candor --help` and `candor --version` start at once: building the command line loads typer and
-rich, not the core. Each command imports what it runs when it runs (bot/cli/commands.py)."""
+rich, not the core, and `--version` is answered before the app is built (bot/cli/__init__.py).
+Each command imports what it runs when it runs (bot/cli/commands.py)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from importlib.metadata import version
 from typing import get_args
 
 from typer.testing import CliRunner
@@ -47,9 +49,32 @@ def test_help_loads_no_part_of_the_core() -> None:
     assert _heavy(modules) == []
 
 
-def test_a_group_help_and_the_version_load_no_part_of_the_core() -> None:
+def test_a_group_help_loads_no_part_of_the_core() -> None:
     assert _heavy(_modules_after("audit", "--help")) == []
-    assert _heavy(_modules_after("--version")) == []
+
+
+def test_the_version_builds_no_command_line() -> None:
+    """`candor --version` (target ≤ 0.3 s, docs/benchmarks.md) loads neither typer, rich, asyncio nor
+    the commands, and prints what `importlib.metadata` says."""
+    modules = _modules_after("--version")
+    assert _heavy(modules) == []
+    assert sorted(m for m in modules if m.split(".")[0] in ("typer", "click", "rich", "asyncio")) == []
+    assert "bot.cli.commands" not in modules
+    done = subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; import sys; sys.argv[1:] = ['--version']; main()"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout == f"candor {version('candor')}\n"
+
+
+def test_the_version_with_other_arguments_goes_to_the_app() -> None:
+    """Only `--version` alone is answered early; with a command after it, typer's eager option still
+    answers it (and the command is not run)."""
+    result = CliRunner().invoke(app, ["--version", "ask", "anything"])
+    assert result.exit_code == 0
+    assert result.output == f"candor {version('candor')}\n"
 
 
 def test_a_command_still_loads_what_it_runs() -> None:

@@ -6,7 +6,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.slack.history import MAX_HISTORY_CHARS, MAX_TURN_CHARS, MAX_TURNS, bounded, thread_history
+import pytest
+
+from bot.slack.history import (
+    MAX_HISTORY_CHARS,
+    MAX_TURN_CHARS,
+    MAX_TURNS,
+    bounded,
+    reads_as_question,
+    thread_history,
+)
 from rag import MAX_HISTORY_TURNS, MAX_QUESTION_CHARS, ThreadTurn
 from rag.model.answers import Turn
 
@@ -132,3 +141,30 @@ def test_a_huge_thread_is_bounded_to_the_latest_turns_that_fit() -> None:
 def test_bounded_keeps_authors_and_order() -> None:
     turns = [Turn("a" * 5000, author="U1"), Turn("b", from_bot=True)]
     assert shape(bounded(turns)) == [("a" * MAX_TURN_CHARS, "U1", False), ("b", None, True)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Is there a free trial",
+        "how do I cancel",
+        "  When does it end",
+        "the trial is how long?",
+        "thanks, that helps",
+        "Whatever works for you",  # a question word must stand alone
+        "Howdy all",
+        "ok",
+        "",
+        "Has anyone tried it",
+        "Could you check?",
+        "Why not",
+        "whose laptop is this",
+        "Mayday",
+    ],
+)
+def test_a_follow_up_reads_as_a_question_as_the_answer_path_reads_one(text: str) -> None:
+    """`bot.slack.history.reads_as_question` (which thread replies Candor answers) agrees with the
+    answer path's own rule (`rag.pipeline.parts`, not part of the facade)."""
+    from rag.pipeline.parts import reads_as_question as answer_path_rule
+
+    assert reads_as_question(text) is answer_path_rule(text)

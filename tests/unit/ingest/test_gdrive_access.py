@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from rag.errors import SyncError
 from rag.ingest.sources.config import parse_sources
-from rag.ingest.sources.gdrive import GoogleDriveOptions
 from rag.ingest.sources.gdrive_access import FileAccess, Permission, PermissionMap, UnmappedLog, file_access
+from rag.ingest.sources.gdrive_options import GoogleDriveOptions
 from rag.ingest.sources.registry import connector_for
 from rag.ingest.sources.sharepoint_access import Readers, item_access
 from rag.ingest.sources.sharepoint_options import SharePointOptions
