@@ -1,5 +1,5 @@
 """Gate thresholds from rag/calibration.json, which `benchmarks/calibrate.py` writes from data other
-than what we report on. Settings (rag/config.py) take their defaults from here; a CANDOR_*
+than what we report on. Settings (rag/config/) take their defaults from here; a CANDOR_*
 variable overrides one."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 (ISO 8601, UTC), `level`, `logger` and `message`, plus every field the code attaches with
 ``extra=`` (trace id, platform, route, key, remote, ...), so that a log pipeline can filter and
 count without parsing sentences. Exceptions go in `exc_info` as text. `text` (the default) is the
-line a person reads in a terminal. Secrets are never attached to records (rag/config.py keeps
+line a person reads in a terminal. Secrets are never attached to records (rag/config/ keeps
 them as `SecretStr`).
 """
 

@@ -31,7 +31,7 @@ RERUN = "run `.venv/bin/python scripts/config_docs.py` and commit docs/configura
 
 def test_every_setting_is_documented() -> None:
     missing = config_docs.undocumented(Settings)
-    assert missing == [], f"settings without a docstring under their field in rag/config.py: {missing}"
+    assert missing == [], f"settings without a docstring under their field in rag/config/: {missing}"
 
 
 def test_the_page_is_what_the_generator_writes() -> None:

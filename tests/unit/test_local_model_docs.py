@@ -1,4 +1,4 @@
-"""docs/local-model.md names real settings, and its table of time limits says what rag/config.py does."""
+"""docs/local-model.md names real settings, and its table of time limits says what rag/config/models.py does."""
 
 from __future__ import annotations
 

@@ -1,0 +1,56 @@
+"""The answer gates' thresholds (defaults from rag/calibration.json), the refusal and the access
+policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from rag.calibration import calibrated
+from rag.config.environment import _env
+from rag.model.answers import DEFAULT_REFUSAL
+
+
+class AnswerSettings(BaseSettings):
+    """Answering: the gates, the refusal, who may read what."""
+
+    # --- answering (gate thresholds default to the calibration in rag/calibration.json) ----
+    retrieval_threshold: float = Field(
+        default_factory=lambda: calibrated("retrieval_threshold", 0.3),
+        ge=-1.0,
+        le=1.0,
+        validation_alias=_env("CANDOR_RETRIEVAL_THRESHOLD"),
+    )
+    """CANDOR_RETRIEVAL_THRESHOLD: abstain without generating when the best dense cosine is below."""
+    answer_threshold: float = Field(
+        default_factory=lambda: calibrated("answer_threshold", 0.5),
+        ge=-1.0,
+        le=1.0,
+        validation_alias=_env("CANDOR_ANSWER_THRESHOLD"),
+    )
+    """CANDOR_ANSWER_THRESHOLD: a part is answered only by a sentence whose rerank score reaches this."""
+    focus_threshold: float = Field(
+        default_factory=lambda: calibrated("focus_threshold", 0.09),
+        ge=0.0,
+        le=2.0,
+        validation_alias=_env("CANDOR_FOCUS_THRESHOLD"),
+    )
+    """CANDOR_FOCUS_THRESHOLD: a part is unanswered when its answer ignores one of its words by more
+    than this (rag/pipeline/focus.py; 2 switches the check off)."""
+    min_support: float = Field(0.6, gt=0.0, le=1.0, validation_alias=_env("CANDOR_MIN_SUPPORT"))
+    """CANDOR_MIN_SUPPORT: the critic's support score a sentence needs (and the faithfulness gate's mean)."""
+    shortlist: int = Field(20, ge=1, le=200, validation_alias=_env("CANDOR_SHORTLIST"))
+    """CANDOR_SHORTLIST: passages retrieved and reranked per question part (doubled on retry)."""
+    retry: bool = Field(True, validation_alias=_env("CANDOR_RETRY"))
+    """CANDOR_RETRY: one more retrieval-synthesis cycle, with the parts' content words as queries and
+    twice the shortlist, when the faithfulness gate fails."""
+    rescue: bool = Field(True, validation_alias=_env("CANDOR_RESCUE"))
+    """CANDOR_RESCUE: a sentence the critic rejects gets one re-retrieval of its own before it is
+    dropped (rag/pipeline/rescue.py); logged in the `rescue` gate."""
+    refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
+    """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
+    access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))
+    """CANDOR_ACCESS_POLICY: YAML rules mapping platform, conversation and user to access groups and
+    knowledge bases (rag/pipeline/access.py); every rule names its platform. Unset: public documents only."""
