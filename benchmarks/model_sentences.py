@@ -10,7 +10,8 @@ swapped, an added detail or scope, a negation) or "not-a-claim" (a list number, 
 Reported: how many unsupported sentences the verifier passes (false accepts: what would reach a
 user) and how many supported ones it rejects (false rejects: right answers lost), per kind.
 
-    HF_HUB_OFFLINE=1 python benchmarks/model_sentences.py
+    HF_HUB_OFFLINE=1 python benchmarks/model_sentences.py            # the offline verifier
+    HF_HUB_OFFLINE=1 python benchmarks/model_sentences.py --scorer   # model_answers.py's independent check
 """
 
 from __future__ import annotations
@@ -68,9 +69,27 @@ async def confusion(verifier: Verifier, pairs: list[Labelled]) -> Confusion:
     )
 
 
+def scorer_agreement(pairs: list[Labelled]) -> None:
+    """The benchmark's independent value check (benchmarks/model_answers.py, `stands_for`) against the
+    labels, on the sentences that state a value (the only ones it reads)."""
+    from benchmarks.model_answers import facts, stands_for
+
+    valued = [p for p in pairs if facts(p.sentence)]
+    flagged = [p for p in valued if not stands_for(p.sentence, p.evidence)]
+    bad = [p for p in valued if p.label == "unsupported"]
+    print(f"{len(valued)} labelled sentences state a value; {len(bad)} of them are unsupported")
+    print(f"unsupported the scorer flags: {sum(p.label == 'unsupported' for p in flagged)}/{len(bad)}")
+    print(f"supported the scorer flags: {sum(p.label == 'supported' for p in flagged)}/{len(valued) - len(bad)}")
+    for p in flagged:
+        print(f"  flagged {p.id} ({p.label}): {p.sentence}")
+
+
 async def main() -> None:
     offline_model_environment()
     pairs = load()
+    if "--scorer" in sys.argv:
+        scorer_agreement(pairs)
+        return
     verifier = EvidenceVerifier(build_embedder(load_settings()))
     found = await confusion(verifier, pairs)
     print(f"{len(pairs)} labelled sentences ({found.supported} supported, {found.unsupported} unsupported)")
