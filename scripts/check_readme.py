@@ -13,13 +13,15 @@ Checked (tests/unit/test_check_readme.py runs it on the real README and on broke
   names a target of the Makefile; every `scripts/...`, `benchmarks/...` or `sample/...` path
   exists.
 
-It does not run the commands (`make demo` does, and CI checks what it printed:
-scripts/check_demo.py). Needs the virtual environment (it builds the command line to read its
-commands), not the database.
+With `--run` it then follows the README as a newcomer would, in a fresh home: scripts/follow_readme.py
+says how, and which lines it skips (only those the README marks).
+
+Needs the virtual environment (it builds the command line to read its commands), not the database.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import sys
@@ -33,7 +35,7 @@ LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 SPAN = re.compile(r"`([^`]+)`")
 OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 PATHS = re.compile(r"(?<![\w/.-])((?:scripts|benchmarks|sample|deploy|docs)/[\w./-]*\w)")
-SHELLS = {"sh", "bash", "shell", "console", ""}
+SHELLS = {"sh", "bash", "shell", "console", "", "text"}  # whose commands are checked (```text: a synopsis)
 
 
 def slug(heading: str) -> str:
@@ -151,12 +153,24 @@ def problems(readme: Path, repo: Path = REPO) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    readme = Path(argv[0]) if argv else REPO / "README.md"
+    parser = argparse.ArgumentParser(description="Check the README, and with --run follow it in a fresh home.")
+    parser.add_argument("readme", nargs="?", type=Path, default=REPO / "README.md")
+    parser.add_argument("--run", action="store_true", help="run its ```sh blocks in order (minutes)")
+    parser.add_argument("--reuse-venv", action="store_true", help="keep .venv as it is (make -o .venv/bin/candor)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds one step may take (default 600)")
+    args = parser.parse_args(argv)
+    readme: Path = args.readme
     found = problems(readme.resolve())
+    if not found and args.run:
+        from follow_readme import follow  # the scripts folder is on the path when this runs as a script
+
+        found = follow(readme.resolve(), reuse_venv=args.reuse_venv, timeout=args.timeout)
     for problem in found:
         print(f"{readme}: {problem}", file=sys.stderr)
     if not found:
         print(f"{readme}: {len(readme.read_text(encoding='utf-8').splitlines())} lines, links and commands hold")
+        if args.run:
+            print(f"{readme}: followed from a fresh home, every step did what it says")
     return 1 if found else 0
 
 
