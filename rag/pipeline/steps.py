@@ -18,7 +18,7 @@ from rag.errors import LLMError
 from rag.model.answers import GateOutcome
 from rag.model.evidence import Checked, PartEvidence, Query, Ranked, SynthesisRequest
 from rag.model.ports import Embedder, FactComparer, Reranker, Retriever, SamplingSynthesizer, Synthesizer
-from rag.model.types import Passage
+from rag.model.types import AccessScope, Passage
 from rag.pipeline.attempt import Attempt, Run, context_of
 from rag.pipeline.bridge import Bridge, Bridged, describes, find_bridge, with_bridges
 from rag.pipeline.focus import Focus, FocusCheck, common_lexemes
@@ -35,7 +35,8 @@ from rag.pipeline.relevance import CHECKED_KINDS, relevance
 from rag.pipeline.writer_conflicts import confirm
 from rag.text.facts import clean_sentence
 
-TermFrequencies = Callable[[str], Awaitable[Mapping[str, float]]]
+TermFrequencies = Callable[[str, AccessScope], Awaitable[Mapping[str, float]]]
+"""A text's words, each with its share of the chunks of the knowledge bases the scope may search."""
 
 
 class Step(Protocol):
@@ -49,8 +50,8 @@ class Prober:
         self.embedder = embedder
         self.term_frequencies = term_frequencies
 
-    async def run(self, text: str) -> Query:
-        vector, frequencies = await asyncio.gather(self.embedder.embed([text]), self.term_frequencies(text))
+    async def run(self, text: str, scope: AccessScope) -> Query:
+        vector, frequencies = await asyncio.gather(self.embedder.embed([text]), self.term_frequencies(text, scope))
         return Query(text, vector[0], frequencies)
 
 
@@ -65,7 +66,7 @@ class Retrieve:
     async def run(self, attempt: Attempt, run: Run) -> Attempt:
         run.progress("retrieve", attempt=attempt.number)
         with run.clock.stage("retrieve"):
-            probes = await asyncio.gather(*(self.prober.run(q) for q in run.queries))
+            probes = await asyncio.gather(*(self.prober.run(q, run.scope) for q in run.queries))
             found = await asyncio.gather(
                 *(self.retriever.run(q.text, run.scope, k=run.k, vector=q.vector) for q in probes)
             )
@@ -168,7 +169,7 @@ class BridgeHops:
         out: dict[int, Bridged] = {}
         for index, bridge in found.items():
             with run.clock.stage("retrieve"):
-                probe = await self.prober.run(bridge.question)
+                probe = await self.prober.run(bridge.question, run.scope)
                 passages = await self.retriever.run(bridge.question, run.scope, k=run.k, vector=probe.vector)
             with run.clock.stage("rerank"):
                 ranked = await self.reranker.rerank(probe, passages)

@@ -100,7 +100,7 @@ class Candor:
         k = k or self.settings.shortlist
         vectors = await self.embedder.embed([text])
         passages = await self.retriever.run(text, scope, k=k, vector=vectors[0])
-        query = Query(text, vectors[0], await term_frequencies(self.store, text))
+        query = Query(text, vectors[0], await term_frequencies(self.store, text, scope.knowledge_bases))
         return await self.reranker.rerank(query, passages)
 
     async def knowledge_base_summary(self) -> list[tuple[str, int]]:

@@ -17,6 +17,7 @@ from rag.config import Settings
 from rag.errors import TrackingError
 from rag.insights.feedback.export import export_key
 from rag.model.ports import Embedder, Reranker, Synthesizer, Verifier
+from rag.model.types import AccessScope
 from rag.pipeline.access import AccessPolicy
 from rag.pipeline.answerer import Answerer, TraceRecorder
 from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
@@ -129,8 +130,8 @@ def build_answerer(
 
     vectors = vectors or CachedEmbedder(embedder)
 
-    async def frequencies(text: str) -> Mapping[str, float]:
-        return await term_frequencies(store, text)
+    async def frequencies(text: str, scope: AccessScope) -> Mapping[str, float]:
+        return await term_frequencies(store, text, scope.knowledge_bases)
 
     config = PipelineConfig.from_settings(settings)
     reranker = reranker or build_reranker(settings, EvidenceReranker(sentence_source(store, vectors), vectors))

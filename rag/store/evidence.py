@@ -2,13 +2,13 @@
 
 Sentences and their vectors were stored at ingest, so answering a question costs one query here
 instead of embedding a hundred sentences. Words come back as Postgres' own English lexemes (the
-same stemming as the full-text index), with their share of all chunks from the planner's column
-statistics: a word's rarity is what makes it a key term of the question.
+same stemming as the full-text index), with their share of the asked knowledge bases' chunks
+(counted exactly, migration 0019): a word's rarity is what makes it a key term of the question.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,20 +29,15 @@ FROM chunks c JOIN documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(ids)s::bigint[])
 """
 
-# The same statistics LEXICAL_SQL reads: a word missing from them is rarer than the rarest listed.
+# The same counts LEXICAL_SQL reads (migration 0019): the searched bases' chunks, and how many hold
+# each of the text's words (NULL bases: every base)
 TERMS_SQL = """
-WITH stats AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
-    FROM pg_stats s
-    WHERE s.schemaname = current_schema() AND s.tablename = 'chunks' AND s.attname = 'tsv'
-),
-asked AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme),
-common AS (
-    SELECT e.lexeme, e.freq FROM stats, unnest(stats.elems, stats.freqs) AS e(lexeme, freq)
-    WHERE e.lexeme IN (SELECT lexeme FROM asked)
-)
-SELECT a.lexeme, coalesce(c.freq, (SELECT freqs[array_length(elems, 1) + 1] FROM stats), 0)
-FROM asked a LEFT JOIN common c ON c.lexeme = a.lexeme
+WITH scope AS (SELECT id FROM knowledge_bases WHERE %(kbs)s::int[] IS NULL OR id = ANY(%(kbs)s::int[])),
+total AS (SELECT coalesce(sum(chunks), 0) AS n FROM kb_chunk_counts WHERE kb_id IN (SELECT id FROM scope)),
+asked AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme)
+SELECT a.lexeme, coalesce(sum(k.chunks), 0), (SELECT n FROM total)
+FROM asked a LEFT JOIN kb_terms k ON k.lexeme = a.lexeme AND k.kb_id IN (SELECT id FROM scope)
+GROUP BY a.lexeme
 """
 
 
@@ -80,10 +75,13 @@ async def sentence_evidence(store: PostgresStore, chunk_ids: Sequence[int]) -> S
     return SentenceEvidence(sentences, {r[0]: frozenset(r[1]) for r in context})
 
 
-async def term_frequencies(store: PostgresStore, text: str) -> dict[str, float]:
-    """The English lexemes of `text`, each with its share of all chunks (stop words are gone)."""
-    rows = await store.fetch_all(TERMS_SQL, {"text": text})
-    return {r[0]: float(r[1]) for r in rows}
+async def term_frequencies(store: PostgresStore, text: str, knowledge_bases: Iterable[str] | None) -> dict[str, float]:
+    """The English lexemes of `text` (stop words are gone), each with its share of the chunks of
+    `knowledge_bases` (None: every base). A word none of them holds counts as if one did: as rare as
+    a word can be there, whatever other bases hold (a base's answers are its own)."""
+    kb_ids = None if knowledge_bases is None else list(await store.knowledge_base_ids(sorted(knowledge_bases)))
+    rows = await store.fetch_all(TERMS_SQL, {"text": text, "kbs": kb_ids})
+    return {r[0]: max(1, int(r[1])) / max(1, int(r[2])) for r in rows}
 
 
 def unit_rows(vectors: Sequence[Vector]) -> np.ndarray:

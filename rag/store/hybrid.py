@@ -38,14 +38,13 @@ async def hybrid_candidates(
     the search fails first): the full-text query needs only the text, so it runs on the server
     while the query is being embedded.
 
-    The full-text side works like an inverse-document-frequency cut, from Postgres' own column
-    statistics: words found in more than `max_term_frequency` of all chunks are left out (unless
-    all are that common), a chunk must contain one of the two rarest remaining words (passing over
-    an unlisted word no chunk in scope holds) to be a candidate (both, when even the rarest is in more than
-    `store.lexical_budget` chunks; at most four times that many are ranked), and candidates are
-    ranked by all of them. Without the cut a
-    question's common words match a third of the corpus, and ranking those costs more than the
-    rest of the search.
+    The full-text side works like an inverse-document-frequency cut, from the searched bases' exact
+    word counts (`kb_terms`, migration 0019): words found in more than `max_term_frequency` of their
+    chunks are left out (unless all are that common), a chunk must contain one of the two rarest
+    remaining words (passing over a word no chunk in scope holds) to be a candidate (both, when
+    even the rarest is in more than `store.lexical_budget` chunks; at most four times that many
+    are ranked), and candidates are ranked by all of them. Without the cut a question's common words
+    match a third of the corpus, and ranking those costs more than the rest of the search.
     """
     # the embedding starts first: the knowledge-base lookup and the checkout (~0.4 ms) run meanwhile
     embedding = None if isinstance(vector, np.ndarray) else asyncio.ensure_future(vector)

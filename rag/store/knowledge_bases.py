@@ -83,7 +83,8 @@ class KnowledgeBases(StoreConnections):
         return [self._kb_ids[name] for name in names if name in self._kb_ids]
 
     async def analyze(self) -> None:
-        """Refresh the planner's statistics (the full-text side reads its word frequencies)."""
+        """Refresh the planner's statistics (its row estimates; the word counts search reads are kept
+        exact by migration 0019's triggers)."""
         async with self._transaction() as conn:
             await conn.execute(text("ANALYZE chunks"))
 

@@ -44,46 +44,29 @@ HNSW_INDEXES = "SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND 
 # mostly restricted base look cheap), and the row limits are numbers (a parameter LIMIT is planned
 # as 10% of the table: 50 ms instead of 4 at 100k chunks).
 LEXICAL_SQL = """
-WITH stats AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
-    FROM pg_stats s
-    WHERE s.schemaname = current_schema() AND s.tablename = 'chunks' AND s.attname = 'tsv'
-),
-common AS (
-    SELECT e.lexeme, e.freq FROM stats, unnest(stats.elems, stats.freqs) AS e(lexeme, freq)
-    WHERE e.lexeme IS NOT NULL
-),
+WITH total AS (SELECT coalesce(sum(chunks), 0) AS n FROM kb_chunk_counts WHERE {scope}),
 terms AS (
-    -- a word missing from the statistics is rarer than the rarest word they list (or in no chunk)
-    SELECT t.lexeme,
-           coalesce(c.freq, (SELECT freqs[array_length(elems, 1) + 1] FROM stats), 0) AS freq,
-           c.freq IS NOT NULL AS listed
+    -- each word's number of chunks in the searched bases (kb_terms, migration 0019; 0: in none)
+    -- and its share of them
+    SELECT t.lexeme, coalesce(sum(k.chunks), 0) AS hits,
+           coalesce(sum(k.chunks), 0)::float8 / greatest((SELECT n FROM total), 1) AS freq
     FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS t(lexeme)
-    LEFT JOIN common c ON c.lexeme = t.lexeme
+    LEFT JOIN kb_terms k ON k.lexeme = t.lexeme AND {scope}
+    GROUP BY t.lexeme
 ),
 informative AS (
-    SELECT lexeme, freq, listed FROM terms
+    SELECT lexeme, freq, hits FROM terms
     WHERE freq <= %(max_df)s OR NOT EXISTS (SELECT 1 FROM terms WHERE freq <= %(max_df)s)
 ),
 rarest AS (
-    -- the two rarest words: an unlisted word in no chunk the reader may search (a typo, a name the
-    -- knowledge base lacks) must not take a rare word's place. Rarest first, the index asked only
-    -- until two are found (OFFSET 0 keeps the order ahead of the check)
-    SELECT lexeme, freq FROM (SELECT lexeme, freq, listed FROM informative ORDER BY freq, lexeme OFFSET 0) o
-    WHERE listed OR EXISTS (
-        SELECT 1 FROM chunks
-        WHERE tsv @@ to_tsquery('simple', quote_literal(o.lexeme))
-          AND {scope}
-          AND (access_groups = '{{}}' OR access_groups && {groups}::text[])
-    )
-    LIMIT 2
+    -- the two rarest words some chunk in scope holds: a word in none (a typo, a name the knowledge
+    -- base lacks) must not take a rare word's place
+    SELECT lexeme, hits FROM informative WHERE hits > 0 ORDER BY hits, lexeme LIMIT 2
 ),
 q AS (
     SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq,
            (SELECT to_tsquery('simple', string_agg(
-                quote_literal(lexeme),
-                CASE WHEN (SELECT min(freq) * max(t.reltuples) FROM rarest, pg_class t WHERE t.oid = 'chunks'::regclass)
-                          > %(budget)s THEN ' & ' ELSE ' | ' END))
+                quote_literal(lexeme), CASE WHEN (SELECT min(hits) FROM rarest) > %(budget)s THEN ' & ' ELSE ' | ' END))
             FROM rarest) AS gate
     FROM informative
 ),

@@ -102,7 +102,7 @@ async def ingest_corpus(candor: Candor, folder: Path) -> KnowledgeBase:
 async def retrieve(candor: Candor, kb: KnowledgeBase, text: str, *, k: int = 10) -> tuple[Query, list[Passage]]:
     """The query as the pipeline probes it (vector and word rarity) and the passages retrieved for it."""
     vector = (await candor.embedder.embed([text]))[0]
-    query = Query(text, vector, await term_frequencies(candor.store, text))
+    query = Query(text, vector, await term_frequencies(candor.store, text, {kb.name}))
     passages = await candor.retriever.run(text, AccessScope(frozenset(), frozenset({kb.name})), k=k, vector=vector)
     return query, passages
 

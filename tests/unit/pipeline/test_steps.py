@@ -55,7 +55,7 @@ class MemoryRetriever:
         return [passage(i + 1, self.texts[i], cosine=float(cosines[i])) for i in order]
 
 
-async def no_frequencies(text: str) -> Mapping[str, float]:
+async def no_frequencies(text: str, scope: AccessScope) -> Mapping[str, float]:
     return {}
 
 
