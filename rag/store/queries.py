@@ -55,20 +55,31 @@ terms AS (
     GROUP BY t.lexeme
 ),
 informative AS (
+    -- the words some chunk in scope holds, but those in more than max_df of them (unless all are)
     SELECT lexeme, freq, hits FROM terms
-    WHERE freq <= %(max_df)s OR NOT EXISTS (SELECT 1 FROM terms WHERE freq <= %(max_df)s)
+    WHERE hits > 0 AND (freq <= %(max_df)s OR NOT EXISTS (SELECT 1 FROM terms WHERE hits > 0 AND freq <= %(max_df)s))
 ),
 rarest AS (
-    -- the two rarest words some chunk in scope holds: a word in none (a typo, a name the knowledge
-    -- base lacks) must not take a rare word's place
-    SELECT lexeme, hits FROM informative WHERE hits > 0 ORDER BY hits, lexeme LIMIT 2
+    -- the two rarest of them that a chunk the reader may search holds: a word only restricted
+    -- chunks hold must not take a place. Rarest first, the index asked only until two are found
+    -- (OFFSET 0 keeps the order ahead of the check)
+    SELECT lexeme, hits FROM (SELECT lexeme, hits FROM informative ORDER BY hits, lexeme OFFSET 0) o
+    WHERE EXISTS (
+        SELECT 1 FROM chunks
+        WHERE tsv @@ to_tsquery('simple', quote_literal(o.lexeme))
+          AND {scope}
+          AND (access_groups = '{{}}' OR access_groups && {groups}::text[])
+    )
+    LIMIT 2
 ),
 q AS (
+    -- ranked by the informative words and those no chunk holds (which match nothing, but count in
+    -- ts_rank's average over the query's words)
     SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq,
            (SELECT to_tsquery('simple', string_agg(
                 quote_literal(lexeme), CASE WHEN (SELECT min(hits) FROM rarest) > %(budget)s THEN ' & ' ELSE ' | ' END))
             FROM rarest) AS gate
-    FROM informative
+    FROM (SELECT lexeme FROM informative UNION ALL SELECT lexeme FROM terms WHERE hits = 0) ranked
 ),
 lex AS (
     SELECT id, ts_rank(tsv, (SELECT tsq FROM q), 32) AS rank
