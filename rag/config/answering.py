@@ -49,6 +49,10 @@ class AnswerSettings(BaseSettings):
     rescue: bool = Field(True, validation_alias=_env("CANDOR_RESCUE"))
     """CANDOR_RESCUE: a sentence the critic rejects gets one re-retrieval of its own before it is
     dropped (rag/pipeline/rescue.py); logged in the `rescue` gate."""
+    section_extracts: bool = Field(True, validation_alias=_env("CANDOR_SECTION_EXTRACTS"))
+    """CANDOR_SECTION_EXTRACTS: the offline writer answers an open question ("how do I ...", "what are
+    the kinds of ...") with the leading sentences of the section whose heading names its subject,
+    and leaves it unanswered when no section does (rag/pipeline/sections.py); off: one best sentence."""
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
     """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
     access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))

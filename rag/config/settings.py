@@ -16,8 +16,8 @@ from rag.config.storage import StorageSettings
 from rag.errors import ConfigError
 
 ANSWER_SETTINGS = tuple(
-    "retrieval_threshold answer_threshold focus_threshold min_support shortlist retry "  # noqa: SIM905
-    "rescue self_consistency_kbs fusion dense_weight candidates writer judge reranker answer_budget".split()
+    "retrieval_threshold answer_threshold focus_threshold min_support shortlist retry rescue "  # noqa: SIM905
+    "section_extracts self_consistency_kbs fusion dense_weight candidates writer judge reranker answer_budget".split()
 )
 """The settings an answer depends on: stored with every trace and eval run, so that a report can tell
 runs apart by what they were answered with."""

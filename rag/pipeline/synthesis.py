@@ -4,7 +4,9 @@
 question it takes the best-supported readable source sentence, adds a second sentence from the
 same passage when it completes the first (a deadline after a limit, an exception after a rule),
 and cites the passage. A part whose best sentence scores below `answer_threshold` is left
-unanswered rather than filled with the nearest thing.
+unanswered rather than filled with the nearest thing. An open question ("how do I ...", "what are
+the kinds of ...") is answered by the leading sentences of the section whose heading it names, when
+one of the best passages has one (rag/pipeline/sections.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
 from rag.pipeline.relevance import CHECKED_KINDS, another_case, states
+from rag.pipeline.sections import is_open, section_extract
 from rag.pipeline.understand import answer_type
 from rag.text.facts import clauses, clean_sentence, content_words, values, variant_qualifiers
 from rag.text.names import codes, mentions, new_names
@@ -32,8 +35,9 @@ SECOND_SENTENCE_MARGIN = 0.12
 class ExtractiveSynthesizer:
     name = "extractive-v1"
 
-    def __init__(self, *, answer_threshold: float) -> None:
+    def __init__(self, *, answer_threshold: float, sections: bool = True) -> None:
         self.answer_threshold = answer_threshold
+        self.sections = sections
 
     async def synthesise(self, request: SynthesisRequest) -> Draft:
         numbers = {p.chunk_id: n for n, p in enumerate(request.context, 1)}
@@ -43,6 +47,14 @@ class ExtractiveSynthesizer:
         pools = [_candidates(part) if part.retrieved else [] for part in request.parts]
         bests = self.assign(request.parts, pools)
         for index, part in enumerate(request.parts):
+            if self.sections and is_open(part.text):  # the section that answers it, or nothing
+                extract = section_extract(part.text, part.ranked)
+                for s in extract:
+                    used.add(clean_sentence(s.text))
+                    sentences.append(DraftSentence(clean_sentence(s.text), (numbers[s.passage.chunk_id],), index, s))
+                if not extract:
+                    unanswered.append(index)
+                continue
             best = bests.get(index)
             if best is None:
                 unanswered.append(index)

@@ -136,7 +136,7 @@ def build_answerer(
     config = PipelineConfig.from_settings(settings)
     reranker = reranker or build_reranker(settings, EvidenceReranker(sentence_source(store, vectors), vectors))
     synthesizer = synthesizer or build_writer(
-        settings, ExtractiveSynthesizer(answer_threshold=settings.answer_threshold)
+        settings, ExtractiveSynthesizer(answer_threshold=settings.answer_threshold, sections=settings.section_extracts)
     )
     judge = judge_model(settings)
     verifier = verifier or build_verifier(settings, EvidenceVerifier(vectors, min_support=settings.min_support), judge)
