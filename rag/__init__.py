@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rag.insights.audit.answers import DEFAULT_SAMPLE, AuditRequest, AuditResult
     from rag.insights.audit.labels import Imported
     from rag.insights.conflicts.findings import AuditedDocument, ConflictAudit, ConflictPair, Difference
+    from rag.insights.files import write_private
     from rag.insights.report.build import (
         By,
         Window,
@@ -58,6 +59,7 @@ _EXPORTS = {
     "ConflictAudit": "rag.insights.conflicts.findings",
     "ConflictPair": "rag.insights.conflicts.findings",
     "Difference": "rag.insights.conflicts.findings",
+    "write_private": "rag.insights.files",
     "By": "rag.insights.report.build",
     "Window": "rag.insights.report.build",
     "parse_interval": "rag.insights.report.build",
@@ -149,4 +151,5 @@ __all__ = [
     "prepare_embedder",
     "relaxed_false_alarms",
     "report_window",
+    "write_private",
 ]

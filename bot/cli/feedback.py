@@ -30,8 +30,7 @@ def export(
 ) -> None:
     """Every vote of the window with its answer: trace id, created_at, platform, question, answer,
     route, rating, reason, user (pseudonymised: CANDOR_EXPORT_USERS), voted_at."""
-    from bot.files import write_private
-    from rag import parse_moment
+    from rag import parse_moment, write_private
     from rag.errors import FileWriteError
 
     now = datetime.now(UTC)

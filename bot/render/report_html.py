@@ -20,9 +20,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from bot.files import write_private
 from bot.render.report_cards import SAMPLED, rate_text, sampled_cards, sampled_chart
 from bot.render.svg_charts import Series, bar_chart, format_value, line_chart, stacked_bars
+from rag import write_private
 
 ROUTES = {"answered": "answered", "low_confidence": "low confidence", "abstained": "abstained"}
 EVAL_METRICS = {
@@ -81,7 +81,7 @@ def render_html(report: Mapping[str, Any], *, review_url: str | None = None, sou
 
 
 def write_html(path: Path, page: str) -> Path:
-    """Write `page` to `path` atomically (`bot.files.write_private`), so a reader never sees half a
+    """Write `page` to `path` atomically (`rag.write_private`), so a reader never sees half a
     page; the file gets the usual permissions (0666 less the umask): it holds counts and document
     names, no question or passage, and is made to be shared. `FileWriteError` when it cannot."""
     return write_private(path, page, mode=None)

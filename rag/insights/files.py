@@ -1,6 +1,5 @@
-"""Writing the files the core hands to people (the audit's label sheet): whole, or not at all. The
-command line's files (a vote export, the report page) are written the same way by `bot.files`, its
-own writer; tests/unit/test_files.py runs one suite over both.
+"""Writing the files Candor hands to people (the audit's label sheet; through the facade,
+`rag.write_private`, the command line's vote export and report page): whole, or not at all.
 
 `write_private` writes to a temporary file in the target's own folder (`mkstemp`: created mode 0600,
 so nobody else can open it while it fills), flushes and fsyncs it, sets its mode, then renames it
@@ -11,8 +10,9 @@ it was: the temporary file is removed, or, after a crash, left as a `.<name>.*.t
 The folder must exist: it is not created (a mistyped path should not scatter folders), and its
 absence is a `FileWriteError` saying so. Every `OSError` becomes a `FileWriteError` naming the path.
 
-Mode 0600 by default: a label sheet holds questions, answers and cited passages (restricted ones
-included); ``mode=None`` gives 0666 less the umask, as any new file gets.
+Mode 0600 by default: a label sheet or a vote export holds questions, answers, user ids and cited
+passages (restricted ones included). The HTML report page (counts, rates and document names; made
+to be shared) passes ``mode=None``: 0666 less the umask, as any new file gets.
 """
 
 from __future__ import annotations

@@ -69,8 +69,8 @@ def test_the_design_lists_what_the_facade_hands_out() -> None:
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
-    with pytest.raises(AttributeError, match="no attribute 'write_private'"):
-        rag.write_private  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'ingest_folder'"):
+        rag.ingest_folder  # noqa: B018
 
 
 def _core_imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:

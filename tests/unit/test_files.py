@@ -1,6 +1,6 @@
-"""The two file writers, one suite: `rag.insights.files.write_private` (the core's label sheet) and
-`bot.files.write_private` (the command line's vote export and report page; `bot/` does not import
-the core's). Whole or not at all, private unless told otherwise, on the real file system."""
+"""The file writer (`rag.insights.files.write_private`, `rag.write_private` to the command line: the
+label sheet, the vote export, the report page). Whole or not at all, private unless told otherwise,
+on the real file system."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-import bot.files
+import rag
 import rag.insights.files
 from rag.errors import FileWriteError
 
 Writer = Callable[..., Path]
 
 
-@pytest.fixture(params=[rag.insights.files.write_private, bot.files.write_private], ids=["rag", "bot"])
+@pytest.fixture(params=[rag.insights.files.write_private, rag.write_private], ids=["core", "facade"])
 def write_private(request: Any) -> Writer:
     writer: Writer = request.param
     return writer
