@@ -38,7 +38,7 @@ async def open_engine(settings: Settings, *, embedder: str, dimension: int) -> t
     """Start or reach Postgres, apply migrations; return an async engine and the stored embedder.
 
     A fresh database records the configured embedder; an existing one keeps what its vectors were
-    made with, and the caller compares (see `PostgresStore.check_embedder`).
+    made with, and the caller compares (`open_candor(check_embedder=True)`, rag/runtime/wiring.py).
     """
     if settings.database_url is not None:
         url = async_url(settings.database_url.get_secret_value())
