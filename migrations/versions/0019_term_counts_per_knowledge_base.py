@@ -15,7 +15,8 @@ prune, re-embed, a base deleted) keeps them true. A transaction takes a per-base
 (`pg_advisory_xact_lock(4019, kb_id)`, bases in order) before it changes a base's counts, so two
 writers of one base cannot deadlock on its rows; writers of different bases do not wait.
 
-Upgrading counts the chunks already stored: about a minute per million chunks here.
+Upgrading counts the chunks already stored: 4.6 s at 100,000 chunks here (2 cores, other jobs beside
+it), so about a minute per million.
 
 Revision ID: 0019
 Revises: 0018
