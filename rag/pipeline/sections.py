@@ -6,10 +6,12 @@ kinds of a thing, symptom and fix), not one sentence. The extractive writer answ
 single best-scored sentence, which mentions the subject and rarely answers ("For an overview of
 triggers, conditions and actions, see About automations.").
 
-For an open question (`is_open`), the writer may instead quote a short contiguous extract of one
-section (`section_extract`): the leading sentences of a top passage, in order, each cited, when
-that passage's own heading (the last step of its heading path) shares a key word with the
-question. The critic and the relevance gate judge it like any answer.
+For an open question (`is_open`), the writer instead quotes a short contiguous extract of one
+section (`section_extract`): the leading sentences of the first of the reranker's three best
+passages whose own section heading (the last step of its heading path) names a word of the
+question's subject, in order, each cited. When no such section is found the part is left
+unanswered (and a person offered), not answered with a stray sentence. The critic and the
+relevance gate judge an extract like any answer. Measured in docs/answering.md ("Open questions").
 """
 
 from __future__ import annotations
