@@ -4,6 +4,7 @@ policy."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings
@@ -53,6 +54,13 @@ class AnswerSettings(BaseSettings):
     """CANDOR_SECTION_EXTRACTS: the offline writer answers an open question ("how do I ...", "what are
     the kinds of ...") with the leading sentences of the section whose heading names its subject,
     and leaves it unanswered when no section does (rag/pipeline/sections.py); off: one best sentence."""
+    rules_off: list[Literal["bridge", "premise", "relevance"]] = Field(
+        default_factory=list, validation_alias=_env("CANDOR_RULES_OFF")
+    )
+    """CANDOR_RULES_OFF: rule families switched off, a JSON list, to measure what each does (issue 40's
+    ablation table in docs/answering.md); not for production. `bridge`: no second hop for multi-hop
+    questions; `premise`: names no passage mentions do not end the part; `relevance`: an answer need
+    not state the kind of value asked. The focus gate, the rescue and section extracts have their own."""
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
     """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
     access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))

@@ -59,6 +59,8 @@ class PipelineConfig:
     self_consistency_kbs: frozenset[str] = frozenset()
     """Knowledge bases whose answers the writer must give again, consistently ("*": all)."""
     self_consistency_samples: int = 3
+    rules_off: frozenset[str] = frozenset()
+    """Rule families switched off to measure them (`Settings.rules_off`): bridge, premise, relevance."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PipelineConfig:
@@ -74,6 +76,7 @@ class PipelineConfig:
             rescue=settings.rescue,
             self_consistency_kbs=frozenset(settings.self_consistency_kbs),
             self_consistency_samples=settings.self_consistency_samples,
+            rules_off=frozenset(settings.rules_off),
         )
 
 
@@ -101,14 +104,15 @@ class GatedAttempt:
         self.config = config
         prober = Prober(embedder, term_frequencies)
         threshold = config.retrieval_threshold
-        self.steps: tuple[Step, ...] = (
+        off = config.rules_off
+        steps: tuple[Step | None, ...] = (
             Retrieve(prober, retriever, threshold=threshold),  # gate retrieval_score; a failure ends the attempt
-            Rerank(reranker, threshold=threshold),  # gate premise
+            Rerank(reranker, threshold=threshold, premise="premise" not in off),  # gate premise
             Synthesise(synthesizer),  # gate writer
-            BridgeHops(prober, retriever, reranker, synthesizer, threshold=threshold),  # gate bridge
+            None if "bridge" in off else BridgeHops(prober, retriever, reranker, synthesizer, threshold=threshold),
             Criticise(verifier, ClaimRescuer(retriever, verifier), rescue=config.rescue),  # gate rescue
             CheckFocus(FocusCheck(embedder, threshold=config.focus_threshold)),  # read by completeness
-            CheckRelevance(),  # gate relevance
+            None if "relevance" in off else CheckRelevance(),  # gate relevance
             ConfirmWriterConflicts(),  # gate writer_conflicts
             CheckConsistency(  # gate self_consistency
                 synthesizer,
@@ -120,6 +124,7 @@ class GatedAttempt:
                 verifier.name, max_unsupported=config.max_unsupported, min_support=config.min_support
             ),
         )
+        self.steps: tuple[Step, ...] = tuple(step for step in steps if step is not None)
 
     async def with_retry(
         self, understood: Understood, scope: AccessScope, *, progress: Reporter = SILENT

@@ -79,9 +79,10 @@ class Retrieve:
 class Rerank:
     """Gate `premise`: each shortlist reranked, and the names and codes no passage mentions."""
 
-    def __init__(self, reranker: Reranker, *, threshold: float) -> None:
+    def __init__(self, reranker: Reranker, *, threshold: float, premise: bool = True) -> None:
         self.reranker = reranker
         self.threshold = threshold
+        self.premise = premise
 
     async def run(self, attempt: Attempt, run: Run) -> Attempt:
         parts, found = run.understood.parts, attempt.shortlists
@@ -90,7 +91,11 @@ class Rerank:
             ranked = await asyncio.gather(
                 *(self.reranker.rerank(q, passages) for q, passages in zip(attempt.probes, found, strict=True))
             )
-        unknown = {i: missing for i, passages in enumerate(found) if (missing := unknown_names(parts[i], passages))}
+        unknown = {
+            i: missing
+            for i, passages in enumerate(found)
+            if self.premise and (missing := unknown_names(parts[i], passages))
+        }
         evidence = tuple(
             PartEvidence(part, tuple(r), best_meaning(passages, r) >= self.threshold and i not in unknown)
             for i, (part, r, passages) in enumerate(zip(parts, ranked, found, strict=True))

@@ -11,9 +11,18 @@ import pytest
 
 from rag.backends.embeddings import build_embedder
 from rag.config import load_settings
-from rag.errors import LLMError
+from rag.errors import ConfigError, LLMError
 from rag.model.answers import GateOutcome, Question
-from rag.model.evidence import Checked, Draft, DraftConflict, DraftSentence, PartEvidence, SynthesisRequest
+from rag.model.evidence import (
+    Checked,
+    Draft,
+    DraftConflict,
+    DraftSentence,
+    PartEvidence,
+    Query,
+    Ranked,
+    SynthesisRequest,
+)
 from rag.model.ports import Embedder
 from rag.model.types import AccessScope, Passage, Vector
 from rag.pipeline.attempt import Attempt, Clock, Run
@@ -28,6 +37,7 @@ from rag.pipeline.steps import (
     Prober,
     Retrieve,
 )
+from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.pipeline.understand import understand
 from tests.unit.pipeline.stage_data import passage, ranked
 
@@ -216,3 +226,43 @@ def test_the_retry_is_delivered_when_it_did_at_least_as_well() -> None:
     assert best_of((empty, good)) is good
     assert best_of((good, empty)) is good
     assert best_of((empty, Attempt(2, ("q",)))).number == 2
+
+
+class FirstIsBest:
+    """The `Reranker` port keeping retrieval's order (the premise check reads the shortlist, not the order)."""
+
+    name = "first-is-best"
+
+    async def rerank(self, query: Query, passages: Sequence[Passage], *, top_k: int | None = None) -> list[Ranked]:
+        return list(ranked(*passages))
+
+
+async def test_rule_families_switched_off_leave_their_steps_out(embedder: Embedder) -> None:
+    """`CANDOR_RULES_OFF` (issue 40's ablation): the switched-off families' steps are not run."""
+    retriever = MemoryRetriever(embedder, [LEAVE, PARKING, LUNCH])
+    verifier = EvidenceVerifier(embedder)
+    writer = ExtractiveSynthesizer(answer_threshold=0.3)
+
+    def flow(*off: str) -> GatedAttempt:
+        config = PipelineConfig(retrieval_threshold=0.1, rules_off=frozenset(off))
+        return GatedAttempt(config, embedder, retriever, no_frequencies, FirstIsBest(), writer, verifier)
+
+    kinds = {type(step).__name__ for step in flow().steps}
+    assert {"BridgeHops", "CheckRelevance", "Rerank"} <= kinds
+    kinds = {type(step).__name__ for step in flow("bridge", "relevance").steps}
+    assert not {"BridgeHops", "CheckRelevance"} & kinds and {"Rerank", "Conclude"} <= kinds
+    # the premise: "NW-900" is in no passage; on, the part is not answered from them; off, it is
+    question = understand(Question("How many days of annual leave does the NW-900 give?"))
+    on = await flow()(question, AccessScope(), 1)
+    off = await flow("premise")(question, AccessScope(), 1)
+    assert on.unknown_names == {0: ("NW-900",)} and not on.evidence[0].retrieved
+    assert off.unknown_names == {} and off.evidence[0].retrieved
+
+
+def test_rules_off_reads_a_json_list_of_known_families(tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CANDOR_RULES_OFF", '["bridge", "premise"]')
+        assert load_settings(home=tmp_path).rules_off == ["bridge", "premise"]
+        patch.setenv("CANDOR_RULES_OFF", '["swaps"]')
+        with pytest.raises(ConfigError, match=r"rules_off|CANDOR_RULES_OFF"):
+            load_settings(home=tmp_path)
