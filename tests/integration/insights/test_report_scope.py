@@ -14,6 +14,11 @@ from rag.model.answers import Question
 from rag.runtime import Candor, build_answerer
 from tests.conftest import SAMPLE
 
+MOON = "What is the gravity on the surface of the Moon?"
+"""Nothing in the handbook is about it: abstained (with per-base word counts, a question that
+shares a company name with the handbook is not reliably refused, as it is not for a user whose
+database holds only the handbook)."""
+
 
 async def test_a_channel_abstention_counts_for_the_knowledge_base_its_policy_maps_it_to(
     candor: Candor, tmp_path: Path
@@ -33,9 +38,9 @@ async def test_a_channel_abstention_counts_for_the_knowledge_base_its_policy_map
     since = datetime.now(UTC) - timedelta(seconds=1)
 
     asked = [
-        Question("Does Northwind Labs have an office on the Moon?", platform="slack", conversation="T9/C-HR"),
+        Question(MOON, platform="slack", conversation="T9/C-HR"),
         Question("How many days of annual leave do employees get?", platform="slack", conversation="T9/C-HR"),
-        Question("Does Northwind Labs have an office on the Moon?", platform="slack", conversation="T9/C-OTHER"),
+        Question(MOON, platform="slack", conversation="T9/C-OTHER"),
     ]
     answers = [await core.answer(q) for q in asked]
     assert [a.route for a in answers] == ["abstained", "answered", "abstained"]

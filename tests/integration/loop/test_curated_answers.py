@@ -118,6 +118,17 @@ async def test_a_restricted_curated_answer_reaches_only_its_groups(candor: Cando
     assert "bike room" in staff.text
 
 
+OTHER_POLICIES = {
+    "parking": "Staff park behind the Leeds office; register your car with reception first.",
+    "lunch": "The canteen serves hot lunches from noon until two on weekdays.",
+    "laptops": "IT replaces laptops every four years; broken screens are repaired within a week.",
+    "travel": "Book trains in standard class through the travel portal, at least a week ahead.",
+    "security": "Badges open the front door; lost badges are reported to the security desk at once.",
+    "expenses": "Claims need a receipt over 25 pounds and are paid with the next salary.",
+}
+"""Short documents on other subjects, so that the leave texts' words are rare in the base."""
+
+
 async def test_a_curated_answer_that_a_newer_document_contradicts_is_flagged(
     candor: Candor, kb: KnowledgeBase, tmp_path
 ) -> None:
@@ -134,7 +145,11 @@ async def test_a_curated_answer_that_a_newer_document_contradicts_is_flagged(
         f"---\ntitle: Leave policy\ndate: {tomorrow_is_not_allowed.isoformat()}\n---\n"
         "# Annual leave\n\nEmployees get 25 days of annual leave per year.\n"
     )
-    assert (await candor.ingestor().ingest([newer], kb=kb)).ok
+    # the rest of the base, on other subjects: a word's weight is its rarity in this base alone, and
+    # in a base of nothing but the two leave texts every word would be in every chunk
+    for name, body in OTHER_POLICIES.items():
+        (tmp_path / f"{name}.md").write_text(f"# {name.title()}\n\n{body}\n")
+    assert (await candor.ingestor().ingest([tmp_path], kb=kb)).ok
     answer = await ask(candor, kb, "How many days of annual leave do employees get?")
     assert answer.conflicts, answer.text
     values = {v for c in answer.conflicts for v in c.values}
