@@ -42,9 +42,10 @@ async def hybrid_candidates(
     word counts (`kb_terms`, migration 0019): words found in more than `max_term_frequency` of their
     chunks are left out (unless all are that common), a chunk must contain one of the two rarest
     remaining words (passing over a word no chunk in scope holds) to be a candidate (both, when
-    even the rarest is in more than `store.lexical_budget` chunks; at most four times that many
-    are ranked), and candidates are ranked by all of them. Without the cut a question's common words
-    match a third of the corpus, and ranking those costs more than the rest of the search.
+    the two together are in more than `store.lexical_budget` chunks: one rare word beside a common
+    one would otherwise match thousands; at most four times the budget are ranked), and candidates
+    are ranked by all of them. Without the cut a question's common words match a third of the
+    corpus, and ranking those costs more than the rest of the search.
     """
     # the embedding starts first: the knowledge-base lookup and the checkout (~0.4 ms) run meanwhile
     embedding = None if isinstance(vector, np.ndarray) else asyncio.ensure_future(vector)

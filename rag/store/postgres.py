@@ -47,7 +47,8 @@ class PostgresStore(KnowledgeBases):
     """Candor's one database. Open with `await PostgresStore.open(settings, ...)`."""
 
     lexical_budget = 500
-    """Rows the full-text side may rank: past it, candidates must hold both rarest words."""
+    """Rows the full-text side may rank: past it (the two rarest words together), a candidate must
+    hold both."""
 
     # --- documents -----------------------------------------------------------------------
 

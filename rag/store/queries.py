@@ -77,7 +77,7 @@ q AS (
     -- ts_rank's average over the query's words)
     SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq,
            (SELECT to_tsquery('simple', string_agg(
-                quote_literal(lexeme), CASE WHEN (SELECT min(hits) FROM rarest) > %(budget)s THEN ' & ' ELSE ' | ' END))
+                quote_literal(lexeme), CASE WHEN (SELECT sum(hits) FROM rarest) > %(budget)s THEN ' & ' ELSE ' | ' END))
             FROM rarest) AS gate
     FROM (SELECT lexeme FROM informative UNION ALL SELECT lexeme FROM terms WHERE hits = 0) ranked
 ),

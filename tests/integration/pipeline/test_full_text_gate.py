@@ -55,3 +55,30 @@ async def test_words_only_restricted_chunks_hold_do_not_take_the_gate(candor: Ca
     assert await full_text_hits(candor, query, leave_kb, groups=("board",)) == ["board.md"]
     # a typo among real words
     assert await full_text_hits(candor, "aaazzle leave allowance", leave_kb) == ["leave.md"]
+
+
+async def test_a_rare_word_beside_a_common_one_gates_with_both(
+    candor: Candor, kb: KnowledgeBase, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "zephyr" is the rarest word (4 chunks) and under the budget alone, but with "orbit" (7) the
+    # two would match 10 chunks, over it: a candidate must hold both. Gating on either let a rare
+    # word beside a common one rank thousands of chunks at 100k (issue 40, item 5). The budget is
+    # the store's own knob, set small here so that a few documents pass it.
+    for n in range(3):
+        (docs / f"zephyr{n}.md").write_text(f"# Z{n}\n\nThe zephyr fan number {n} is quiet.\n")
+    for n in range(6):
+        (docs / f"orbit{n}.md").write_text(f"# O{n}\n\nThe orbit planner number {n} is open.\n")
+    (docs / "both.md").write_text("# Both\n\nThe zephyr orbit launches on Fridays.\n")
+    assert (await candor.ingestor().ingest([docs], kb=kb)).added == 10
+    monkeypatch.setattr(candor.store, "lexical_budget", 5)
+
+    async def hits(query: str) -> list[str]:
+        vector = (await candor.embedder.embed([query]))[0]
+        found = await candor.store.hybrid_candidates(
+            vector, query, knowledge_bases=[kb.name], groups=(), limit=40, max_term_frequency=1.0
+        )
+        return sorted(_name(c) for c in found if c.lexical_rank is not None)
+
+    assert await hits("zephyr orbit") == ["both.md"]
+    # under the budget together (4 + 1), either word still lets a chunk in
+    assert await hits("zephyr launches") == ["both.md", "zephyr0.md", "zephyr1.md", "zephyr2.md"]
