@@ -9,8 +9,9 @@ triggers, conditions and actions, see About automations.").
 For an open question (`is_open`), the writer instead quotes a short contiguous extract of one
 section (`section_extract`): the leading sentences of the first of the reranker's three best
 passages whose own section heading (the last step of its heading path) names a word of the
-question's subject, in order, each cited. When no such section is found the part is left
-unanswered (and a person offered), not answered with a stray sentence. The critic and the
+question's subject, in order, each cited. When the best passages have sections but none is named
+the part is left unanswered (and a person offered), not answered with a stray sentence; when they
+have no sections at all (`has_sections`), it is answered by its best sentence like any question. The critic and the
 relevance gate judge an extract like any answer. Measured in docs/answering.md ("Open questions").
 """
 
@@ -74,6 +75,13 @@ def subject_words(text: str) -> set[str]:
 
 def _section_heading(passage_heading: str) -> str:
     return passage_heading.rsplit(" > ", 1)[-1]
+
+
+def has_sections(ranked: Sequence[Ranked]) -> bool:
+    """Whether any of the best passages sits in a section of its own (a heading below the
+    document's title). Text without sections (a SQuAD paragraph, a page of one heading) has no
+    section to quote, so an open question about it is answered as any other, by its best sentence."""
+    return any(_section_heading(e.passage.heading) != e.passage.heading for e in ranked[:SECTIONS_CONSIDERED])
 
 
 def section_extract(question: str, ranked: Sequence[Ranked]) -> list[ScoredSentence]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
 from rag.pipeline.relevance import CHECKED_KINDS, another_case, states
-from rag.pipeline.sections import is_open, section_extract
+from rag.pipeline.sections import has_sections, is_open, section_extract
 from rag.pipeline.understand import answer_type
 from rag.text.facts import clauses, clean_sentence, content_words, values, variant_qualifiers
 from rag.text.names import codes, mentions, new_names
@@ -47,7 +47,7 @@ class ExtractiveSynthesizer:
         pools = [_candidates(part) if part.retrieved else [] for part in request.parts]
         bests = self.assign(request.parts, pools)
         for index, part in enumerate(request.parts):
-            if self.sections and is_open(part.text):  # the section that answers it, or nothing
+            if self.sections and is_open(part.text) and has_sections(part.ranked):  # that section, or nothing
                 extract = section_extract(part.text, part.ranked)
                 for s in extract:
                     used.add(clean_sentence(s.text))

@@ -6,7 +6,7 @@ import pytest
 
 from rag.model.evidence import PartEvidence, Ranked, ScoredSentence, SynthesisRequest
 from rag.model.types import Passage
-from rag.pipeline.sections import MAX_SENTENCES, is_open, section_extract
+from rag.pipeline.sections import MAX_SENTENCES, has_sections, is_open, section_extract
 from rag.pipeline.synthesis import ExtractiveSynthesizer
 from tests.unit.pipeline.stage_data import passage
 
@@ -118,3 +118,15 @@ async def test_the_writer_answers_an_open_question_with_the_extract_each_sentenc
         SynthesisRequest(question, (evidence,), context, 1)
     )
     assert [s.citations for s in off.sentences] == [(1,)]
+
+
+async def test_text_without_sections_answers_an_open_question_by_its_best_sentence() -> None:
+    # a SQuAD paragraph or a page of one heading has no section to quote: an open question about it
+    # is answered like any other, not left unanswered for want of a heading
+    plain = section(5, "", ["Rotating the keys weekly is done by the on-call engineer from the admin page."], 0.9)
+    question = "how does the on-call engineer rotate the keys?"
+    assert not has_sections((INTRO, plain)) and has_sections((INTRO, POST))
+    draft = await ExtractiveSynthesizer(answer_threshold=0.6).synthesise(
+        SynthesisRequest(question, (PartEvidence(question, (plain, INTRO), True),), (plain.passage, INTRO.passage), 1)
+    )
+    assert [(s.text, s.citations) for s in draft.sentences] == [(plain.sentences[0].text, (1,))]
