@@ -63,7 +63,7 @@ from rag.runtime import Candor, open_candor
 REPO = Path(__file__).resolve().parents[1]
 BLIND = REPO / "eval" / "blind"
 ANSWERS = CACHE / "model_answers"
-SETS = ("handbook", "campus", "hardware", "saas", "transit")
+SETS = ("handbook", "campus", "helpcentre", "servicedesk", "hardware", "saas", "transit", "tasks")
 SYSTEMS = ("naive", "candor-model", "offline")
 MODEL = "qwen2.5-coder-1.5b-instruct"
 BASE_URL = "http://127.0.0.1:8090/v1"
