@@ -51,9 +51,11 @@ class AnswerSettings(BaseSettings):
     """CANDOR_RESCUE: a sentence the critic rejects gets one re-retrieval of its own before it is
     dropped (rag/pipeline/rescue.py); logged in the `rescue` gate."""
     section_extracts: bool = Field(True, validation_alias=_env("CANDOR_SECTION_EXTRACTS"))
-    """CANDOR_SECTION_EXTRACTS: the offline writer answers an open question ("how do I ...", "what are
-    the kinds of ...") with the leading sentences of the section whose heading names its subject,
-    and leaves it unanswered when no section does (rag/pipeline/sections.py); off: one best sentence."""
+    """CANDOR_SECTION_EXTRACTS: an open question ("how do I ...", "what are the kinds of ...") is
+    answered with the leading sentences of the section whose heading names its subject
+    (rag/pipeline/sections.py). The offline writer leaves it unanswered when no section does; with
+    a language model writing, the model answers it then (and is not asked when every part is
+    quoted). Off: the writer answers open questions as any other."""
     rules_off: list[Literal["bridge", "premise", "relevance"]] = Field(
         default_factory=list, validation_alias=_env("CANDOR_RULES_OFF")
     )

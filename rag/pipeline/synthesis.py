@@ -12,8 +12,10 @@ one of the best passages has one (rag/pipeline/sections.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
+from rag.model.ports import SamplingSynthesizer, Synthesizer
 from rag.pipeline.relevance import CHECKED_KINDS, another_case, states
 from rag.pipeline.sections import has_sections, is_open, section_extract
 from rag.pipeline.understand import answer_type
@@ -32,6 +34,53 @@ SECOND_SENTENCE_MARGIN = 0.12
 """A sentence this close behind the best one completes it when it adds a value or several words."""
 
 
+def quoted_section(part: PartEvidence, index: int, numbers: dict[int, int]) -> list[DraftSentence]:
+    """An open part's section extract (rag/pipeline/sections.py) as draft sentences, each cited by
+    its context number; empty when the part is not open or no section of its best passages is named."""
+    if not (part.retrieved and is_open(part.text) and has_sections(part.ranked)):
+        return []
+    return [
+        DraftSentence(clean_sentence(s.text), (numbers[s.passage.chunk_id],), index, s)
+        for s in section_extract(part.text, part.ranked)
+    ]
+
+
+class SectionsFirst:
+    """Open questions quoted from their section, whichever writer writes the rest (a language model).
+
+    A how-to's answer is its steps; a small model summarised them ("Automations can use various
+    triggers to watch for specific events") or reworded them past what the critic can check. So an
+    open part whose section one of its best passages names is answered by that section's leading
+    sentences, as the extractive writer answers it; the writer's own sentences for that part are
+    replaced. When every part is quoted, the writer is not asked at all."""
+
+    def __init__(self, writer: Synthesizer) -> None:
+        self.writer = writer
+        self.name = writer.name
+
+    async def synthesise(self, request: SynthesisRequest) -> Draft:
+        numbers = {p.chunk_id: n for n, p in enumerate(request.context, 1)}
+        quoted = {i: q for i, part in enumerate(request.parts) if (q := quoted_section(part, i, numbers))}
+        if len(quoted) == len(request.parts):
+            return Draft(tuple(s for i in sorted(quoted) for s in quoted[i]), writer=SECTIONS_WRITER)
+        draft = await self.writer.synthesise(request)
+        if not quoted:
+            return draft
+        written = [s for s in draft.sentences if s.part not in quoted]
+        sentences = sorted([*written, *(s for q in quoted.values() for s in q)], key=lambda s: s.part)
+        unanswered = tuple(p for p in draft.unanswered_parts if p not in quoted)
+        return replace(draft, sentences=tuple(sentences), unanswered_parts=unanswered)
+
+    async def sample(self, request: SynthesisRequest, n: int, *, temperature: float) -> list[Draft]:
+        if not isinstance(self.writer, SamplingSynthesizer):
+            return []
+        return await self.writer.sample(request, n, temperature=temperature)
+
+
+SECTIONS_WRITER = "sections"
+"""`Draft.writer` when every part was quoted from its section and no writer was asked."""
+
+
 class ExtractiveSynthesizer:
     name = "extractive-v1"
 
@@ -48,10 +97,9 @@ class ExtractiveSynthesizer:
         bests = self.assign(request.parts, pools)
         for index, part in enumerate(request.parts):
             if self.sections and is_open(part.text) and has_sections(part.ranked):  # that section, or nothing
-                extract = section_extract(part.text, part.ranked)
-                for s in extract:
-                    used.add(clean_sentence(s.text))
-                    sentences.append(DraftSentence(clean_sentence(s.text), (numbers[s.passage.chunk_id],), index, s))
+                extract = quoted_section(part, index, numbers)
+                used.update(s.text for s in extract)
+                sentences.extend(extract)
                 if not extract:
                     unanswered.append(index)
                 continue

@@ -25,7 +25,7 @@ from rag.pipeline.critic import EvidenceVerifier
 from rag.pipeline.flow import GatedAttempt, PipelineConfig
 from rag.pipeline.rerank import EvidenceReranker, SentenceSource
 from rag.pipeline.retrieve import HybridRetriever
-from rag.pipeline.synthesis import ExtractiveSynthesizer
+from rag.pipeline.synthesis import ExtractiveSynthesizer, SectionsFirst
 from rag.runtime.candor import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import PostgresStore
@@ -135,9 +135,11 @@ def build_answerer(
 
     config = PipelineConfig.from_settings(settings)
     reranker = reranker or build_reranker(settings, EvidenceReranker(sentence_source(store, vectors), vectors))
-    synthesizer = synthesizer or build_writer(
-        settings, ExtractiveSynthesizer(answer_threshold=settings.answer_threshold, sections=settings.section_extracts)
-    )
+    if synthesizer is None:
+        offline = ExtractiveSynthesizer(answer_threshold=settings.answer_threshold, sections=settings.section_extracts)
+        synthesizer = build_writer(settings, offline)
+        if synthesizer is not offline and settings.section_extracts:  # open questions quoted, not written
+            synthesizer = SectionsFirst(synthesizer)
     judge = judge_model(settings)
     verifier = verifier or build_verifier(settings, EvidenceVerifier(vectors, min_support=settings.min_support), judge)
     comparer = LLMFactComparer(judge) if judge is not None else None

@@ -22,7 +22,18 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.teams_server import ingest_handbook
-from tests.fakes.writers import Models, altered, compares, copy, disagreement, judges, miscited, stated, writes
+from tests.fakes.writers import (
+    Models,
+    altered,
+    compares,
+    copy,
+    disagreement,
+    joined,
+    judges,
+    miscited,
+    stated,
+    writes,
+)
 from tests.tiny_cross_encoders import TinyCrossEncoders
 
 PARENTAL = "How much paid parental leave does the primary carer get?"
@@ -115,6 +126,52 @@ async def test_an_uncited_sentence_and_an_unsupported_one_are_dropped(
     assert "cites no passage" in reasons["Parental leave can also be taken as a paid sabbatical in Lisbon."]
     assert "Every employee also receives a company car during parental leave." in reasons
     assert "company car" not in answer.text and "Lisbon" not in answer.text
+
+
+async def test_an_item_of_several_sentences_is_checked_sentence_by_sentence(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    # one written item: the right value, then an invented claim; judged whole, the item fell with
+    # the invented sentence (no source sentence states all it says, so nothing could requote it)
+    invented = "Parental leave can also be taken as a paid sabbatical in Lisbon."
+    fake.responder = Models(writes(joined(copy("16 weeks"), stated(invented, citing="16 weeks"))))
+    answer = await ask(core(candor, fake), handbook, PARENTAL)
+    assert answer.route != "abstained"
+    assert [s.text for s in answer.sentences] == ["The primary carer receives 16 weeks of fully paid parental leave."]
+    assert invented in {d.text for d in answer.dropped} and "Lisbon" not in answer.text
+
+
+MOVE = "How do we move to the Team plan?"
+
+
+async def test_an_open_question_is_quoted_from_its_section_and_the_model_is_not_asked(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    # a how-to's answer is its section's steps: quoted as the offline writer quotes them, not
+    # summarised by a small model past what the critic can check
+    fake.responder = Models(writes(stated("You can move to the Team plan whenever you like.", citing="Billing page")))
+    answer = await ask(core(candor, fake), handbook, MOVE)
+    assert fake.chat_requests == []
+    assert answer.route == "answered" and gate(answer, "writer").details["writer"] == "sections"
+    assert answer.sentences[0].text.startswith("Existing Starter customers can upgrade to the Team plan")
+    assert "whenever you like" not in answer.text
+    # with section extracts off, the model writes it
+    answer = await ask(core(candor, fake, section_extracts=False), handbook, MOVE)
+    assert fake.chat_requests and gate(answer, "writer").details["writer"] == "llm-writer:writer-model"
+
+
+async def test_a_value_part_beside_an_open_part_is_written_by_the_model(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    question = f"{MOVE} And how much paid parental leave does the primary carer get?"
+    fake.responder = Models(
+        writes(stated("Just ask your account manager to move you.", citing="Billing page"), copy("16 weeks", part=2))
+    )
+    answer = await ask(core(candor, fake), handbook, question)
+    assert len(fake.chat_requests) == 1
+    texts = [s.text for s in answer.sentences]
+    assert any(t.startswith("Existing Starter customers can upgrade") for t in texts)
+    assert any("16 weeks" in t for t in texts) and "account manager" not in answer.text
 
 
 async def test_a_true_claim_citing_a_passage_that_does_not_exist_is_rescued_with_a_real_citation(
