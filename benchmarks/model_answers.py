@@ -40,8 +40,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -64,7 +66,9 @@ REPO = Path(__file__).resolve().parents[1]
 BLIND = REPO / "eval" / "blind"
 ANSWERS = CACHE / "model_answers"
 SETS = ("handbook", "campus", "helpcentre", "servicedesk", "hardware", "saas", "transit", "tasks")
-SYSTEMS = ("naive", "candor-model", "offline")
+SYSTEMS = ("naive", "langchain", "candor-model", "offline")
+BASELINES = ("naive", "langchain")
+"""Systems without Candor's gates on their path: their answers stand across Candor's commits."""
 MODEL = "qwen2.5-coder-1.5b-instruct"
 BASE_URL = "http://127.0.0.1:8090/v1"
 NAIVE_K = 4
@@ -103,18 +107,47 @@ async def naive_answer(candor: Candor, client: Any, model: str, item: GoldenItem
         messages=[{"role": "user", "content": NAIVE_PROMPT.format(question=item.question, context=context)}],
     )
     ms = (time.perf_counter() - started) * 1000
-    text = (response.choices[0].message.content or "").strip()
-    cited = tuple(range(1, len(passages) + 1))
-    sentences = tuple(AnswerSentence(s, cited) for s in split_sentences(text) if not REFUSAL.search(s))
     usage = response.usage
     prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
-    call = ModelCall("naive", model, prompt, completion, ms, "ok")
     sources = tuple(
         Source(n, p.document, p.title, p.heading, p.text, p.score, p.url, p.effective_date, p.chunk_id, p.document_id)
         for n, p in enumerate(passages, 1)
     )
+    call = ModelCall("naive", model, prompt, completion, ms, "ok")
+    return chain_answer(item.question, (response.choices[0].message.content or "").strip(), sources, call)
+
+
+def chain_answer(question: str, text: str, sources: Sequence[Source], call: ModelCall) -> Answer:
+    """A baseline's reply as an `Answer`: refusal sentences are not delivered, the rest cite every
+    passage the model was given; nothing delivered is an abstention."""
+    cited = tuple(range(1, len(sources) + 1))
+    sentences = tuple(AnswerSentence(s, cited) for s in split_sentences(text) if not REFUSAL.search(s))
     route: Route = "answered" if sentences else "abstained"
-    return Answer(item.question, route, text, sentences, sources, timings_ms={"total": ms}, model_calls=(call,))
+    return Answer(question, route, text, sentences, tuple(sources), timings_ms={"total": call.ms}, model_calls=(call,))
+
+
+def langchain_answers(args: argparse.Namespace, todo: Sequence[GoldenItem]) -> Iterable[tuple[GoldenItem, Answer]]:
+    """LangChain's standard retrieval chain, run from its own venv (benchmarks/langchain_baseline.py
+    `rag`: the tutorial's splitter, PGVectorStore, top 4, the tutorial's prompt, ChatOpenAI on the
+    same server). It has no access control: a restricted document is as readable as any."""
+    if args.langchain_python is None:
+        raise SystemExit("--system langchain needs --langchain-python (the venv of benchmarks/langchain_baseline.py)")
+    raw = ANSWERS / f"{args.set}-langchain.raw.jsonl"
+    asked = ANSWERS / f"{args.set}-langchain.questions.json"
+    asked.write_text(json.dumps([{"id": i.id, "question": i.question} for i in todo]), encoding="utf-8")
+    script = REPO / "benchmarks" / "langchain_baseline.py"
+    command = [str(args.langchain_python), str(script), "rag", "--docs", str(BLIND / args.set / "docs")]
+    command += ["--questions", str(asked), "--base-url", args.base_url, "--model", args.model, "--out", str(raw)]
+    subprocess.run(command, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    lines = {r["id"]: r for r in read_rows([raw])}
+    for item in todo:
+        line = lines[item.id]
+        sources = tuple(
+            Source(n, p["source"], Path(p["source"]).name, "", p["text"], 0.0, None, None, 0, 0)
+            for n, p in enumerate(line["passages"], 1)
+        )
+        call = ModelCall("langchain", args.model, 0, 0, line["seconds"] * 1000, "ok")
+        yield item, chain_answer(item.question, line["answer"].strip(), sources, call)
 
 
 def row_of(key: dict[str, str], answer: Answer, seconds: float) -> dict[str, Any]:
@@ -161,7 +194,7 @@ async def run(args: argparse.Namespace) -> None:
     path = cache_file(args.set, args.system)
     path.parent.mkdir(parents=True, exist_ok=True)
     base = {"commit": commit, "set": args.set, "system": args.system, "model": model}
-    if args.system == "naive":  # Candor's gates are not on its path: its answers stand across commits
+    if args.system in BASELINES:  # Candor's gates are not on their path: their answers stand across commits
         done = {r["id"] for r in read_rows([path]) if r["model"] == model}
         todo = [i for i in items if i.id not in done]
     else:
@@ -169,6 +202,12 @@ async def run(args: argparse.Namespace) -> None:
         todo = [i for i in items if key_of({**base, "id": i.id}) not in done_keys]
     print(f"{args.set}/{args.system}/{model} @ {commit}: {len(items) - len(todo)} cached, {len(todo)} to ask")
     if not todo:
+        return
+    if args.system == "langchain":
+        for item, answer in langchain_answers(args, todo):
+            row = row_of({**base, "id": item.id}, answer, answer.timings_ms["total"] / 1000)
+            with path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
         return
     overrides: dict[str, object] = {"home": cached_home(CACHE / f"model-answers-{args.set}"), "database_url": None}
     if args.system == "candor-model":
@@ -386,7 +425,7 @@ def summary(judged: Sequence[Judged]) -> dict[str, str]:
     answerable = [j for j in judged if j.scored.item.answerable]
     rows = [j.row for j in judged]
     seconds = [r["latency_s"] for r in rows]
-    tokens = [r["prompt_tokens"] + r["completion_tokens"] for r in rows]
+    tokens = [r["prompt_tokens"] + r["completion_tokens"] for r in rows if r["system"] != "langchain"]  # not told
     return {
         "questions": str(len(judged)),
         "answered": count(j.delivered for j in answerable),
@@ -411,7 +450,7 @@ def report() -> None:
     rows = read_rows(sorted(ANSWERS.glob("*.jsonl")))
     groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for row in rows:  # a column per system, model and commit (a run that spans a commit shows as two)
-        at = "" if row["system"] == "naive" else f" @ {row['commit']}"
+        at = "" if row["system"] in BASELINES else f" @ {row['commit']}"
         system = f"{row['system']} ({row['model']}){at}"
         groups.setdefault(row["set"], {}).setdefault(system, []).append(row)
     for name, systems in sorted(groups.items()):
@@ -437,6 +476,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--base-url", default=BASE_URL)
     parser.add_argument("--llm-timeout", type=float, default=600.0, help="seconds per model request")
     parser.add_argument("--answer-budget", type=float, default=1800.0, help="seconds of model time per answer")
+    parser.add_argument("--langchain-python", type=Path, default=None, help="for --system langchain")
     parser.add_argument("--report", action="store_true", help="score the cached answers and print the tables")
     args = parser.parse_args(argv)
     if args.report:

@@ -4,8 +4,9 @@ A 1.5B model on two cores takes about a minute per answer, so measuring a change
 on a development set would cost an hour each time, though the gates change nothing the model is
 asked first. This proxy forwards `POST /v1/chat/completions` to the real server and keeps each
 successful reply under the sha256 of the request body; the same request again is answered from the
-file. Only a change that alters what the model is asked (a prompt, a retry, a repair) reaches the
-model. Greedy decoding (temperature 0) makes the reply a function of the request on one machine.
+file (the request is kept beside it, `<sha256>.request.json`, so that what the model was shown can
+be read back). Only a change that alters what the model is asked (a prompt, a retry, a repair)
+reaches the model. Greedy decoding (temperature 0) makes the reply a function of the request on one machine.
 
     python scripts/local_model.py serve --model qwen-1.5b --port 8090 --threads 2
     .venv/bin/python benchmarks/model_replay.py --port 8091 --upstream http://127.0.0.1:8090
@@ -49,7 +50,10 @@ def make_app(upstream: str, cache: Path) -> web.Application:
         key = key_of(body)
         path = cache / f"{key}.json"
         replayable = request.method == "POST" and request.path.endswith("/chat/completions")
+        asked = path.with_suffix(".request.json")  # kept beside the reply: what the model was shown
         if replayable and path.exists():
+            if not asked.exists():
+                asked.write_bytes(body)
             counts["hit"] += 1
             print(f"replay hit {key[:12]} ({counts['hit']} hits, {counts['miss']} misses)", file=sys.stderr)
             headers = {"x-candor-replay": "hit"}
@@ -62,6 +66,7 @@ def make_app(upstream: str, cache: Path) -> web.Application:
                 counts["miss"] += 1
                 print(f"replay miss {key[:12]} -> {reply.status} ({counts['miss']} misses)", file=sys.stderr)
                 if reply.status == 200:
+                    asked.write_bytes(body)
                     partial = path.with_suffix(".part")
                     partial.write_bytes(data)
                     partial.replace(path)
