@@ -30,10 +30,11 @@ _VERSION = re.compile(
 never a bare "2.5", which is as often an amount, nor an IP address."""
 _UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĔĖĘĚĜĞĠĢĤĦĨĪĬĮİĲĴĶĹĻĽĿŁŃŅŇŊŌŎŐŒŔŖŘŚŜŞŠŢŤŦŨŪŬŮŰŲŴŶŸŹŻŽ"
 """Capital letters of the Latin scripts: "Kraków", "Zürich", "Łódź" and "Malmö" are names too."""
-_NAME_WORD = rf"(?:[{_UPPER}][^\W_]+|\d+-[{_UPPER}][^\W_]+)(?:\+|\b)"
+_NAME_WORD = rf"(?:[{_UPPER}][^\W_]+|\d+-[{_UPPER}][^\W_]+)(?:(?:\+[{_UPPER}\d][^\W_]*)+|\+|\b)"
 _NAME = re.compile(rf"(?<![\w-]){_NAME_WORD}(?:[ -]{_NAME_WORD})*")
 """Capitalised words in a run; a count joined to a capitalised word belongs to the name
-("FlexPass 10-Trip", not "FlexPass" and "Trip")."""
+("FlexPass 10-Trip", not "FlexPass" and "Trip"), and so does a key joined by "+" ("Ctrl+K",
+"Ctrl+Shift+P": one name, not "Ctrl+")."""
 
 
 _NOT_PEOPLE = frozenset(

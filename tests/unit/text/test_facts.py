@@ -133,6 +133,9 @@ def test_names_are_capitalised_terms_not_at_the_start() -> None:
     assert names("Our CEO is Priya Raman.") == {"CEO", "Priya Raman"}
     assert names("Is a FlexPass 10-Trip valid on buses?") == {"FlexPass 10-Trip"}  # a count joined to a word
     assert names("Connect to Wi-Fi with Care+ Premium.") == {"Wi-Fi", "Care+ Premium"}
+    # a key combination is one name: "Ctrl+" alone made "Ctrl+K" look like a swap for "Ctrl+F"
+    assert names("The shortcut for search on Windows is Ctrl+K.") == {"Windows", "Ctrl+K"}
+    assert names("It opens with Ctrl+Shift+P on Linux.") == {"Ctrl+Shift+P", "Linux"}
 
 
 def test_the_first_word_of_a_sentence_is_not_a_name() -> None:
