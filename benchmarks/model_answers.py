@@ -191,9 +191,10 @@ async def run(args: argparse.Namespace) -> None:
     model = "extractive" if args.system == "offline" else args.model
     items = load_golden(BLIND / args.set / "golden.yaml")[: args.limit]
     commit = code_version()
-    path = cache_file(args.set, args.system)
+    path = cache_file(args.set, f"{args.system}+{args.variant}" if args.variant else args.system)
     path.parent.mkdir(parents=True, exist_ok=True)
-    base = {"commit": commit, "set": args.set, "system": args.system, "model": model}
+    system = f"{args.system}+{args.variant}" if args.variant else args.system
+    base = {"commit": commit, "set": args.set, "system": system, "model": model}
     if args.system in BASELINES:  # Candor's gates are not on their path: their answers stand across commits
         done = {r["id"] for r in read_rows([path]) if r["model"] == model}
         todo = [i for i in items if i.id not in done]
@@ -447,7 +448,7 @@ def summary(judged: Sequence[Judged]) -> dict[str, str]:
 
 
 def report() -> None:
-    rows = read_rows(sorted(ANSWERS.glob("*.jsonl")))
+    rows = read_rows(sorted(p for p in ANSWERS.glob("*.jsonl") if not p.name.endswith(".raw.jsonl")))
     groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for row in rows:  # a column per system, model and commit (a run that spans a commit shows as two)
         at = "" if row["system"] in BASELINES else f" @ {row['commit']}"
@@ -476,6 +477,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--base-url", default=BASE_URL)
     parser.add_argument("--llm-timeout", type=float, default=600.0, help="seconds per model request")
     parser.add_argument("--answer-budget", type=float, default=1800.0, help="seconds of model time per answer")
+    parser.add_argument(
+        "--variant",
+        default="",
+        help="a name for the CANDOR_* settings this run changes (set them in the environment): its answers "
+        "are kept and reported apart, as system+variant",
+    )
     parser.add_argument("--langchain-python", type=Path, default=None, help="for --system langchain")
     parser.add_argument("--report", action="store_true", help="score the cached answers and print the tables")
     args = parser.parse_args(argv)

@@ -6,8 +6,6 @@ as `PromptPassage` rows (number, title, source, effective date, text). The model
 
 - citations of passages that do not exist are removed (a sentence left without any is kept, so
   that the critic rejects it and the gate log says why);
-- a written item of several sentences becomes one claim per sentence (`claims_of`), so the critic
-  keeps the steps it can check and drops only the one it cannot;
 - a sentence copied from the prompt itself (a rule, the template) is dropped;
 - `abstained` with sentences, or sentences with `abstained`, contradict: the reply is malformed
   and retried (`LLMOutputError`);
@@ -28,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.backends.llm import StructuredModel, quoted
 from rag.errors import LLMError, LLMOutputError
-from rag.ingest.sentences import split_sentences
 from rag.model.evidence import Draft, DraftConflict, DraftSentence, SynthesisRequest
 from rag.model.ports import SamplingSynthesizer, Synthesizer
 from rag.model.types import Passage
@@ -185,12 +182,12 @@ def to_draft(written: WrittenAnswer, request: SynthesisRequest, *, prompt: str, 
     parts = len(request.parts)
     sentences: list[DraftSentence] = []
     for s in kept:
+        text = clean_sentence(s.text)
+        if not text or _copied_from_prompt(text, prompt):
+            continue
         citations = tuple(dict.fromkeys(n for n in s.citations if 0 < n <= len(request.context)))
         part = s.part - 1 if 0 < s.part <= parts else 0
-        for piece in claims_of(s.text):
-            text = clean_sentence(piece)
-            if text and not _copied_from_prompt(text, prompt):
-                sentences.append(DraftSentence(text, citations, part))
+        sentences.append(DraftSentence(text, citations, part))
     answered = {s.part for s in sentences}
     unanswered = sorted({n - 1 for n in written.unanswered_parts if 0 < n <= parts} - answered)
     unanswered += [i for i in range(parts) if i not in answered and i not in unanswered]
@@ -198,19 +195,6 @@ def to_draft(written: WrittenAnswer, request: SynthesisRequest, *, prompt: str, 
         DraftConflict(c.note.strip(), tuple(c.values), tuple(c.citations)) for c in written.conflicts if c.values
     )
     return Draft(tuple(sentences), tuple(sorted(set(unanswered))), conflicts=conflicts)
-
-
-_LEAD_IN = re.compile(r"^[^.;]{0,80}:\W*$")
-
-
-def claims_of(text: str) -> list[str]:
-    """The claims of one written "sentence": its sentences, each checked on its own. A small model
-    packs a whole procedure into one item ("... click Change owner. Choose an active member ... and
-    click Save."); judged whole, one reworded step sank the rest. A lead-in ending in a colon
-    ("Follow these steps:") states nothing and is left out when the item says more."""
-    pieces = split_sentences(text) or [text]
-    said = [p for p in pieces if not _LEAD_IN.match(p.strip())]
-    return said or pieces
 
 
 _PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\.\.\.|…|one sentence of the answer\.?|string|text)$", re.IGNORECASE)

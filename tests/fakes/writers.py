@@ -74,18 +74,6 @@ def stated(text: str, *, citing: str | None = None, citations: Sequence[int] = (
     return make
 
 
-def joined(*sentences: Sentence) -> Sentence:
-    """Several sentences written as one item (their texts joined, their citations together), as a
-    small model packs a procedure into one "sentence"."""
-
-    def make(request: ChatRequest) -> dict[str, Any]:
-        made = [s(request) for s in sentences]
-        cited = list(dict.fromkeys(n for m in made for n in m["citations"]))
-        return {"text": " ".join(m["text"] for m in made), "citations": cited, "part": made[0]["part"]}
-
-    return make
-
-
 def miscited(text: str, *, holding: str, part: int = 1) -> Sentence:
     """`text` as written, citing a passage of the prompt other than the one holding `holding` (a small
     model's mis-citation among the passages it was shown)."""

@@ -28,7 +28,6 @@ from tests.fakes.writers import (
     compares,
     copy,
     disagreement,
-    joined,
     judges,
     miscited,
     stated,
@@ -126,19 +125,6 @@ async def test_an_uncited_sentence_and_an_unsupported_one_are_dropped(
     assert "cites no passage" in reasons["Parental leave can also be taken as a paid sabbatical in Lisbon."]
     assert "Every employee also receives a company car during parental leave." in reasons
     assert "company car" not in answer.text and "Lisbon" not in answer.text
-
-
-async def test_an_item_of_several_sentences_is_checked_sentence_by_sentence(
-    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
-) -> None:
-    # one written item: the right value, then an invented claim; judged whole, the item fell with
-    # the invented sentence (no source sentence states all it says, so nothing could requote it)
-    invented = "Parental leave can also be taken as a paid sabbatical in Lisbon."
-    fake.responder = Models(writes(joined(copy("16 weeks"), stated(invented, citing="16 weeks"))))
-    answer = await ask(core(candor, fake), handbook, PARENTAL)
-    assert answer.route != "abstained"
-    assert [s.text for s in answer.sentences] == ["The primary carer receives 16 weeks of fully paid parental leave."]
-    assert invented in {d.text for d in answer.dropped} and "Lisbon" not in answer.text
 
 
 MOVE = "How do we move to the Team plan?"
