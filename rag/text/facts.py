@@ -78,7 +78,7 @@ _VALUE = re.compile(
     rf"|(?P<version>\bv\d+(?:\.\d+)+(?:-[a-z]+)?\b|\b\d+\.\d+\.\d+\b)"
     rf"|(?P<pre>\b(?:A|C|NZ|US))?(?P<cur>[$£€])\s?(?P<amt>{_NUMBER})(?:\s?(?P<mult>million|billion|bn|k|m|b)\b)?"
     rf"|(?P<code>\b(?:{_CODES}))\s?(?P<camt>{_NUMBER})\b"
-    rf"|(?P<date>\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}\s+(?:{_MONTHS})\w*\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\b\w*|(?:{_MONTHS})\w*\s+\d{{1,2}}(?:,\s*\d{{4}})?)"
+    rf"|(?P<date>\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}\s+(?:{_MONTHS})\w*\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\b\w*|(?:{_MONTHS})\w*\s+\d{{1,2}}(?!\d)(?:,\s*\d{{4}})?)"
     rf"|(?P<time>\b\d{{1,2}}:\d{{2}}\b)"
     rf"|(?P<word>\b(?:{_WORDS})(?:-(?:{_WORDS}))?(?:\s+(?:hundred|thousand))?)[\s-]"
     rf"(?:(?!business|working)[a-z]+\s)?(?P<wunit>(?:{_UNIT_WORDS}))\b"
@@ -161,6 +161,24 @@ def network_addresses(text: str) -> list[str]:
     return found + ips
 
 
+_MONTH_NUMBERS = {name: n for n, names in enumerate(_MONTHS.split("|")[:12], 1) for name in (names, names[:3])}
+_MONTH_NUMBERS["sept"] = 9
+_DAY_MONTH = re.compile(r"(?P<d>\d{1,2})\s+(?P<m>[a-z]+)(?:\s+(?P<y>\d{4}))?")
+_MONTH_DAY = re.compile(r"(?P<m>[a-z]+)\s+(?P<d>\d{1,2})(?:,\s*(?P<y>\d{4}))?")
+
+
+def _date_key(written: str) -> str:
+    """A date as one key however it is written: "30 September 2026", "September 30, 2026" and
+    "2026-09-30" are all "2026-09-30"; without a year, "09-30". Unreadable: its words, lower-cased."""
+    text = " ".join(written.lower().split())
+    m = _DAY_MONTH.fullmatch(text) or _MONTH_DAY.fullmatch(text)
+    month = (_MONTH_NUMBERS.get(m["m"]) or _MONTH_NUMBERS.get(m["m"][:3])) if m else None
+    if m is None or month is None or not 1 <= int(m["d"]) <= 31:
+        return text
+    day = f"{month:02d}-{int(m['d']):02d}"
+    return f"{m['y']}-{day}" if m["y"] else day
+
+
 def values(text: str) -> list[Value]:
     """Amounts, durations, counts, dates, times and percentages, in order (cached by text)."""
     return list(_values(text))
@@ -188,7 +206,7 @@ def _values(text: str) -> tuple[Value, ...]:
             currency = CURRENCY_CODES[m.group("code").upper()]
             found.append(Value(f"money{currency}", m.group("camt").replace(",", ""), m.group(0)))
         elif m.group("date"):
-            found.append(Value("date", " ".join(m.group("date").lower().split()), m.group(0)))
+            found.append(Value("date", _date_key(m.group("date")), m.group(0)))
         elif m.group("time"):
             found.append(Value("time", m.group("time"), m.group(0)))
         elif m.group("word"):

@@ -37,7 +37,11 @@ def keys(text: str) -> list[tuple[str, str]]:
         ("One of the plans is free.", []),
         ("Uptime is 99.9% each month.", [("percent", "99.9")]),
         ("Uptime is 99.9 percent each month.", [("percent", "99.9")]),
-        ("Days must be used by 31 March of the following year.", [("date", "31 march")]),
+        ("Days must be used by 31 March of the following year.", [("date", "03-31")]),
+        # a date is one key however it is written (a model writes "September 30, 2026")
+        ("Requests after September 30, 2026 return 410 Gone.", [("date", "2026-09-30"), ("number", "410")]),
+        ("Switched off on 30 September 2026.", [("date", "2026-09-30")]),
+        ("Renewals in Dec 2024 were late.", [("number", "2024")]),  # a month and year, not "Dec 20"
         ("The policy is effective 2026-01-01.", [("date", "2026-01-01")]),
         ("Core hours are 10:00 to 15:00.", [("time", "10:00"), ("time", "15:00")]),
         ("It supports up to 2,000 monitored hosts.", [("host", "2000")]),
