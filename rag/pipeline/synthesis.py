@@ -34,11 +34,12 @@ SECOND_SENTENCE_MARGIN = 0.12
 """A sentence this close behind the best one completes it when it adds a value or several words."""
 
 
-def quoted_section(part: PartEvidence, index: int, numbers: dict[int, int]) -> list[DraftSentence]:
+def quoted_section(part: PartEvidence, index: int, numbers: dict[int, int]) -> list[DraftSentence] | None:
     """An open part's section extract (rag/pipeline/sections.py) as draft sentences, each cited by
-    its context number; empty when the part is not open or no section of its best passages is named."""
-    if not (part.retrieved and is_open(part.text) and has_sections(part.ranked)):
-        return []
+    its context number: empty when its best passages have sections but none is named, None when the
+    part is not an open question about sectioned text (answered as any other)."""
+    if not (is_open(part.text) and has_sections(part.ranked)):
+        return None
     return [
         DraftSentence(clean_sentence(s.text), (numbers[s.passage.chunk_id],), index, s)
         for s in section_extract(part.text, part.ranked)
@@ -96,8 +97,8 @@ class ExtractiveSynthesizer:
         pools = [_candidates(part) if part.retrieved else [] for part in request.parts]
         bests = self.assign(request.parts, pools)
         for index, part in enumerate(request.parts):
-            if self.sections and is_open(part.text) and has_sections(part.ranked):  # that section, or nothing
-                extract = quoted_section(part, index, numbers)
+            extract = quoted_section(part, index, numbers) if self.sections else None
+            if extract is not None:  # an open question: its section, or nothing
                 used.update(s.text for s in extract)
                 sentences.extend(extract)
                 if not extract:
