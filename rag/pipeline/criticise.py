@@ -16,7 +16,7 @@ from rag.pipeline.attempt import Attempt, Run, context_of
 from rag.pipeline.bridge import without_lone_bridges
 from rag.pipeline.gates.rescue import rescue_gate
 from rag.pipeline.rescue import ClaimRescuer
-from rag.text.exact_checks import contradicts_evidence
+from rag.text.exact_checks import contradicts_evidence, misattributes
 from rag.text.names import names
 
 
@@ -84,7 +84,7 @@ class Criticise:
             *(
                 self.rescuer.requote(c.text, c.passages, read=read, echoed=echoed)
                 for c in failed
-                if c.origin_index in written
+                if c.origin_index in written and not misattributes(c.reasons)
             )
         )
         tried = {r.sentence: r for r in requoted if r is not None}

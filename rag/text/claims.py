@@ -33,7 +33,9 @@ _NEGATION = re.compile(
 _UNIVERSAL = re.compile(
     r"\b(?:all|every|any|each|always|everyone|everybody|everything|whole)\b(?:\s+(\w+))?", re.IGNORECASE
 )
-_RATE = re.compile(r"\s*(?:a|an|per|each|every)\s+(\w+)", re.IGNORECASE)
+_PER_VALUE = re.compile(r"\d\S*(?:\s+\w+)?\s+(?:for\s+)?$")
+"""Just before "every"/"each": a value it is a rate of ("$0.67 for every mile"), not a scope."""
+_RATE = re.compile(r"\s*(?:for\s+)?(?:a|an|per|each|every)\s+(\w+)", re.IGNORECASE)
 
 
 def sibling_names(text: str, asked: set[str], question: str) -> set[str]:
@@ -175,6 +177,10 @@ def wider_scope(claim: str, evidence_sentence: str) -> bool:
     """The claim says "every plan" (or "all ...") where the evidence sentence does not say it of the same thing."""
 
     def scopes(text: str) -> set[str]:
-        return {(m.group(1) or "").lower().rstrip("s") for m in _UNIVERSAL.finditer(text)}
+        return {
+            (m.group(1) or "").lower().rstrip("s")
+            for m in _UNIVERSAL.finditer(text)
+            if not _PER_VALUE.search(text, 0, m.start())
+        }
 
     return bool(scopes(claim) - scopes(evidence_sentence))

@@ -31,8 +31,11 @@ def settled_verdict(sentence: str, evidence: Sequence[str]) -> Verdict | None:
     return None
 
 
+MISATTRIBUTED = "is stated for another subject"
+"""A value the cited evidence gives, but for another subject or variant (another plan's price)."""
+
 CONTRADICTIONS = (
-    "is stated for another subject",
+    MISATTRIBUTED,
     "negation differs",
     "claims all/every",
     "where the closest evidence names another",
@@ -55,6 +58,10 @@ code or name the evidence lacks, an added qualifier, and every contradiction."""
 
 def contradicts_evidence(reasons: Sequence[str]) -> bool:
     return any(marker in reason for reason in reasons for marker in CONTRADICTIONS)
+
+
+def misattributes(reasons: Sequence[str]) -> bool:
+    return any(MISATTRIBUTED in reason for reason in reasons)
 
 
 def hard_failure(verdict: Verdict) -> bool:

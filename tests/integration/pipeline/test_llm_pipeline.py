@@ -563,7 +563,7 @@ async def test_the_openai_key_goes_only_to_its_own_endpoint(
 async def test_a_reworded_fact_the_verifier_rejects_is_requoted_from_its_source(
     candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
 ) -> None:
-    reworded = "If I drive my own car on business, I get $0.67 for every mile."
+    reworded = "Driving your own car for work is paid back at $0.67 a mile."
     fake.responder = Models(writes(stated(reworded, citing="private car is reimbursed")))
     answer = await ask(core(candor, fake, retry=False), handbook, "What is the mileage rate for a private car?")
     assert answer.route == "answered", answer.text
@@ -593,6 +593,19 @@ async def test_a_value_no_passage_it_was_shown_states_is_not_requoted_from_any(
     answer = await ask(core(candor, fake, retry=False), handbook, "What is the mileage rate for a private car?")
     assert "0.76" not in answer.text and answer.route == "abstained", answer.text
     assert not any("requoted" in reason for d in answer.dropped for reason in d.reasons)
+
+
+async def test_a_value_its_evidence_gives_for_another_case_is_not_requoted_as_the_answer(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    """The general hotel cap is a true sentence, but not London's: a written sentence its evidence
+    contradicts is wrong, not reworded, and its value's source sentence does not take its place."""
+    written = "In London, hotel costs are reimbursed up to $200 per night."
+    fake.responder = Models(writes(stated(written, citing="hotel costs are reimbursed up to $275")))
+    answer = await ask(core(candor, fake, retry=False), handbook, "What is the hotel cap in London?")
+    assert "$200" not in answer.text, answer.text
+    reasons = {d.text: " ".join(d.reasons) for d in answer.dropped}
+    assert "stated for another subject" in reasons[written] and "requoted" not in reasons[written]
 
 
 async def test_a_name_from_the_question_need_not_be_in_the_source_sentence_it_restates(

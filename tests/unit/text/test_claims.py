@@ -75,6 +75,14 @@ def test_scope() -> None:
     assert not wider_scope("Every plan starts with a 14-day free trial.", "Every plan starts with a 14-day free trial.")
 
 
+def test_a_rate_worded_for_every_unit_is_the_same_rate_and_no_scope() -> None:
+    mileage = ["Business travel in a private car is reimbursed at $0.67 per mile."]
+    assert misattributed("I get $0.67 for every mile I drive my private car.", mileage) == []
+    assert misattributed("I get $0.67 for every day I drive my private car.", mileage) == ["$0.67"]
+    assert not wider_scope("A private car is reimbursed at $0.67 for each mile.", mileage[0])
+    assert wider_scope("Each private car is reimbursed at $0.67 per mile.", mileage[0])
+
+
 def test_swapped_names_against_the_closest_sentence() -> None:
     evidence = "Priya Raman is the Chief Executive Officer of Northwind Labs."
     assert swapped_names("Tomasz Nowak is the Chief Executive Officer of Northwind Labs.", evidence) == {"Tomasz Nowak"}
