@@ -153,8 +153,11 @@ def langchain_answers(args: argparse.Namespace, todo: Sequence[GoldenItem]) -> I
 def row_of(key: dict[str, str], answer: Answer, seconds: float) -> dict[str, Any]:
     """One cached line: the key, what the scorer needs (the whole answer, cited passages included as
     `answer.sources[].excerpt`), latency, tokens and the gates' first-pass and retry outcomes."""
-    faith = [g for g in answer.gates if g.gate == "faithfulness"]
-    last = max((g.attempt for g in answer.gates), default=1)
+    # the model's attempts only: with the extractive writer first, those follow its attempts
+    written = {g.attempt for g in answer.gates if g.gate == "writer" and g.details.get("writer") != "extractive-v1"}
+    first = min(written, default=None)
+    faith = [g for g in answer.gates if g.gate == "faithfulness" and g.attempt in written]
+    last = max(written, default=first)
     calls = answer.model_calls
     return {
         **key,
@@ -164,9 +167,9 @@ def row_of(key: dict[str, str], answer: Answer, seconds: float) -> dict[str, Any
         "prompt_tokens": sum(c.prompt_tokens for c in calls),
         "completion_tokens": sum(c.completion_tokens for c in calls),
         "model_calls": len(calls),
-        "first_pass_rejected": None if not faith else any(g.attempt == 1 and not g.passed for g in faith),
-        "retried": last > 1,
-        "retry_resolved": None if last == 1 else any(g.attempt == last and g.passed for g in faith),
+        "first_pass_rejected": None if not faith else any(g.attempt == first and not g.passed for g in faith),
+        "retried": last != first,
+        "retry_resolved": None if last == first else any(g.attempt == last and g.passed for g in faith),
         "writer_fallback": [g.details.get("fallback") for g in answer.gates if g.gate == "writer" and not g.passed],
         "model_errors": sorted({c.error for c in calls if c.error}),
         "modes": sorted({c.mode for c in calls if c.mode}),

@@ -48,8 +48,15 @@ def handbook_text() -> str:
 
 
 def writer_core(candor: Candor, base_url: str, **settings: Any) -> Candor:
-    """Candor as `candor eval` builds it with `CANDOR_WRITER=openai:writer-model` and `OPENAI_BASE_URL`."""
-    chosen = {"writer": "openai:writer-model", "openai_base_url": base_url, "llm_attempts": 2, **settings}
+    """Candor as `candor eval` builds it with `CANDOR_WRITER=openai:writer-model` and `OPENAI_BASE_URL`,
+    the model writing every answer (`CANDOR_EXTRACTIVE_FIRST=false`): every planted draft meets the critic."""
+    chosen = {
+        "writer": "openai:writer-model",
+        "openai_base_url": base_url,
+        "llm_attempts": 2,
+        "extractive_first": False,
+        **settings,
+    }
     configured = candor.settings.model_copy(update=chosen)
     answerer = build_answerer(configured, candor.store, candor.embedder, candor.retriever, tracker=candor.tracker)
     return dataclasses.replace(candor, settings=configured, answerer=answerer)

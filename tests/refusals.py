@@ -1,5 +1,5 @@
 """The refusals the adapter tests ask for, one per gate or writer that refuses: each question (or, for
-the model-written kinds, the fake model's script on `PARENTAL`) with the reason its "Ask a person"
+the model-written kinds, the fake model's script on `LOST`) with the reason its "Ask a person"
 offer carries (`bot.render.handoff.handoff_reason`). Questions are about the sample handbook."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ RESTRICTED_QUESTION = "What is the salary band for an L3 Senior Software Enginee
 """Answered only where hr-confidential may be read; elsewhere refused without a hint that it exists."""
 STIPEND = "How much is the home office stipend?"
 PARENTAL = "How much paid parental leave does the primary carer get?"
+LOST = "What happens if I lose my laptop?"
+"""One the extractive writer does not answer: with a model writing (and the defaults), the model does."""
 
 REFUSALS = {  # the offline pipeline's refusals
     "I don't know": ("Where do I store my bicycle at the office?", "abstained"),
@@ -21,11 +23,11 @@ REFUSALS = {  # the offline pipeline's refusals
     ),
 }
 UNSUPPORTED = (
-    stated("Managers receive 30 weeks of paid parental leave.", citing="16 weeks"),
-    stated("Carers may also take 40 extra days of leave.", citing="16 weeks"),
+    stated("Managers must report a lost laptop within 30 days.", citing="within 24 hours"),
+    stated("A lost laptop is replaced within 40 days.", citing="within 24 hours"),
 )
-MODEL_REFUSALS = {  # what a model-backed writer (on the fake OpenAI server) does with `PARENTAL`
+MODEL_REFUSALS = {  # what a model-backed writer (on the fake OpenAI server) does with `LOST`
     "the model declines": (writes(abstained=True), "abstained"),
     "every claim unsupported": (writes(*UNSUPPORTED), "abstained"),
-    "low confidence": (writes(copy("16 weeks"), *UNSUPPORTED), "low_confidence"),
+    "low confidence": (writes(copy("within 24 hours"), *UNSUPPORTED), "low_confidence"),
 }

@@ -53,9 +53,14 @@ class AnswerSettings(BaseSettings):
     section_extracts: bool = Field(True, validation_alias=_env("CANDOR_SECTION_EXTRACTS"))
     """CANDOR_SECTION_EXTRACTS: an open question ("how do I ...", "what are the kinds of ...") is
     answered with the leading sentences of the section whose heading names its subject
-    (rag/pipeline/sections.py). The offline writer leaves it unanswered when no section does; with
-    a language model writing, the model answers it then (and is not asked when every part is
-    quoted). Off: the writer answers open questions as any other."""
+    (rag/pipeline/sections.py). The offline writer leaves it unanswered when no section does (with
+    a language model writing, the model answers it then: CANDOR_EXTRACTIVE_FIRST). Off: the writer
+    answers open questions as any other."""
+    extractive_first: bool = Field(True, validation_alias=_env("CANDOR_EXTRACTIVE_FIRST"))
+    """CANDOR_EXTRACTIVE_FIRST: with a language model writing (CANDOR_WRITER), the extractive
+    writer answers first, quoting the documents, and the model writes only when that answer is not
+    delivered (abstained or low confidence); both are logged, the model's attempts numbered after.
+    Off: the model writes every answer."""
     rules_off: list[Literal["bridge", "premise", "relevance"]] = Field(
         default_factory=list, validation_alias=_env("CANDOR_RULES_OFF")
     )

@@ -82,7 +82,7 @@ class PipelineConfig:
 
 class AttemptRunner(Protocol):
     async def with_retry(
-        self, understood: Understood, scope: AccessScope, *, progress: Reporter = SILENT
+        self, understood: Understood, scope: AccessScope, *, progress: Reporter = SILENT, start: int = 1
     ) -> tuple[Attempt, ...]: ...
 
 
@@ -127,25 +127,32 @@ class GatedAttempt:
         self.steps: tuple[Step, ...] = tuple(step for step in steps if step is not None)
 
     async def with_retry(
-        self, understood: Understood, scope: AccessScope, *, progress: Reporter = SILENT
+        self, understood: Understood, scope: AccessScope, *, progress: Reporter = SILENT, start: int = 1
     ) -> tuple[Attempt, ...]:
         """The first attempt and, when `should_retry` says so, a second with rewritten queries and
-        twice the shortlist (`best_of` picks the one delivered). `progress` hears each stage."""
-        first = await self(understood, scope, 1, progress=progress)
+        twice the shortlist (`best_of` picks the one delivered). `progress` hears each stage; the
+        attempts are numbered from `start` (a second writer's follow the first's)."""
+        first = await self(understood, scope, start, progress=progress)
         if not (self.config.retry and should_retry(first)):
             return (first,)
-        progress("retry", attempt=2)
-        return (first, await self(understood, scope, 2, progress=progress))
+        progress("retry", attempt=start + 1)
+        return (first, await self(understood, scope, start + 1, progress=progress, retry=True))
 
     async def __call__(
-        self, understood: Understood, scope: AccessScope, number: int, *, progress: Reporter = SILENT
+        self,
+        understood: Understood,
+        scope: AccessScope,
+        number: int,
+        *,
+        progress: Reporter = SILENT,
+        retry: bool = False,
     ) -> Attempt:
         """One attempt: each step in turn, until the last or until one ends the attempt."""
         run = Run(
             understood,
             scope,
-            queries=understood.parts if number == 1 else tuple(retry_query(p) for p in understood.parts),
-            k=self.config.shortlist * (1 if number == 1 else 2),
+            queries=tuple(retry_query(p) for p in understood.parts) if retry else understood.parts,
+            k=self.config.shortlist * (2 if retry else 1),
             clock=Clock({}),
             progress=progress,
         )

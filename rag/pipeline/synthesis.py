@@ -12,10 +12,8 @@ one of the best passages has one (rag/pipeline/sections.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from rag.model.evidence import PASSAGES_CONSIDERED, Draft, DraftSentence, PartEvidence, ScoredSentence, SynthesisRequest
-from rag.model.ports import SamplingSynthesizer, Synthesizer
 from rag.pipeline.relevance import CHECKED_KINDS, another_case, states
 from rag.pipeline.sections import has_sections, is_open, section_extract
 from rag.pipeline.understand import answer_type
@@ -44,42 +42,6 @@ def quoted_section(part: PartEvidence, index: int, numbers: dict[int, int]) -> l
         DraftSentence(clean_sentence(s.text), (numbers[s.passage.chunk_id],), index, s)
         for s in section_extract(part.text, part.ranked)
     ]
-
-
-class SectionsFirst:
-    """Open questions quoted from their section, whichever writer writes the rest (a language model).
-
-    A how-to's answer is its steps; a small model summarised them ("Automations can use various
-    triggers to watch for specific events") or reworded them past what the critic can check. So an
-    open part whose section one of its best passages names is answered by that section's leading
-    sentences, as the extractive writer answers it; the writer's own sentences for that part are
-    replaced. When every part is quoted, the writer is not asked at all."""
-
-    def __init__(self, writer: Synthesizer) -> None:
-        self.writer = writer
-        self.name = writer.name
-
-    async def synthesise(self, request: SynthesisRequest) -> Draft:
-        numbers = {p.chunk_id: n for n, p in enumerate(request.context, 1)}
-        quoted = {i: q for i, part in enumerate(request.parts) if (q := quoted_section(part, i, numbers))}
-        if len(quoted) == len(request.parts):
-            return Draft(tuple(s for i in sorted(quoted) for s in quoted[i]), writer=SECTIONS_WRITER)
-        draft = await self.writer.synthesise(request)
-        if not quoted:
-            return draft
-        written = [s for s in draft.sentences if s.part not in quoted]
-        sentences = sorted([*written, *(s for q in quoted.values() for s in q)], key=lambda s: s.part)
-        unanswered = tuple(p for p in draft.unanswered_parts if p not in quoted)
-        return replace(draft, sentences=tuple(sentences), unanswered_parts=unanswered)
-
-    async def sample(self, request: SynthesisRequest, n: int, *, temperature: float) -> list[Draft]:
-        if not isinstance(self.writer, SamplingSynthesizer):
-            return []
-        return await self.writer.sample(request, n, temperature=temperature)
-
-
-SECTIONS_WRITER = "sections"
-"""`Draft.writer` when every part was quoted from its section and no writer was asked."""
 
 
 class ExtractiveSynthesizer:

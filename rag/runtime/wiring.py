@@ -25,7 +25,7 @@ from rag.pipeline.critic import EvidenceVerifier
 from rag.pipeline.flow import GatedAttempt, PipelineConfig
 from rag.pipeline.rerank import EvidenceReranker, SentenceSource
 from rag.pipeline.retrieve import HybridRetriever
-from rag.pipeline.synthesis import ExtractiveSynthesizer, SectionsFirst
+from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.runtime.candor import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
 from rag.store.postgres import PostgresStore
@@ -135,17 +135,21 @@ def build_answerer(
 
     config = PipelineConfig.from_settings(settings)
     reranker = reranker or build_reranker(settings, EvidenceReranker(sentence_source(store, vectors), vectors))
+    offline = ExtractiveSynthesizer(answer_threshold=settings.answer_threshold, sections=settings.section_extracts)
+    built = synthesizer is None
     if synthesizer is None:
-        offline = ExtractiveSynthesizer(answer_threshold=settings.answer_threshold, sections=settings.section_extracts)
         synthesizer = build_writer(settings, offline)
-        if synthesizer is not offline and settings.section_extracts:  # open questions quoted, not written
-            synthesizer = SectionsFirst(synthesizer)
     judge = judge_model(settings)
     verifier = verifier or build_verifier(settings, EvidenceVerifier(vectors, min_support=settings.min_support), judge)
     comparer = LLMFactComparer(judge) if judge is not None else None
-    attempt = GatedAttempt(
-        config, embedder, retriever, frequencies, reranker, synthesizer, verifier, fact_comparer=comparer
-    )
+
+    def gated(writer: Synthesizer) -> GatedAttempt:
+        return GatedAttempt(
+            config, embedder, retriever, frequencies, reranker, writer, verifier, fact_comparer=comparer
+        )
+
+    # with a model writing, the documents' own sentences first and the model when they do not answer
+    first = built and synthesizer is not offline and settings.extractive_first
     policy = AccessPolicy.from_file(settings.access_policy) if settings.access_policy else AccessPolicy()
     conflicts = conflicts or ValueConflicts()
     models = {
@@ -156,13 +160,14 @@ def build_answerer(
         "verifier": verifier.name,
     }
     return Answerer(
-        attempt,
+        gated(offline) if first else gated(synthesizer),
         policy,
         config,
         tracker=tracker,
         models=models,
         settings=settings.answer_settings(),
         conflicts=conflicts,
+        then=gated(synthesizer) if first else None,
     )
 
 

@@ -40,7 +40,7 @@ from tests.integration.slack.test_slack import (
     policy,
     trace_id_of,
 )
-from tests.refusals import MODEL_REFUSALS, PARENTAL, REFUSALS, STIPEND
+from tests.refusals import LOST, MODEL_REFUSALS, REFUSALS, STIPEND
 from tests.serving import serve_adapter
 
 TRIAGE = "C0TRIAGE"
@@ -209,7 +209,7 @@ async def test_a_model_written_refusal_offers_a_person(
     model.responder = Models(writer)
     core = built(candor, handbook, tmp_path, writer="openai:writer-model", openai_base_url=model.base_url)
     async with serving(core, core, triage=True) as served:
-        delivered = await PATHS[path](served, PARENTAL)
+        delivered = await PATHS[path](served, LOST)
         value = offered(delivered.call)
         assert value is not None, f"no offer of a person under: {block_text(delivered.call)}"
         assert json.loads(value) == {"trace": trace_id_of(delivered.call), "reason": reason}

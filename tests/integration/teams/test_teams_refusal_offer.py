@@ -41,7 +41,7 @@ from tests.fakes.teams_server import ingest_handbook
 from tests.fakes.writers import Models
 from tests.integration.teams.test_teams import Served, answered, answered_as, policy
 from tests.integration.teams.test_teams_handoff import EXPERT_AAD, TRIAGE, message, shown
-from tests.refusals import MODEL_REFUSALS, PARENTAL, REFUSALS, STIPEND
+from tests.refusals import LOST, MODEL_REFUSALS, REFUSALS, STIPEND
 from tests.serving import serve_adapter
 
 
@@ -220,7 +220,7 @@ async def test_a_model_written_refusal_offers_a_person(
     model.responder = Models(writer)
     core = built(candor, handbook, tmp_path, writer="openai:writer-model", openai_base_url=model.base_url)
     async with serving(core, core, triage=True) as served:
-        delivered = await PATHS[path](served, PARENTAL)
+        delivered = await PATHS[path](served, LOST)
         assert offered(delivered.activity) == {"trace": str(delivered.row["trace_id"]), "reason": reason}
 
 
