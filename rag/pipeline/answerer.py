@@ -30,6 +30,7 @@ from rag.pipeline.contradictions import ContradictionDetector, ValueConflicts
 from rag.pipeline.flow import AttemptRunner, PipelineConfig, best_of
 from rag.pipeline.progress import Reporter
 from rag.pipeline.understand import understand
+from rag.text.switches import rules_off
 
 log = logging.getLogger("candor.answer")
 
@@ -72,7 +73,7 @@ class Answerer:
         progress("understand")
         scope = self.policy.scope_for(question)
         understood = understand(question)
-        with metering(self.config.answer_budget) as meter:
+        with metering(self.config.answer_budget) as meter, rules_off(self.config.rules_off):
             attempts = await self.attempt.with_retry(understood, scope, progress=progress)
             composed = self._compose(attempts)
             if self.then is not None and composed.route != "answered":

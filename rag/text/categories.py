@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from rag.text.switches import off
+
 _ASKS = re.compile(
     r"\bwhat\b.*\b(?:profession|occupation|job|career|genre|sport|nationality|discipline|instrument)s?\b"
     r"|\bwhat (?:does|did) .{1,60} do for a living\b",
@@ -51,6 +53,8 @@ def category(sentence: str, question: str) -> frozenset[str] | None:
 def differing_categories(a: str, b: str, question: str) -> tuple[str, str] | None:
     """Two sentences defining the question's subject as different kinds of thing (no word shared),
     as each words it; None when the question asks no category or either defines nothing."""
+    if off("categories"):
+        return None
     if not asks_category(question):
         return None
     kind_a, kind_b = _kind(a, question), _kind(b, question)

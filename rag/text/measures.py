@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from rag.text.facts import DAYS_IN, STOP_WORDS, Value, is_year
+from rag.text.switches import off
 
 MONEY, PERCENT, DURATION, LENGTH, MASS, DATA = "money", "percent", "duration", "length", "mass", "data"
 COUNT, PEOPLE = "count", "people"
@@ -138,6 +139,8 @@ def asked_measure(question: str) -> frozenset[str] | None:
     """The measures that could answer `question`, or None when its wording does not say. The
     wording nearest the start decides: "How long have Christians made up a third of the
     population?" asks for a duration of some kind, not a population."""
+    if off("measures"):
+        return None
     text = question.lower()
     found: list[tuple[int, frozenset[str] | None]] = [(m.start(), None) for m in _UNSAID.finditer(text)]
     for measures, pattern in _ASKED:

@@ -16,6 +16,7 @@ import re
 
 from rag.text.claims import negated
 from rag.text.facts import STOP_WORDS
+from rag.text.switches import off
 from rag.text.words import stem, tokens
 
 _QUESTION_NEGATION = re.compile(r"\b(?:not|never|no|none|nothing|nobody|without)\b|n't\b", re.I)
@@ -36,6 +37,8 @@ def reversed_polarity(question: str, sentence: str) -> bool:
     nothing and names no exception, lack or failure ("Each see has its own bishop."). One negation
     in the main clause only: "can't survive without" is not negated, nor is a condition's "if I
     don't"."""
+    if off("polarity"):
+        return False
     main_clause = _CONDITION.sub(" ", re.sub(r"(?i)\bnot only\b", " ", question))
     negations = _QUESTION_NEGATION.findall(main_clause)
     asks_negated = len(negations) == 1 and negations[0].lower() in ("not", "n't", "never")  # "can't ... without": no

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from rag.text.facts import clean_sentence
+from rag.text.switches import off
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 
@@ -33,6 +34,8 @@ _ABOUT_THE_PAGE = re.compile(
 def about_the_page(text: str) -> bool:
     """A sentence about the document itself ("This page lists ...", "Below you'll find answers",
     "Tip: skim the ... page", "Tags: reset, nx-6, howto"): a signpost, never an answer."""
+    if off("quotable"):
+        return False
     return bool(_ABOUT_THE_PAGE.search(text))
 
 
@@ -87,6 +90,8 @@ def _titled(words: list[str]) -> bool:
 
 def furniture(text: str) -> bool:
     """A site's interface copied with its text: two different interface words or phrases (`_INTERFACE`)."""
+    if off("quotable"):
+        return False
     return len({m.group(0).lower() for m in _INTERFACE.finditer(text)}) >= INTERFACE_WORDS
 
 
@@ -99,6 +104,8 @@ def readable(text: str) -> bool:
     words = _WORD.findall(stripped)
     if len(words) < 4 or len(stripped) < 20:
         return False
+    if off("quotable"):
+        return True
     lowered = f" {stripped.lower()} "
     if any(marker in lowered for marker in _PAGE_CHROME) or furniture(stripped) or _SIGN_IN_LABEL.search(stripped):
         return False

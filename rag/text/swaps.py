@@ -50,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.text.facts import STOP_WORDS, is_year
+from rag.text.switches import off
 from rag.text.words import amount, listed_opposite, named, opposite, same_name, stem, stems, tokens
 
 _QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
@@ -77,6 +78,8 @@ class Swap:
 def swapped(question: str, sentence: str) -> Swap | None:
     """The shortest stretch of the question the sentence swaps for a different number or an
     opposite, between the same two words on either side (see the module docstring), or None."""
+    if off("swaps"):
+        return None
     (asked, ours_stems), (stated, their_stems) = tokens(question), tokens(sentence)
     said = set(their_stems)
     found: list[tuple[int, Swap]] = []

@@ -1,0 +1,35 @@
+"""`CANDOR_RULES_OFF` for the text rules (rag/text/switches.py): each family's entry point, switched
+off, says what it would say of text it cannot read; outside the switch, the rule is back."""
+
+from __future__ import annotations
+
+from rag.text.categories import differing_categories
+from rag.text.measures import asked_measure
+from rag.text.polarity import reversed_polarity
+from rag.text.quotable import about_the_page, readable
+from rag.text.swaps import swapped
+from rag.text.switches import TEXT_FAMILIES, rules_off
+
+PRIEST = "What term was applied to any priest temporarily assigned to a church?"
+CARDINAL = "The term cardinal at one time applied to any priest permanently assigned to a church."
+MAYER = "What is the profession of Christa Mayer?"
+SINGER, PLAYER = "Christa Mayer is a German operatic mezzo-soprano.", "Christa Mayer is a German basketball player."
+CHROME = "Sign in to comment | Share this page | Print this page | Was this helpful?"
+
+
+def fired() -> dict[str, bool]:
+    return {
+        "swaps": swapped(PRIEST, CARDINAL) is not None,
+        "polarity": reversed_polarity("Which see does not have its own bishop?", "Each see has its own bishop."),
+        "measures": asked_measure("What is the population of Broken Bow?") is not None,
+        "categories": differing_categories(SINGER, PLAYER, MAYER) is not None,
+        "quotable": about_the_page("This page lists the fees for every plan.") or not readable(CHROME),
+    }
+
+
+def test_each_text_family_switched_off_alone_says_nothing_and_comes_back_after() -> None:
+    assert fired() == dict.fromkeys(TEXT_FAMILIES, True)
+    for family in TEXT_FAMILIES:
+        with rules_off(frozenset({family})):
+            assert fired() == {f: f != family for f in TEXT_FAMILIES}
+    assert fired() == dict.fromkeys(TEXT_FAMILIES, True)
