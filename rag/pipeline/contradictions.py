@@ -22,7 +22,6 @@ import numpy as np
 
 from rag.model.evidence import ScoredSentence
 from rag.pipeline.answer_values import differing_answers, differing_fills, where
-from rag.text.categories import differing_categories
 from rag.text.claims import negated
 from rag.text.facts import MONTH_NAMES, Value, content_words, qualifiers, values
 from rag.text.names import codes, mentions, names
@@ -90,12 +89,7 @@ def find_conflicts(
             pair = (
                 differing_values(chosen, other) or differing_names(chosen, other) or differing_polarity(chosen, other)
             )
-        pair = (
-            pair
-            or differing_answers(chosen, other, question)
-            or differing_fills(chosen, other, question)
-            or differing_kinds(chosen, other, question)
-        )
+        pair = pair or differing_answers(chosen, other, question) or differing_fills(chosen, other, question)
         if pair is None:
             continue
         seen_documents.add(document)
@@ -123,16 +117,6 @@ def differing_values(a: ScoredSentence, b: ScoredSentence) -> tuple[Value, Value
             if vb.kind == va.kind and vb.key not in a_keys:
                 return va, vb
     return None
-
-
-def differing_kinds(a: ScoredSentence, b: ScoredSentence, question: str) -> tuple[Value, Value] | None:
-    """For a question asking what kind of thing its subject is (a profession, a sport, a genre), two
-    definitions of the subject naming different kinds: "Christa Mayer is a German professional
-    basketball player" against "... is a German operatic mezzo-soprano" (rag/text/categories.py)."""
-    found = differing_categories(a.text, b.text, question)
-    if found is None:
-        return None
-    return Value("name", found[0].lower(), found[0]), Value("name", found[1].lower(), found[1])
 
 
 MIN_NAMED_COSINE = 0.8

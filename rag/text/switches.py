@@ -9,7 +9,6 @@ entry point asks `off(name)` and, when it is, says what it would say of text it 
 - `swaps` (rag/text/swaps.py): no sentence is about another case by a swapped word;
 - `polarity` (rag/text/polarity.py): no question's "not" is missed;
 - `measures` (rag/text/measures.py): a question asks for no measure in particular;
-- `categories` (rag/text/categories.py): no two definitions differ in kind;
 - `quotable` (rag/text/quotable.py): every sentence of four words is quotable, none is page
   furniture or about the page.
 """
@@ -20,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-TEXT_FAMILIES = ("swaps", "polarity", "measures", "categories", "quotable")
+TEXT_FAMILIES = ("swaps", "polarity", "measures", "quotable")
 
 _OFF: ContextVar[frozenset[str]] = ContextVar("candor_rules_off", default=frozenset())
 

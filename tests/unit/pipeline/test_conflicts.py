@@ -485,17 +485,3 @@ def test_a_file_time_does_not_outdate_a_stated_date() -> None:
     assert prefer(policy, copied) == ("chosen", "higher authority")
     both = replace(policy, passage=replace(policy.passage, dated_by="file_time"))
     assert prefer(both, copied)[0] == "other"  # two file times: the newer file still decides
-
-
-def test_two_sources_defining_the_subject_as_different_kinds_of_thing_conflict() -> None:
-    """ "What is X's profession?" answered "X is an American chef" by one source and "... an American
-    trombonist" by another: a disagreement, whatever else each sentence says."""
-    question = "What is Greg Boyer's profession?"
-    chosen = "Greg Boyer (born September 25, 1958) is an American chef known for his innovative techniques."
-    other = "Greg Boyer is an American jazz trombonist who played with Prince."
-    [found] = find_conflicts(sentence(chosen, 1), [sentence(other, 2, vector=unit(1))], question=question)
-    assert (found.chosen_value.surface, found.other_value.surface) == ("American chef", "American jazz trombonist")
-    assert found.preferred is None
-    # the same definitions for a question that asks no category are no conflict
-    unasked = find_conflicts(sentence(chosen, 1), [sentence(other, 2, vector=unit(1))], question="Who is Greg Boyer?")
-    assert unasked == []

@@ -3,7 +3,6 @@ off, says what it would say of text it cannot read; outside the switch, the rule
 
 from __future__ import annotations
 
-from rag.text.categories import differing_categories
 from rag.text.measures import asked_measure
 from rag.text.polarity import reversed_polarity
 from rag.text.quotable import about_the_page, readable
@@ -12,8 +11,6 @@ from rag.text.switches import TEXT_FAMILIES, rules_off
 
 PRIEST = "What term was applied to any priest temporarily assigned to a church?"
 CARDINAL = "The term cardinal at one time applied to any priest permanently assigned to a church."
-MAYER = "What is the profession of Christa Mayer?"
-SINGER, PLAYER = "Christa Mayer is a German operatic mezzo-soprano.", "Christa Mayer is a German basketball player."
 CHROME = "Sign in to comment | Share this page | Print this page | Was this helpful?"
 
 
@@ -22,7 +19,6 @@ def fired() -> dict[str, bool]:
         "swaps": swapped(PRIEST, CARDINAL) is not None,
         "polarity": reversed_polarity("Which see does not have its own bishop?", "Each see has its own bishop."),
         "measures": asked_measure("What is the population of Broken Bow?") is not None,
-        "categories": differing_categories(SINGER, PLAYER, MAYER) is not None,
         "quotable": about_the_page("This page lists the fees for every plan.") or not readable(CHROME),
     }
 
