@@ -61,14 +61,14 @@ class AnswerSettings(BaseSettings):
     writer answers first, quoting the documents, and the model writes only when that answer is not
     delivered (abstained or low confidence); both are logged, the model's attempts numbered after.
     Off: the model writes every answer."""
-    rules_off: list[Literal["bridge", "premise", "relevance", "swaps", "polarity", "measures", "quotable"]] = Field(
-        default_factory=list, validation_alias=_env("CANDOR_RULES_OFF")
-    )
+    rules_off: list[
+        Literal["bridge", "premise", "relevance", "swaps", "polarity", "measures", "quotable", "answers", "fills"]
+    ] = Field(default_factory=list, validation_alias=_env("CANDOR_RULES_OFF"))
     """CANDOR_RULES_OFF: rule families switched off, a JSON list, to measure what each does (issue 40's
     ablation table in docs/answering.md); not for production. `bridge`: no second hop for multi-hop
     questions; `premise`: names no passage mentions do not end the part; `relevance`: an answer need
-    not state the kind of value asked; `swaps`, `polarity`, `measures`, `quotable`: the
-    text rules of rag/text/switches.py. The focus gate, the rescue and section extracts have their own."""
+    not state the kind of value asked; `swaps`, `polarity`, `measures`, `quotable`, `answers`,
+    `fills`: the text rules of rag/text/switches.py. The focus gate, the rescue and section extracts have their own."""
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
     """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
     access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))

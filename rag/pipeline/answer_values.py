@@ -30,6 +30,7 @@ from rag.text.facts import (
 )
 from rag.text.measures import DURATION, answers_measure, asked_measure, measure_of
 from rag.text.names import codes, fold, mentions, names
+from rag.text.switches import off
 from rag.text.words import is_name
 
 
@@ -42,6 +43,8 @@ def differing_answers(a: ScoredSentence, b: ScoredSentence, question: str) -> tu
     monthly is asked), a sibling ("Beacon Pro" for "Beacon"), or another subject (a region, plan or
     product each names that the other does not). Known gap: a side that alone names a region or plan
     ("In Germany, the fee is €59" against "The fee is €49") is still compared."""
+    if off("answers"):
+        return None
     if not question:
         return None
     first, second = answer_value(a.text, question), answer_value(b.text, question)
@@ -67,6 +70,8 @@ def differing_fills(a: ScoredSentence, b: ScoredSentence, question: str) -> tupl
     for "when", an amount for "how much"; for other questions a name or a value on each side) and
     not the question's own subject ("RT-9" against "RT-9i" is two products). A yes/no question is
     left to `differing_polarity`."""
+    if off("fills"):
+        return None
     if not question or answer_type(question) == "yesno":
         return None
     found = filled_differently(a.text, b.text)

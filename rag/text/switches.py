@@ -9,6 +9,9 @@ entry point asks `off(name)` and, when it is, says what it would say of text it 
 - `swaps` (rag/text/swaps.py): no sentence is about another case by a swapped word;
 - `polarity` (rag/text/polarity.py): no question's "not" is missed;
 - `measures` (rag/text/measures.py): a question asks for no measure in particular;
+- `answers` and `fills` (rag/pipeline/answer_values.py): two sources answering the question with
+  different values are no conflict (`differing_answers`), nor is one sentence with another answer
+  filled in (`differing_fills`);
 - `quotable` (rag/text/quotable.py): every sentence of four words is quotable, none is page
   furniture or about the page.
 """
@@ -19,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-TEXT_FAMILIES = ("swaps", "polarity", "measures", "quotable")
+TEXT_FAMILIES = ("swaps", "polarity", "measures", "quotable", "answers", "fills")
 
 _OFF: ContextVar[frozenset[str]] = ContextVar("candor_rules_off", default=frozenset())
 

@@ -15,6 +15,7 @@ from rag.pipeline.contradictions import find_conflicts, prefer
 from rag.pipeline.rerank import coverage, term_weights
 from rag.text.facts import qualifiers, variant_qualifiers
 from rag.text.names import codes, names
+from rag.text.switches import rules_off
 
 TEAM_2026 = "The Team plan costs $15 per user per month on monthly billing."
 TEAM_2025 = "The Team plan costs $12 per user per month when billed monthly."
@@ -485,3 +486,25 @@ def test_a_file_time_does_not_outdate_a_stated_date() -> None:
     assert prefer(policy, copied) == ("chosen", "higher authority")
     both = replace(policy, passage=replace(policy.passage, dated_by="file_time"))
     assert prefer(both, copied)[0] == "other"  # two file times: the newer file still decides
+
+
+def test_the_answer_families_switched_off_find_no_conflict_and_come_back_after() -> None:
+    """`CANDOR_RULES_OFF='["answers"]'` / `'["fills"]'` (rag/text/switches.py, issue 40's ablation)."""
+    holiday = "How many days of holiday do staff get?"
+    stale = answering("Staff get 20 days of holiday a year.", 1, date(2023, 1, 1))
+    current = answering("Employees are entitled to 26 days of paid vacation per calendar year.", 2, date(2025, 9, 1))
+    based = "Where was Airways International based?"
+    anchorage = sentence("Airways International was an airline based in Anchorage, Alaska.", 1)
+    miami = sentence("Airways International was an airline based in Miami, Florida.", 2)
+
+    def found() -> tuple[int, int]:
+        return len(find_conflicts(stale, [stale, current], question=holiday)), len(
+            find_conflicts(anchorage, [miami], question=based)
+        )
+
+    assert found() == (1, 1)
+    with rules_off(frozenset({"answers"})):
+        assert found() == (0, 1)
+    with rules_off(frozenset({"fills"})):
+        assert found() == (1, 0)
+    assert found() == (1, 1)
