@@ -180,7 +180,7 @@ def wider_scope(claim: str, evidence_sentence: str) -> bool:
         return {
             (m.group(1) or "").lower().rstrip("s")
             for m in _UNIVERSAL.finditer(text)
-            if not _PER_VALUE.search(text, 0, m.start())
+            if not (m.group(0).lower().startswith(("every", "each")) and _PER_VALUE.search(text, 0, m.start()))
         }
 
     return bool(scopes(claim) - scopes(evidence_sentence))

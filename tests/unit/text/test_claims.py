@@ -81,6 +81,7 @@ def test_a_rate_worded_for_every_unit_is_the_same_rate_and_no_scope() -> None:
     assert misattributed("I get $0.67 for every day I drive my private car.", mileage) == ["$0.67"]
     assert not wider_scope("A private car is reimbursed at $0.67 for each mile.", mileage[0])
     assert wider_scope("Each private car is reimbursed at $0.67 per mile.", mileage[0])
+    assert wider_scope("A private car gets $0.67 for all trips.", mileage[0])  # "all" after a value is a scope
 
 
 def test_swapped_names_against_the_closest_sentence() -> None:
