@@ -61,7 +61,9 @@ ROUTES = _measure(
     """
 )
 
-# First pass: the attempt-1 `faithfulness` gate. Drafted sentences: what the faithfulness gate of
+# First pass: the `faithfulness` gate of the first attempt of the writer that wrote last: attempt 1,
+# or the model's first when it wrote after the extractive writer's attempts (CANDOR_EXTRACTIVE_FIRST;
+# its first `writer` gate). Drafted sentences: what the faithfulness gate of
 # each attempt checked (its `sentences` detail); dropped: the critic's drops of every attempt
 # (`stage = 'critic'`; the focus check's withheld sentences were supported and do not count).
 GATES = _measure(
@@ -75,8 +77,11 @@ GATES = _measure(
            COALESCE(sum(d.dropped), 0) AS dropped
     FROM scoped s
     CROSS JOIN LATERAL (
-        SELECT bool_and(g.passed) FILTER (WHERE g.attempt = 1) AS first,
-               bool_and(g.passed) FILTER (WHERE g.attempt = 2) AS second,
+        SELECT COALESCE(min(w.attempt), 1) AS n FROM gate_outcomes w WHERE w.trace_id = s.id AND w.gate = 'writer'
+    ) w
+    CROSS JOIN LATERAL (
+        SELECT bool_and(g.passed) FILTER (WHERE g.attempt = w.n) AS first,
+               bool_and(g.passed) FILTER (WHERE g.attempt = w.n + 1) AS second,
                sum(CASE WHEN jsonb_typeof(g.details -> 'sentences') = 'number'
                         THEN CAST(g.details ->> 'sentences' AS numeric) END) AS drafted
         FROM gate_outcomes g WHERE g.trace_id = s.id AND g.gate = 'faithfulness'

@@ -38,9 +38,10 @@ from rag.store.postgres import KnowledgeBase
 from tests.cli import run_cli
 from tests.conftest import REPO, SAMPLE
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.writers import Models, copy, writes
+from tests.fakes.writers import Models, copy, stated, writes
 from tests.integration.pipeline.test_answer_pipeline import CarelessWriter, careless
 from tests.integration.pipeline.test_llm_pipeline import core
+from tests.refusals import LOST
 
 SINCE, UNTIL = "2020-03-01", "2020-03-16"
 MONDAY = datetime(2020, 3, 2, 9, 0, tzinfo=UTC)
@@ -118,6 +119,18 @@ async def seeded(candor: Candor, tmp_path_factory: pytest.TempPathFactory) -> Se
         priced = core(candor, fake, llm_costs={"writer-model": (1.0, 2.0)})
         await asked("model-priced", MONDAY, priced.answer(scoped(main, parental, "web")))
         await asked("model-unpriced", NEXT_TUESDAY, core(candor, fake).answer(scoped(main, parental, "cli")))
+        # the default with a model: the extractive writer's two attempts find nothing, then the
+        # model's first draft is rejected and its retry passes (attempts 3 and 4)
+        wrong = writes(stated("A lost laptop must be reported within 48 hours.", citing="within 24 hours"))
+        calls: list[str] = []
+
+        def wrong_then_right(request: Any) -> Any:
+            calls.append(request.model)
+            return (wrong if len(calls) == 1 else writes(copy("within 24 hours")))(request)
+
+        fake.responder = Models(wrong_then_right)
+        tiered = core(candor, fake, extractive_first=True)
+        await asked("model-second", NEXT_TUESDAY, tiered.answer(scoped(main, LOST, "slack")))
 
     golden = REPO / "sample" / "golden.yaml"
     items = [item for item in load_golden(golden) if item.id in GOLDEN_IDS]
@@ -232,8 +245,13 @@ def expected_period(rows: Stored, traces: Sequence[Mapping[str, Any]]) -> dict[s
     routes = Counter(t["route"] for t in traces)
     delivered = routes["answered"] + routes["low_confidence"]
     faith = [g for g in rows.gates if g["trace_id"] in ids and g["gate"] == "faithfulness"]
-    first = {g["trace_id"]: g["passed"] for g in faith if g["attempt"] == 1}
-    second = {g["trace_id"]: g["passed"] for g in faith if g["attempt"] == 2}
+    # the first pass of the writer that wrote last: a model writing after the extractive writer's attempts
+    starts: dict[str, int] = {}
+    for g in rows.gates:
+        if g["trace_id"] in ids and g["gate"] == "writer":
+            starts[g["trace_id"]] = min(starts.get(g["trace_id"], g["attempt"]), g["attempt"])
+    first = {g["trace_id"]: g["passed"] for g in faith if g["attempt"] == starts.get(g["trace_id"], 1)}
+    second = {g["trace_id"]: g["passed"] for g in faith if g["attempt"] == starts.get(g["trace_id"], 1) + 1}
     rejected = [t for t, passed in first.items() if not passed]
     drafted = sum(g["details"].get("sentences", 0) for g in faith)
     dropped = sum(1 for d in rows.dropped if d["trace_id"] in ids and d["stage"] == "critic")
@@ -340,6 +358,11 @@ async def test_the_seeded_traffic_covers_what_the_report_measures(candor: Candor
     assert all(expected["platforms"][p]["n"] for p in PLATFORMS)
     assert expected["usage"]["model_calls"] >= 2 and expected["usage"]["unpriced_calls"] >= 1
     assert all(expected["feedback"][r]["votes"] for r in ROUTES)
+    # a model writing after the extractive writer: its first pass is attempt 3, rejected, and 4 resolves it
+    second = next(t["id"] for t in rows.traces if seeded.traces[t["id"]] == "model-second")
+    passed = {g["attempt"]: g["passed"] for g in rows.gates if g["trace_id"] == second and g["gate"] == "faithfulness"}
+    writers = {g["attempt"] for g in rows.gates if g["trace_id"] == second and g["gate"] == "writer"}
+    assert passed == {1: False, 2: False, 3: False, 4: True} and writers == {3, 4}
     unscoped = next(t for t in rows.traces if seeded.traces[t["id"]] == "zephyr-unscoped")
     # asked without a scope: the access policy's (every knowledge base) is stored, naming none
     assert unscoped["scope"]["knowledge_bases"] is None and unscoped["route"] != "abstained"
