@@ -153,8 +153,9 @@ def langchain_answers(args: argparse.Namespace, todo: Sequence[GoldenItem]) -> I
 def row_of(key: dict[str, str], answer: Answer, seconds: float) -> dict[str, Any]:
     """One cached line: the key, what the scorer needs (the whole answer, cited passages included as
     `answer.sources[].excerpt`), latency, tokens and the gates' first-pass and retry outcomes."""
-    # the model's attempts only: with the extractive writer first, those follow its attempts
-    written = {g.attempt for g in answer.gates if g.gate == "writer" and g.details.get("writer") != "extractive-v1"}
+    # the model's attempts only (a `writer` gate: the model wrote, or failed and the fallback did);
+    # with the extractive writer first, they follow its attempts, as the report counts them
+    written = {g.attempt for g in answer.gates if g.gate == "writer"}
     first = min(written, default=None)
     faith = [g for g in answer.gates if g.gate == "faithfulness" and g.attempt in written]
     last = max(written, default=first)
