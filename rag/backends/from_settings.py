@@ -1,6 +1,7 @@
 """The model-backed stages the settings ask for, each wrapped so that it degrades to the offline one.
 
     CANDOR_WRITER=openai:<model>      → FallbackSynthesizer(LLMSynthesizer, the extractive writer)
+      CANDOR_MODEL_ROLE=select        → FallbackSynthesizer(LLMSelector, the extractive writer)
     CANDOR_JUDGE=openai:<model>       → FallbackVerifier(PrefilteredVerifier(offline, LLMJudge), offline);
                                         the same model compares self-consistency samples (LLMFactComparer)
     CANDOR_JUDGE=cross-encoder:<m>    → FallbackVerifier(CrossEncoderVerifier, offline) (numbers still exact)
@@ -12,10 +13,12 @@ and attempts of the settings; all calls of one answer share CANDOR_ANSWER_BUDGET
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import SecretStr
 
 from rag.backends.cross_encoders import CrossEncoderReranker, CrossEncoderVerifier, load_cross_encoder
-from rag.backends.llm import ChatModel, ChatSettings, close_all
+from rag.backends.llm import ChatModel, ChatSettings, StructuredModel, close_all
 from rag.backends.llm_judge import FallbackVerifier, LLMJudge, PrefilteredVerifier
 from rag.backends.llm_writer import FallbackSynthesizer, LLMSynthesizer
 from rag.config import Settings
@@ -53,10 +56,16 @@ def _chat_model(settings: Settings, model: str, *, base_url: str | None, key: Se
     )
 
 
-def build_writer(settings: Settings, offline: Synthesizer) -> Synthesizer:
+def build_writer(
+    settings: Settings, offline: Synthesizer, selector: Callable[[StructuredModel], Synthesizer] | None = None
+) -> Synthesizer:
+    """The model writer of CANDOR_WRITER, or with CANDOR_MODEL_ROLE=select the `selector` over its model
+    (rag/pipeline/selection.py, built by the caller: the answer path is not a backend's to import)."""
     if not settings.writer.startswith("openai:"):
         return offline
     model = chat_model(settings, settings.writer.removeprefix("openai:"), base_url=settings.openai_base_url)
+    if settings.model_role == "select" and selector is not None:
+        return FallbackSynthesizer(selector(model), offline)
     return FallbackSynthesizer(LLMSynthesizer(model, refusal=settings.refusal), offline)
 
 

@@ -61,6 +61,11 @@ class AnswerSettings(BaseSettings):
     writer answers first, quoting the documents, and the model writes only when that answer is not
     delivered (abstained or low confidence); both are logged, the model's attempts numbered after.
     Off: the model writes every answer."""
+    model_role: Literal["write", "select"] = Field("write", validation_alias=_env("CANDOR_MODEL_ROLE"))
+    """CANDOR_MODEL_ROLE: what the language model of CANDOR_WRITER does. `write`: it writes the
+    answer from the passages (after the extractive writer, CANDOR_EXTRACTIVE_FIRST). `select`: it
+    names which of the best quotable sentences answer the question and those are quoted as they
+    stand (rag/pipeline/selection.py); none named is an abstention."""
     rules_off: list[
         Literal["bridge", "premise", "relevance", "swaps", "polarity", "measures", "quotable", "answers", "fills"]
     ] = Field(default_factory=list, validation_alias=_env("CANDOR_RULES_OFF"))

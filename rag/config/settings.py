@@ -17,8 +17,8 @@ from rag.errors import ConfigError
 
 ANSWER_SETTINGS = tuple(
     "retrieval_threshold answer_threshold focus_threshold min_support shortlist retry rescue "  # noqa: SIM905
-    "section_extracts extractive_first rules_off self_consistency_kbs fusion dense_weight candidates writer judge "
-    "reranker answer_budget".split()
+    "section_extracts extractive_first model_role rules_off self_consistency_kbs fusion dense_weight candidates "
+    "writer judge reranker answer_budget".split()
 )
 """The settings an answer depends on: stored with every trace and eval run, so that a report can tell
 runs apart by what they were answered with."""

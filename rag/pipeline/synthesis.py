@@ -56,7 +56,7 @@ class ExtractiveSynthesizer:
         sentences: list[DraftSentence] = []
         unanswered: list[int] = []
         used: set[str] = set()
-        pools = [_candidates(part) if part.retrieved else [] for part in request.parts]
+        pools = [quotable_sentences(part) if part.retrieved else [] for part in request.parts]
         bests = self.assign(request.parts, pools)
         for index, part in enumerate(request.parts):
             extract = quoted_section(part, index, numbers) if self.sections else None
@@ -125,7 +125,8 @@ class ExtractiveSynthesizer:
     ) -> list[ScoredSentence]:
         """The part's best sentence, plus one of the same passage that completes it and is not the
         best sentence of another part (`taken`: that one answers its own part)."""
-        others = [s for s in (_candidates(part) if pool is None else pool) if clean_sentence(s.text) not in taken]
+        pool = quotable_sentences(part) if pool is None else pool
+        others = [s for s in pool if clean_sentence(s.text) not in taken]
         second = _completing(best, others, self.answer_threshold, part.text)
         return [best] if second is None else sorted([best, second], key=lambda s: s.position)
 
@@ -141,7 +142,7 @@ class ExtractiveSynthesizer:
         scores below the answer threshold. `exclude`: sentences another part took; `pool`: the
         part's quotable sentences when already found."""
         ordered = sorted(
-            (s for s in (_candidates(part) if pool is None else pool) if clean_sentence(s.text) not in exclude),
+            (s for s in (quotable_sentences(part) if pool is None else pool) if clean_sentence(s.text) not in exclude),
             key=lambda s: -s.score,
         )
         # about another case than the one asked (rag/text/swaps.py): read in score order, as few as
@@ -172,7 +173,7 @@ def _answers_each(sentence: ScoredSentence, questions: Sequence[str]) -> bool:
     return True
 
 
-def _candidates(part: PartEvidence) -> list[ScoredSentence]:
+def quotable_sentences(part: PartEvidence) -> list[ScoredSentence]:
     """Sentences that can be quoted: readable, not a question line, not about the page itself, not
     addressed to the bot, and not about another model than the one asked (a sentence naming the
     "RT-9" or "NX-8 Pro" and not the "RT-9i" or "NX-6 Pro" asked, wherever its passage is). A

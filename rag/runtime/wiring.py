@@ -25,6 +25,7 @@ from rag.pipeline.critic import EvidenceVerifier
 from rag.pipeline.flow import GatedAttempt, PipelineConfig
 from rag.pipeline.rerank import EvidenceReranker, SentenceSource
 from rag.pipeline.retrieve import HybridRetriever
+from rag.pipeline.selection import LLMSelector
 from rag.pipeline.synthesis import ExtractiveSynthesizer
 from rag.runtime.candor import Candor
 from rag.store.evidence import SentenceEvidence, sentence_evidence, term_frequencies
@@ -138,7 +139,9 @@ def build_answerer(
     offline = ExtractiveSynthesizer(answer_threshold=settings.answer_threshold, sections=settings.section_extracts)
     built = synthesizer is None
     if synthesizer is None:
-        synthesizer = build_writer(settings, offline)
+        synthesizer = build_writer(
+            settings, offline, selector=lambda model: LLMSelector(model, sections=settings.section_extracts)
+        )
     judge = judge_model(settings)
     verifier = verifier or build_verifier(settings, EvidenceVerifier(vectors, min_support=settings.min_support), judge)
     comparer = LLMFactComparer(judge) if judge is not None else None
@@ -149,7 +152,7 @@ def build_answerer(
         )
 
     # with a model writing, the documents' own sentences first and the model when they do not answer
-    first = built and synthesizer is not offline and settings.extractive_first
+    first = built and synthesizer is not offline and settings.extractive_first and settings.model_role == "write"
     policy = AccessPolicy.from_file(settings.access_policy) if settings.access_policy else AccessPolicy()
     conflicts = conflicts or ValueConflicts()
     models = {
