@@ -140,7 +140,11 @@ def build_answerer(
     built = synthesizer is None
     if synthesizer is None:
         synthesizer = build_writer(
-            settings, offline, selector=lambda model: LLMSelector(model, sections=settings.section_extracts)
+            settings,
+            offline,
+            selector=lambda model: LLMSelector(
+                model, sections=settings.section_extracts, floor=settings.answer_threshold
+            ),
         )
     judge = judge_model(settings)
     verifier = verifier or build_verifier(settings, EvidenceVerifier(vectors, min_support=settings.min_support), judge)

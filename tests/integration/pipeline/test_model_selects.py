@@ -135,3 +135,15 @@ async def test_a_model_that_fails_leaves_the_answer_to_the_extractive_writer(
     writer = next(g for g in answer.gates if g.gate == "writer")
     assert writer.details["writer"] == "extractive-v1"
     assert "llm-selector:selector-model" in writer.details["fallback"]
+
+
+async def test_only_sentences_the_extractive_writer_could_quote_are_shown(
+    candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
+) -> None:
+    """Held to the answer threshold: when no sentence reaches it, the model is not asked and the
+    answer abstains (shown weaker ones, a small model names something nearly every time)."""
+    fake.responder = naming("16 weeks")
+    answer = await ask(core(candor, fake, answer_threshold=0.99), handbook, PARENTAL)
+    assert answer.abstained and fake.chat_requests == []
+    answer = await ask(core(candor, fake), handbook, PARENTAL)
+    assert answer.route == "answered" and len(fake.chat_requests) == 1
