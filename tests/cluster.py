@@ -185,6 +185,7 @@ def replica_env(cluster: Cluster, folder: Path, lease_seconds: float) -> dict[st
         "CANDOR_TEAMS": "true",
         "CANDOR_WRITER": f"openai:{WRITER_MODEL}",
         # the model writes every answer: the faults to survive are a slow, dead or killed writer's
+        "CANDOR_MODEL_ROLE": "write",
         "CANDOR_EXTRACTIVE_FIRST": "false",
         "OPENAI_BASE_URL": cluster.writer.fake.base_url,
         "OPENAI_API_KEY": "sk-cluster",

@@ -49,11 +49,13 @@ def handbook_text() -> str:
 
 def writer_core(candor: Candor, base_url: str, **settings: Any) -> Candor:
     """Candor as `candor eval` builds it with `CANDOR_WRITER=openai:writer-model` and `OPENAI_BASE_URL`,
-    the model writing every answer (`CANDOR_EXTRACTIVE_FIRST=false`): every planted draft meets the critic."""
+    the model writing every answer (`CANDOR_MODEL_ROLE=write`, `CANDOR_EXTRACTIVE_FIRST=false`): every
+    planted draft meets the critic."""
     chosen = {
         "writer": "openai:writer-model",
         "openai_base_url": base_url,
         "llm_attempts": 2,
+        "model_role": "write",
         "extractive_first": False,
         **settings,
     }

@@ -53,13 +53,15 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 def core(candor: Candor, fake: FakeOpenAI, **settings: Any) -> Candor:
     """Candor as `candor serve` builds it with these settings (the writer on the fake by default).
 
-    The model writes every answer here (`extractive_first` off): these tests are about what the
-    gates do with a model's sentences. The default, the extractive writer first and the model when
-    it does not answer, has its own tests below."""
+    The model writes (`model_role` write; the default, choosing among quoted sentences, is
+    tests/integration/pipeline/test_model_selects.py) every answer here (`extractive_first` off):
+    these tests are about what the gates do with a model's sentences. Writing after the extractive
+    writer, when it does not answer, has its own tests below."""
     chosen = {
         "writer": "openai:writer-model",
         "openai_base_url": fake.base_url,
         "llm_attempts": 2,
+        "model_role": "write",
         "extractive_first": False,
         **settings,
     }
@@ -140,7 +142,7 @@ async def test_an_uncited_sentence_and_an_unsupported_one_are_dropped(
 MOVE = "How do we move to the Team plan?"
 
 
-async def test_by_default_what_the_documents_say_is_quoted_and_the_model_is_not_asked(
+async def test_extractive_first_what_the_documents_say_is_quoted_and_the_model_is_not_asked(
     candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
 ) -> None:
     # a sentence quoted from the documents needs no rewording: a small model's rewording is where
@@ -161,7 +163,7 @@ async def test_by_default_what_the_documents_say_is_quoted_and_the_model_is_not_
 LOST = "What happens if I lose my laptop?"
 
 
-async def test_by_default_the_model_writes_what_the_extractive_writer_cannot_answer(
+async def test_extractive_first_the_model_writes_what_the_extractive_writer_cannot_answer(
     candor: Candor, handbook: KnowledgeBase, fake: FakeOpenAI
 ) -> None:
     fake.responder = Models(writes(copy("within 24 hours")))

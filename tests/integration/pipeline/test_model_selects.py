@@ -39,8 +39,7 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 def core(candor: Candor, fake: FakeOpenAI, **settings: Any) -> Candor:
     chosen = {
-        "writer": "openai:selector-model",
-        "model_role": "select",
+        "writer": "openai:selector-model",  # the model's role left at its default: select
         "openai_base_url": fake.base_url,
         "llm_attempts": 2,
         **settings,

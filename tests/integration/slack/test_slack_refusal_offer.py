@@ -207,7 +207,9 @@ async def test_a_model_written_refusal_offers_a_person(
 ) -> None:
     writer, reason = MODEL_REFUSALS[kind]
     model.responder = Models(writer)
-    core = built(candor, handbook, tmp_path, writer="openai:writer-model", openai_base_url=model.base_url)
+    core = built(
+        candor, handbook, tmp_path, writer="openai:writer-model", model_role="write", openai_base_url=model.base_url
+    )
     async with serving(core, core, triage=True) as served:
         delivered = await PATHS[path](served, LOST)
         value = offered(delivered.call)
