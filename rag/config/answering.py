@@ -69,13 +69,31 @@ class AnswerSettings(BaseSettings):
     (CANDOR_EXTRACTIVE_FIRST), and the critic checks its sentences. Measured in docs/answering.md:
     with a 1.5B model, selecting gave as many right answers as writing and fewer wrong ones."""
     rules_off: list[
-        Literal["bridge", "premise", "relevance", "swaps", "polarity", "measures", "quotable", "answers", "fills"]
+        Literal[
+            "bridge",
+            "premise",
+            "relevance",
+            "swaps",
+            "polarity",
+            "measures",
+            "quotable",
+            "answers",
+            "fills",
+            "codes",
+            "versions",
+            "relevance-quantity",
+            "relevance-date",
+            "relevance-place",
+            "relevance-address",
+        ]
     ] = Field(default_factory=list, validation_alias=_env("CANDOR_RULES_OFF"))
     """CANDOR_RULES_OFF: rule families switched off, a JSON list, to measure what each does (issue 40's
     ablation table in docs/answering.md); not for production. `bridge`: no second hop for multi-hop
     questions; `premise`: names no passage mentions do not end the part; `relevance`: an answer need
-    not state the kind of value asked; `swaps`, `polarity`, `measures`, `quotable`, `answers`,
-    `fills`: the text rules of rag/text/switches.py. The focus gate, the rescue and section extracts have their own."""
+    not state the kind of value asked (`relevance-quantity`, `relevance-date`, `relevance-place`,
+    `relevance-address`: that kind only); `swaps`, `polarity`, `measures`, `quotable`, `answers`,
+    `fills`, `codes`, `versions`: the text rules of rag/text/switches.py. The focus gate, the rescue
+    and section extracts have their own."""
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
     """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""
     access_policy: Path | None = Field(None, validation_alias=_env("CANDOR_ACCESS_POLICY"))

@@ -33,6 +33,7 @@ from rag.text.measures import answers_measure, asked_measure, counts_measure
 from rag.text.names import codes, mentions, names
 from rag.text.polarity import reversed_polarity
 from rag.text.swaps import swapped
+from rag.text.switches import off
 
 CHECKED_KINDS = frozenset({"quantity", "date", "place", "address"})
 _NOT_AMOUNTS = frozenset({"date", "address", "version"})
@@ -214,5 +215,6 @@ def relevance(part: str, sentences: Sequence[str]) -> Relevance:
     wanted = answer_type(part)
     why = {s: why_another_case(part, s) for s in sentences}
     own = [s for s in sentences if why[s] is None]
-    stated = bool(own) and (wanted not in CHECKED_KINDS or any(states(wanted, s, part) for s in own))
+    checked = wanted in CHECKED_KINDS and not off(f"relevance-{wanted}")  # switched off: as for "who"
+    stated = bool(own) and (not checked or any(states(wanted, s, part) for s in own))
     return Relevance(wanted, stated, tuple((s, w) for s, w in why.items() if w is not None))

@@ -12,6 +12,7 @@ import unicodedata
 from functools import lru_cache
 
 from rag.text.facts import STOP_WORDS
+from rag.text.switches import off
 
 _SUFFIX_WORDS = "Pro|Max|Plus|Mini|Ultra|Lite|Air|Outdoor|Indoor|Premium|Standard|Basic|Advanced|Home|XL|SE"
 """Words that finish a product code when they follow it: "NX-6 Pro" is not the "NX-6"."""
@@ -123,6 +124,8 @@ def new_names(text: str, known: str) -> set[str]:
 
 def codes(text: str) -> set[str]:
     """Product codes and identifiers: NW-200X, SOC2, 4357 is a number, not a code."""
+    if off("codes"):
+        return set()
     return set(_codes(text))
 
 
@@ -162,6 +165,8 @@ _IMPERATIVES = frozenset(
 def versions(text: str) -> set[str]:
     """The versions a text names, as their numbers ("3.2.1", "2.2-beta"): "v3.2.1", "version
     3.2.1" and "TervaneOS 3.2.1" are one version, and "v3.2.1" is not "v3.2.10" nor "v3.2"."""
+    if off("versions"):
+        return set()
     return set(_versions(text))
 
 
@@ -194,7 +199,7 @@ def _names(text: str) -> frozenset[str]:
                 found.add(" ".join(words[1:]) if leading else m.group(0))
             continue
         found.add(m.group(0))
-    in_codes = " ".join(codes(text))
+    in_codes = " ".join(_codes(text))  # cached by text, so not by the `codes` switch: a code is no name either way
     return frozenset(name for name in found if name.lower() not in STOP_WORDS and name not in in_codes)
 
 

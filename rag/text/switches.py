@@ -13,7 +13,12 @@ entry point asks `off(name)` and, when it is, says what it would say of text it 
   different values are no conflict (`differing_answers`), nor is one sentence with another answer
   filled in (`differing_fills`);
 - `quotable` (rag/text/quotable.py): every sentence of four words is quotable, none is page
-  furniture or about the page.
+  furniture or about the page;
+- `codes` and `versions` (rag/text/names.py): a text names no product code ("KW-B3 Lite"), nor
+  any version ("v3.2.1");
+- `relevance-quantity`, `relevance-date`, `relevance-place`, `relevance-address`
+  (rag/pipeline/relevance.py): a part asking for that kind of value is answered by any supported
+  sentence, as a "who" or "how do I" part is.
 """
 
 from __future__ import annotations
@@ -22,7 +27,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-TEXT_FAMILIES = ("swaps", "polarity", "measures", "quotable", "answers", "fills")
+TEXT_FAMILIES = (
+    "swaps",
+    "polarity",
+    "measures",
+    "quotable",
+    "answers",
+    "fills",
+    "codes",
+    "versions",
+    "relevance-quantity",
+    "relevance-date",
+    "relevance-place",
+    "relevance-address",
+)
 
 _OFF: ContextVar[frozenset[str]] = ContextVar("candor_rules_off", default=frozenset())
 

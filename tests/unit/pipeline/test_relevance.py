@@ -11,7 +11,8 @@ from rag.model.types import AccessScope
 from rag.pipeline.attempt import Attempt, Clock, Run, dropped
 from rag.pipeline.relevance import relevance, states
 from rag.pipeline.steps import CheckRelevance
-from rag.pipeline.understand import understand
+from rag.pipeline.understand import answer_type, understand
+from rag.text.switches import rules_off
 from tests.unit.pipeline.stage_data import passage
 
 
@@ -176,3 +177,25 @@ def test_times_weekdays_and_frequencies_answer_and_codes_and_verbs_do_not(
     question: str, sentence: str, stated: bool
 ) -> None:
     assert relevance(question, [sentence]).stated is stated
+
+
+UNSTATED = {  # each kind checked, a question asking for it and a sentence stating none
+    "quantity": ("How long is the notice period?", "Holidays taken during the notice period are paid out."),
+    "date": ("When did the plan launch?", "You may cancel the plan at any time."),
+    "place": ("Which city are the EU servers in?", "EU workspaces are hosted in our own data centre."),
+    "address": ("Which base URL do US workspaces call?", "Always call the base URL for your region."),
+}
+
+
+def test_each_kind_switched_off_alone_is_answered_by_any_sentence_and_comes_back_after() -> None:
+    """`CANDOR_RULES_OFF='["relevance-quantity"]'` and so on (rag/text/switches.py, issue 40's ablation)."""
+    assert {kind: answer_type(question) for kind, (question, _) in UNSTATED.items()} == {k: k for k in UNSTATED}
+
+    def stated() -> dict[str, bool]:
+        return {kind: relevance(question, [sentence]).stated for kind, (question, sentence) in UNSTATED.items()}
+
+    assert stated() == dict.fromkeys(UNSTATED, False)
+    for kind in UNSTATED:
+        with rules_off(frozenset({f"relevance-{kind}"})):
+            assert stated() == {k: k == kind for k in UNSTATED}
+    assert stated() == dict.fromkeys(UNSTATED, False)

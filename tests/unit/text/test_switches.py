@@ -4,6 +4,7 @@ off, says what it would say of text it cannot read; outside the switch, the rule
 from __future__ import annotations
 
 from rag.text.measures import asked_measure
+from rag.text.names import codes, versions
 from rag.text.polarity import reversed_polarity
 from rag.text.quotable import about_the_page, readable
 from rag.text.swaps import swapped
@@ -20,12 +21,15 @@ def fired() -> dict[str, bool]:
         "polarity": reversed_polarity("Which see does not have its own bishop?", "Each see has its own bishop."),
         "measures": asked_measure("What is the population of Broken Bow?") is not None,
         "quotable": about_the_page("This page lists the fees for every plan.") or not readable(CHROME),
+        "codes": codes("How long does the battery of the KW-B3 Lite last?") == {"KW-B3 Lite"},
+        "versions": versions("Update the RT-9i to v3.2.1.") == {"3.2.1"},
     }
 
 
 def test_each_text_family_switched_off_alone_says_nothing_and_comes_back_after() -> None:
-    """`answers` and `fills` are tested with the conflicts they find (tests/unit/pipeline/test_conflicts.py)."""
-    families = [f for f in TEXT_FAMILIES if f not in ("answers", "fills")]
+    """`answers` and `fills` are tested with the conflicts they find (tests/unit/pipeline/test_conflicts.py),
+    the `relevance-` kinds with the parts they leave unchecked (tests/unit/pipeline/test_relevance.py)."""
+    families = [f for f in TEXT_FAMILIES if f not in ("answers", "fills") and not f.startswith("relevance-")]
     assert fired() == dict.fromkeys(families, True)
     for family in families:
         with rules_off(frozenset({family})):
