@@ -421,6 +421,19 @@ def judge(row: dict[str, Any], items: dict[str, GoldenItem]) -> Judged:
     return Judged(row, scored, stale_as_fact(item, answer), unsupported_sentences(answer))
 
 
+def first_pass(row: dict[str, Any], *, drafted: bool) -> bool | None:
+    """Whether the model's first draft failed the faithfulness gate with sentences in it (`drafted`:
+    the critic rejected what the model gave) or with none (the model chose nothing, as a selector
+    does when no sentence answers: an abstention, not a rejection); None where the model was not
+    asked. Read from the stored gate log, so cached rows of earlier commits are counted alike."""
+    if row["first_pass_rejected"] is None:
+        return None
+    gates = row["answer"]["gates"]
+    first = min(g["attempt"] for g in gates if g["gate"] == "writer")
+    faith = [g for g in gates if g["gate"] == "faithfulness" and g["attempt"] == first]
+    return any(not g["passed"] and (g["details"]["sentences"] > 0) == drafted for g in faith)
+
+
 def count(flags: Iterable[bool | None]) -> str:
     values = [f for f in flags if f is not None]
     return f"{sum(values)}/{len(values)}"
@@ -443,7 +456,8 @@ def summary(judged: Sequence[Judged]) -> dict[str, str]:
         "multi-part right": count(j.scored.parts_ok for j in judged),
         "unsupported sentences (independent)": f"{sum(j.unsupported[0] for j in judged)}/"
         f"{sum(j.unsupported[1] for j in judged)}",
-        "first-pass rejected": count(r["first_pass_rejected"] for r in rows),
+        "first-pass rejected": count(first_pass(r, drafted=True) for r in rows),
+        "first draft empty (the writer abstained)": count(first_pass(r, drafted=False) for r in rows),
         "retry resolved": count(r["retry_resolved"] for r in rows),
         "writer fell back": count(bool(r["writer_fallback"]) for r in rows),
         "latency p50 / p95 s": f"{statistics.median(seconds):.0f} / {percentile(seconds, 95):.0f}" if seconds else "-",

@@ -15,6 +15,11 @@ answer threshold (`floor`); shown the ten best whatever their score, the 1.5B mo
 for 39 of 41 answerable and 7 of 9 unanswerable questions of the tasks set (right 14, wrong 25,
 unanswerable refused 2/9); held to the threshold, 14, 18 and 8/9 (the extractive writer first, then
 the model writing: 13, 21, 5/9; the extractive writer alone 13, 19, 8/9).
+
+An open question's answer is its section's steps: the model naming any sentence of the section
+extract picks the section, which is quoted whole and in order, as the extractive writer quotes it
+(named alone, one step of "Go to Admin console > Data > Export workspace" is no answer to "how do I
+export everything?").
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ class Chosen(BaseModel):
 class Candidate:
     part: int
     sentence: ScoredSentence
+    section: bool = False
+    """One of the part's section extract (an open question): named, the whole extract is quoted."""
 
     def render(self, number: int) -> str:
         passage = self.sentence.passage
@@ -79,25 +86,25 @@ class LLMSelector:
     def candidates(self, request: SynthesisRequest) -> list[Candidate]:
         """Each retrieved part's section extract (an open question), then its quotable sentences by
         score, taken in turn so that every part gets its share of `limit`; a sentence once."""
-        pools: list[list[ScoredSentence]] = []
-        for part in request.parts:
+        pools: list[list[Candidate]] = []
+        for index, part in enumerate(request.parts):
             if not part.retrieved:
                 pools.append([])
                 continue
             opened = self.sections and is_open(part.text) and has_sections(part.ranked)
-            section = list(section_extract(part.text, part.ranked)) if opened else []
+            section = section_extract(part.text, part.ranked) if opened else []
             ranked = sorted((s for s in quotable_sentences(part) if s.score >= self.floor), key=lambda s: -s.score)
-            pools.append(section + ranked)
+            pools.append([Candidate(index, s, True) for s in section] + [Candidate(index, s) for s in ranked])
         chosen: list[Candidate] = []
         seen: set[str] = set()
         depth = 0
         while len(chosen) < self.limit and any(depth < len(pool) for pool in pools):
-            for index, pool in enumerate(pools):
+            for pool in pools:
                 if depth < len(pool) and len(chosen) < self.limit:
-                    text = clean_sentence(pool[depth].text)
+                    text = clean_sentence(pool[depth].sentence.text)
                     if text not in seen:
                         seen.add(text)
-                        chosen.append(Candidate(index, pool[depth]))
+                        chosen.append(pool[depth])
             depth += 1
         return chosen
 
@@ -116,7 +123,15 @@ class LLMSelector:
         numbers = {p.chunk_id: n for n, p in enumerate(request.context, 1)}
         sentences: list[DraftSentence] = []
         for index in parts:
-            own = [c.sentence for c in named if c.part == index and c.sentence.passage.chunk_id in numbers][:CHOSEN]
+            mine = [c for c in named if c.part == index and c.sentence.passage.chunk_id in numbers]
+            if any(c.section for c in mine):  # a step of the section named: the section answers, whole
+                own = [
+                    c.sentence
+                    for c in shown
+                    if c.part == index and c.section and c.sentence.passage.chunk_id in numbers
+                ]
+            else:
+                own = [c.sentence for c in mine][:CHOSEN]
             own.sort(key=lambda s: (numbers[s.passage.chunk_id], s.position))
             sentences += [DraftSentence(clean_sentence(s.text), (numbers[s.passage.chunk_id],), index, s) for s in own]
         answered = {s.part for s in sentences}

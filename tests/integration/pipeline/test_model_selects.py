@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from rag.runtime import Candor, build_answerer
 from rag.store.postgres import KnowledgeBase
 from tests.fakes.openai_server import ChatRequest, FakeOpenAI
 from tests.fakes.teams_server import ingest_handbook
+from tests.integration.pipeline.test_section_answers import GUIDE
 
 PARENTAL = "How much paid parental leave does the primary carer get?"
 LISTED = re.compile(r"^\[(\d+)\] \(([^\n]*)\)\n(.*?)(?=\n\[\d+\] \(|\Z)", re.DOTALL | re.MULTILINE)
@@ -146,3 +148,26 @@ async def test_only_sentences_the_extractive_writer_could_quote_are_shown(
     assert answer.abstained and fake.chat_requests == []
     answer = await ask(core(candor, fake), handbook, PARENTAL)
     assert answer.route == "answered" and len(fake.chat_requests) == 1
+
+
+async def test_one_step_of_an_open_questions_section_named_quotes_the_whole_section(
+    candor: Candor, kb: KnowledgeBase, docs: Path, fake: FakeOpenAI
+) -> None:
+    """A how-to's answer is its steps: the model naming any of them picks the section, which is
+    quoted whole and in order (as the extractive writer would quote it), not the one step alone."""
+    (docs / "export.md").write_text(GUIDE)
+    assert (await candor.ingestor().ingest([docs], kb=kb)).added == 1
+    fake.responder = naming("Choose Export > CSV")
+    answer = await ask(core(candor, fake), kb, "how do I export my project to a CSV file?")
+    assert answer.route == "answered", answer.text
+    assert [s.text for s in answer.sentences] == [
+        "Open the project and click the three dots next to its name.",
+        "Choose Export > CSV and pick the fields to include.",
+        "Click Download: the file holds one row per task, with its status and assignee.",
+    ]
+    (request,) = fake.chat_requests
+    assert len([n for n, (_, text) in listed(request).items() if "Choose Export > CSV" in text]) == 1
+
+    fake.responder = naming("Deleted workspaces are kept")  # a sentence of no section of the extract
+    value = await ask(core(candor, fake), kb, "How many days are deleted workspaces kept?")
+    assert [s.text for s in value.sentences] == ["Deleted workspaces are kept for 30 days, then erased."]
