@@ -80,7 +80,6 @@ class AnswerSettings(BaseSettings):
             "answers",
             "fills",
             "codes",
-            "versions",
             "relevance-quantity",
             "relevance-date",
             "relevance-place",
@@ -92,7 +91,7 @@ class AnswerSettings(BaseSettings):
     questions; `premise`: names no passage mentions do not end the part; `relevance`: an answer need
     not state the kind of value asked (`relevance-quantity`, `relevance-date`, `relevance-place`,
     `relevance-address`: that kind only); `swaps`, `polarity`, `measures`, `quotable`, `answers`,
-    `fills`, `codes`, `versions`: the text rules of rag/text/switches.py. The focus gate, the rescue
+    `fills`, `codes`: the text rules of rag/text/switches.py. The focus gate, the rescue
     and section extracts have their own."""
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, validation_alias=_env("CANDOR_REFUSAL"))
     """CANDOR_REFUSAL: the one fixed phrase of an abstention (detected downstream: keep it fixed)."""

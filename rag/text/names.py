@@ -22,13 +22,6 @@ _CODE = re.compile(
     rf"(?<![\w-])(?:[A-Z]{{1,5}}-?[A-Z]{{0,3}}\d+[A-Za-z]*|[A-Z]+\d+[A-Z0-9-]*|\d+(?!{_UNITS}\b)[A-Z]{{2,}})\b"
     rf"(?:\+|\s(?:{_SUFFIX_WORDS})\b\+?)?"
 )
-_VERSION = re.compile(
-    r"(?<![\w.])(?:v(?P<v>\d+(?:\.\d+){1,3})|(?P<bare>\d+\.\d+\.\d+))(?P<pre>-(?:alpha|beta|rc)\d*)?(?!\w|\.\d)"
-    r"|\b(?:version|release)\s+(?P<word>\d+(?:\.\d+){1,3})(?P<wpre>-(?:alpha|beta|rc)\d*)?(?!\w|\.\d)",
-    re.IGNORECASE,
-)
-"""A version as a version is written: "v3.2.1", "v2.2-beta", "3.2.1" (three parts), "version 2.3";
-never a bare "2.5", which is as often an amount, nor an IP address."""
 _UPPER = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĔĖĘĚĜĞĠĢĤĦĨĪĬĮİĲĴĶĹĻĽĿŁŃŅŇŊŌŎŐŒŔŖŘŚŜŞŠŢŤŦŨŪŬŮŰŲŴŶŸŹŻŽ"
 """Capital letters of the Latin scripts: "Kraków", "Zürich", "Łódź" and "Malmö" are names too."""
 _NAME_WORD = rf"(?:[{_UPPER}][^\W_]+|\d+-[{_UPPER}][^\W_]+)(?:(?:\+[{_UPPER}\d][^\W_]*)+|\+|\b)"
@@ -160,23 +153,6 @@ _IMPERATIVES = frozenset(
         "book",
     ]
 )
-
-
-def versions(text: str) -> set[str]:
-    """The versions a text names, as their numbers ("3.2.1", "2.2-beta"): "v3.2.1", "version
-    3.2.1" and "TervaneOS 3.2.1" are one version, and "v3.2.1" is not "v3.2.10" nor "v3.2"."""
-    if off("versions"):
-        return set()
-    return set(_versions(text))
-
-
-@lru_cache(maxsize=8192)
-def _versions(text: str) -> frozenset[str]:
-    found = set()
-    for m in _VERSION.finditer(text):
-        number = m.group("v") or m.group("bare") or m.group("word")
-        found.add(number + (m.group("pre") or m.group("wpre") or "").lower())
-    return frozenset(found)
 
 
 def names(text: str) -> set[str]:

@@ -14,8 +14,7 @@ entry point asks `off(name)` and, when it is, says what it would say of text it 
   filled in (`differing_fills`);
 - `quotable` (rag/text/quotable.py): every sentence of four words is quotable, none is page
   furniture or about the page;
-- `codes` and `versions` (rag/text/names.py): a text names no product code ("KW-B3 Lite"), nor
-  any version ("v3.2.1");
+- `codes` (rag/text/names.py): a text names no product code ("KW-B3 Lite");
 - `relevance-quantity`, `relevance-date`, `relevance-place`, `relevance-address`
   (rag/pipeline/relevance.py): a part asking for that kind of value is answered by any supported
   sentence, as a "who" or "how do I" part is.
@@ -35,7 +34,6 @@ TEXT_FAMILIES = (
     "answers",
     "fills",
     "codes",
-    "versions",
     "relevance-quantity",
     "relevance-date",
     "relevance-place",

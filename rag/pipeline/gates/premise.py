@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from rag.model.answers import GateOutcome
 from rag.model.types import Passage
 from rag.text.facts import STOP_WORDS
-from rag.text.names import codes, mentions, names, premise_terms, versions
+from rag.text.names import codes, mentions, names, premise_terms
 
 
 def unknown_names(part: str, passages: Sequence[Passage]) -> tuple[str, ...]:
@@ -25,13 +25,6 @@ def unknown_names(part: str, passages: Sequence[Passage]) -> tuple[str, ...]:
     texts = [f"{p.title}.\n{p.heading}.\n{p.text}" for p in passages]
     unknown = [
         forms[0] for forms in premise_terms(part) if not any(mentions(text, form) for text in texts for form in forms)
-    ]
-    # a version is matched whole, as a version: "v3.2.2" is not mentioned by "v3.2.1" nor "v3.2.21"
-    known_versions = set().union(*(versions(text) for text in texts)) if texts else set()
-    unknown += [
-        _as_asked(part, v)
-        for v in sorted(versions(part))
-        if v not in known_versions and not any(k.startswith(f"{v}-") for k in known_versions)  # "v2.2": its beta
     ]
     # "L3" inside "L3 Senior Software Engineer" is one unknown thing, not two
     return tuple(term for term in unknown if not any(term != other and term in other for other in unknown))
@@ -67,13 +60,8 @@ def alternatives(part: str, unknown: Sequence[str], passages: Sequence[Passage])
     return tuple(found)[:4]
 
 
-def _as_asked(part: str, version: str) -> str:
-    """A version as the question wrote it ("v3.2.2", or "3.2.2" when it wrote no v)."""
-    return f"v{version}" if re.search(rf"\bv{re.escape(version)}", part, re.IGNORECASE) else version
-
-
 def premise_gate(parts: Sequence[str], unknown: Mapping[int, tuple[str, ...]], number: int) -> GateOutcome:
-    asked = sum(len(premise_terms(p)) + len(versions(p)) for p in parts)
+    asked = sum(len(premise_terms(p)) for p in parts)
     missing = sum(len(v) for v in unknown.values())
     score = 1.0 - missing / asked if asked else 1.0
     details = {"parts": [{"part": p, "unknown": list(unknown.get(i, ()))} for i, p in enumerate(parts)]}

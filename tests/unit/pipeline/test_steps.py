@@ -261,8 +261,8 @@ async def test_rule_families_switched_off_leave_their_steps_out(embedder: Embedd
 
 def test_rules_off_reads_a_json_list_of_known_families(tmp_path: Path) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CANDOR_RULES_OFF", '["bridge", "premise", "codes", "versions", "relevance-place"]')
-        assert load_settings(home=tmp_path).rules_off == ["bridge", "premise", "codes", "versions", "relevance-place"]
+        patch.setenv("CANDOR_RULES_OFF", '["bridge", "premise", "codes", "relevance-place"]')
+        assert load_settings(home=tmp_path).rules_off == ["bridge", "premise", "codes", "relevance-place"]
         patch.setenv("CANDOR_RULES_OFF", '["spelling"]')
         with pytest.raises(ConfigError, match=r"rules_off|CANDOR_RULES_OFF"):
             load_settings(home=tmp_path)

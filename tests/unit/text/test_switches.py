@@ -4,7 +4,7 @@ off, says what it would say of text it cannot read; outside the switch, the rule
 from __future__ import annotations
 
 from rag.text.measures import asked_measure
-from rag.text.names import codes, versions
+from rag.text.names import codes
 from rag.text.polarity import reversed_polarity
 from rag.text.quotable import about_the_page, readable
 from rag.text.swaps import swapped
@@ -22,7 +22,6 @@ def fired() -> dict[str, bool]:
         "measures": asked_measure("What is the population of Broken Bow?") is not None,
         "quotable": about_the_page("This page lists the fees for every plan.") or not readable(CHROME),
         "codes": codes("How long does the battery of the KW-B3 Lite last?") == {"KW-B3 Lite"},
-        "versions": versions("Update the RT-9i to v3.2.1.") == {"3.2.1"},
     }
 
 
