@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -178,6 +179,15 @@ def row_of(key: dict[str, str], answer: Answer, seconds: float) -> dict[str, Any
     }
 
 
+def set_home(name: str) -> Path:
+    """The set's cached Candor home, one per folder its documents are read from. A document is known
+    by its path, and a prune removes only what is gone from under the folders ingested: a checkout
+    elsewhere (a git worktree) ingesting into the same home would add every document a second time,
+    and the doubled base moves the scores (a word no chunk holds weighs 1/chunks)."""
+    docs = (BLIND / name / "docs").resolve()
+    return cached_home(CACHE / f"model-answers-{name}-{hashlib.sha256(str(docs).encode()).hexdigest()[:8]}")
+
+
 def cache_file(name: str, system: str) -> Path:
     return ANSWERS / f"{name}-{system}.jsonl"
 
@@ -214,7 +224,7 @@ async def run(args: argparse.Namespace) -> None:
             with path.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
         return
-    overrides: dict[str, object] = {"home": cached_home(CACHE / f"model-answers-{args.set}"), "database_url": None}
+    overrides: dict[str, object] = {"home": set_home(args.set), "database_url": None}
     if args.system == "candor-model":
         overrides |= {"writer": f"openai:{model}", "openai_base_url": args.base_url, "openai_api_key": "local"}
         overrides |= {"llm_timeout": args.llm_timeout, "answer_budget": args.answer_budget}
