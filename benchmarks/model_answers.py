@@ -66,7 +66,20 @@ from rag.runtime import Candor, open_candor
 REPO = Path(__file__).resolve().parents[1]
 BLIND = REPO / "eval" / "blind"
 ANSWERS = CACHE / "model_answers"
-SETS = ("handbook", "campus", "helpcentre", "servicedesk", "utility", "clinic", "hardware", "saas", "transit", "tasks")
+SETS = (
+    "handbook",
+    "campus",
+    "helpcentre",
+    "servicedesk",
+    "utility",
+    "clinic",
+    "bank",
+    "sellers",
+    "hardware",
+    "saas",
+    "transit",
+    "tasks",
+)
 SYSTEMS = ("naive", "langchain", "candor-model", "offline")
 BASELINES = ("naive", "langchain")
 """Systems without Candor's gates on their path: their answers stand across Candor's commits."""
