@@ -26,20 +26,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-TEXT_FAMILIES = (
-    "swaps",
-    "polarity",
-    "measures",
-    "quotable",
-    "answers",
-    "fills",
-    "codes",
-    "relevance-quantity",
-    "relevance-date",
-    "relevance-place",
-    "relevance-address",
-)
-
 _OFF: ContextVar[frozenset[str]] = ContextVar("candor_rules_off", default=frozenset())
 
 
